@@ -38,7 +38,11 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
-            let code = if err.use_stderr() { EXIT_ERROR } else { EXIT_CLEAN };
+            let code = if err.use_stderr() {
+                EXIT_ERROR
+            } else {
+                EXIT_CLEAN
+            };
             let _ = err.print();
             return ExitCode::from(code);
         }

@@ -1,1 +1,77 @@
-pub fn x(){}
+//! Static leak rules for PyTorch training code.
+//!
+//! `check_source` parses one file with ruff's parser, runs a per-function analysis of which
+//! values carry an autograd graph, which containers outlive an iteration and what resets them,
+//! and returns the diagnostics of the enabled rules, `# noqa` applied.
+
+pub mod checker;
+pub mod diagnostic;
+pub mod fix;
+pub mod noqa;
+pub mod registry;
+mod rules;
+pub mod semantic;
+
+use ruff_python_parser::parse_module;
+use ruff_source_file::LineIndex;
+use ruff_text_size::{Ranged, TextRange};
+
+pub use diagnostic::{Applicability, Diagnostic, Edit, Fix};
+pub use fix::{apply_fixes, FixedSource};
+pub use registry::{Rule, RuleKind, RuleSet, UnknownSelector};
+
+/// A syntax error: the file is reported and skipped, the others are still checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxError {
+    pub message: String,
+    pub range: TextRange,
+}
+
+/// The outcome of checking one source text.
+pub struct CheckedSource {
+    pub diagnostics: Vec<Diagnostic>,
+    pub syntax_error: Option<SyntaxError>,
+    pub line_index: LineIndex,
+}
+
+/// Checks one Python source text with the enabled rules.
+pub fn check_source(source: &str, rules: &RuleSet) -> CheckedSource {
+    let line_index = LineIndex::from_source_text(source);
+    let parsed = match parse_module(source) {
+        Ok(parsed) => parsed,
+        Err(err) => {
+            return CheckedSource {
+                diagnostics: Vec::new(),
+                syntax_error: Some(SyntaxError {
+                    message: err.error.to_string(),
+                    range: err.range(),
+                }),
+                line_index,
+            };
+        }
+    };
+    let noqa = noqa::NoqaMap::from_tokens(parsed.tokens(), source, &line_index);
+    if noqa.file_exempt() {
+        return CheckedSource {
+            diagnostics: Vec::new(),
+            syntax_error: None,
+            line_index,
+        };
+    }
+    let suite = parsed.suite();
+    let facts = semantic::facts::ModuleFacts::collect(suite);
+    let checker = checker::Checker::new(source, &facts, &line_index, rules);
+    let mut diagnostics = checker.check_module(suite);
+    diagnostics.retain(|d| {
+        rules.contains(d.rule)
+            && !noqa.suppresses(
+                line_index.line_index(d.range.start()).to_zero_indexed(),
+                d.rule,
+            )
+    });
+    CheckedSource {
+        diagnostics,
+        syntax_error: None,
+        line_index,
+    }
+}

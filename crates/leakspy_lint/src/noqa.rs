@@ -1,0 +1,112 @@
+//! `# noqa`, `# noqa: LS001,LS002` (per line) and `# leakspy: noqa` (whole file).
+
+use ruff_python_ast::token::{TokenKind, Tokens};
+use ruff_source_file::LineIndex;
+use ruff_text_size::Ranged;
+use rustc_hash::FxHashMap;
+
+use crate::registry::Rule;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Directive {
+    All,
+    Codes(Vec<String>),
+}
+
+#[derive(Debug, Default)]
+pub struct NoqaMap {
+    file_exempt: bool,
+    /// Keyed by zero-based line number.
+    lines: FxHashMap<usize, Directive>,
+}
+
+impl NoqaMap {
+    pub fn from_tokens(tokens: &Tokens, source: &str, index: &LineIndex) -> Self {
+        let mut map = NoqaMap::default();
+        for token in tokens.iter() {
+            if token.kind() != TokenKind::Comment {
+                continue;
+            }
+            let text = &source[token.range()];
+            let body = text.trim_start_matches('#').trim();
+            if let Some(rest) = strip_prefix_ci(body, "leakspy:") {
+                if rest.trim().to_ascii_lowercase().starts_with("noqa") {
+                    map.file_exempt = true;
+                }
+                continue;
+            }
+            if let Some(directive) = parse_noqa(text) {
+                let line = index.line_index(token.start()).to_zero_indexed();
+                map.lines.insert(line, directive);
+            }
+        }
+        map
+    }
+
+    pub fn file_exempt(&self) -> bool {
+        self.file_exempt
+    }
+
+    pub fn suppresses(&self, line: usize, rule: Rule) -> bool {
+        match self.lines.get(&line) {
+            None => false,
+            Some(Directive::All) => true,
+            Some(Directive::Codes(codes)) => codes
+                .iter()
+                .any(|c| c.eq_ignore_ascii_case(rule.code()) || c == rule.name()),
+        }
+    }
+}
+
+fn strip_prefix_ci<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = text.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &text[prefix.len()..])
+}
+
+/// Finds a `noqa` directive anywhere in a comment (it may follow other text, as in
+/// `# type: ignore  # noqa: LS002`).
+fn parse_noqa(comment: &str) -> Option<Directive> {
+    let lower = comment.to_ascii_lowercase();
+    let pos = lower.find("noqa")?;
+    // `noqa` must start a comment segment: preceded by `#` and spaces only.
+    let before = comment[..pos].trim_end();
+    if !before.ends_with('#') {
+        return None;
+    }
+    let rest = &comment[pos + 4..];
+    let Some(codes) = rest.strip_prefix(':') else {
+        return Some(Directive::All);
+    };
+    let codes: Vec<String> = codes
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .map(str::trim)
+        .take_while(|c| !c.starts_with('#'))
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .collect();
+    if codes.is_empty() {
+        Some(Directive::All)
+    } else {
+        Some(Directive::Codes(codes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directives() {
+        assert_eq!(parse_noqa("# noqa"), Some(Directive::All));
+        assert_eq!(
+            parse_noqa("# noqa: LS001, LS002"),
+            Some(Directive::Codes(vec!["LS001".into(), "LS002".into()]))
+        );
+        assert_eq!(
+            parse_noqa("# type: ignore # noqa:LS012"),
+            Some(Directive::Codes(vec!["LS012".into()]))
+        );
+        assert_eq!(parse_noqa("# this is not a noqa comment"), None);
+    }
+}

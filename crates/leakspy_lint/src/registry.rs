@@ -1,0 +1,211 @@
+//! The rule registry: one line per rule. Adding a rule touches its file in `rules/`, one line
+//! here, its dispatch in `checker.rs`, a fixture and a snapshot.
+
+use serde::Serialize;
+
+/// Leak rules retain memory that grows with work done; advice rules flag the seeds' cargo cult.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuleKind {
+    Leak,
+    Advice,
+}
+
+macro_rules! define_rules {
+    ($( $variant:ident, $code:literal, $name:literal, $kind:ident, $file:literal; )*) => {
+        /// A rule, named by its code.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Rule { $( $variant, )* }
+
+        impl Rule {
+            pub const ALL: &'static [Rule] = &[ $( Rule::$variant, )* ];
+
+            pub const fn code(self) -> &'static str {
+                match self { $( Rule::$variant => $code, )* }
+            }
+
+            /// The kebab-case name, reading as the bad pattern.
+            pub const fn name(self) -> &'static str {
+                match self { $( Rule::$variant => $name, )* }
+            }
+
+            pub const fn kind(self) -> RuleKind {
+                match self { $( Rule::$variant => RuleKind::$kind, )* }
+            }
+
+            /// The rule's source file; its `//!` module doc is the rule's documentation.
+            const fn source(self) -> &'static str {
+                match self { $( Rule::$variant => include_str!(concat!("rules/", $file)), )* }
+            }
+        }
+    };
+}
+
+define_rules! {
+    LS001, "LS001", "accumulate-graph-tensor", Leak, "ls001_accumulate_graph_tensor.rs";
+    LS002, "LS002", "store-graph-tensor", Leak, "ls002_store_graph_tensor.rs";
+    LS003, "LS003", "clone-is-not-detach", Leak, "ls003_clone_is_not_detach.rs";
+    LS004, "LS004", "device-tensor-history", Leak, "ls004_device_tensor_history.rs";
+    LS005, "LS005", "view-retains-base", Leak, "ls005_view_retains_base.rs";
+    LS006, "LS006", "hook-retains-activation", Leak, "ls006_hook_retains_activation.rs";
+    LS007, "LS007", "module-state-retains-graph", Leak, "ls007_module_state_retains_graph.rs";
+    LS008, "LS008", "recurrent-state-carry", Leak, "ls008_recurrent_state_carry.rs";
+    LS009, "LS009", "grad-enabled-eval-loop", Leak, "ls009_grad_enabled_eval_loop.rs";
+    LS010, "LS010", "self-referential-history", Leak, "ls010_self_referential_history.rs";
+    LS011, "LS011", "running-stat-graph", Leak, "ls011_running_stat_graph.rs";
+    LS012, "LS012", "unclosed-figure", Leak, "ls012_unclosed_figure.rs";
+    LS013, "LS013", "strong-ref-cache", Leak, "ls013_strong_ref_cache.rs";
+    LS014, "LS014", "unbounded-history", Leak, "ls014_unbounded_history.rs";
+    LS015, "LS015", "retained-module-copies", Leak, "ls015_retained_module_copies.rs";
+    LS101, "LS101", "empty-cache-in-loop", Advice, "ls101_empty_cache_in_loop.rs";
+    LS102, "LS102", "gc-collect-in-loop", Advice, "ls102_gc_collect_in_loop.rs";
+    LS103, "LS103", "useless-del", Advice, "ls103_useless_del.rs";
+    LS104, "LS104", "per-step-allocation", Advice, "ls104_per_step_allocation.rs";
+}
+
+impl Rule {
+    /// Looks a rule up by code (`LS001`, case-insensitive) or by name.
+    pub fn from_code(text: &str) -> Option<Rule> {
+        Rule::ALL
+            .iter()
+            .copied()
+            .find(|r| r.code().eq_ignore_ascii_case(text) || r.name() == text)
+    }
+
+    /// The rule's documentation in Markdown, taken from its source file's `//!` comment.
+    pub fn documentation(self) -> String {
+        let mut doc = String::new();
+        for line in self.source().lines() {
+            let Some(rest) = line.strip_prefix("//!") else {
+                break;
+            };
+            doc.push_str(rest.strip_prefix(' ').unwrap_or(rest));
+            doc.push('\n');
+        }
+        doc
+    }
+
+    /// Documentation page, shown as `url` in JSON and SARIF output.
+    pub fn url(self) -> String {
+        format!(
+            "https://github.com/leakspy/leakspy/blob/main/docs/rules/{}.md",
+            self.code()
+        )
+    }
+}
+
+/// Which rules run, from `--select/--ignore/--extend-select` and `[tool.leakspy]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleSet {
+    enabled: [bool; Rule::ALL.len()],
+}
+
+impl Default for RuleSet {
+    fn default() -> Self {
+        Self {
+            enabled: [true; Rule::ALL.len()],
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("unknown rule selector `{0}`: expected a code like LS001, a prefix like LS0 or LS1, a rule name, or ALL")]
+pub struct UnknownSelector(pub String);
+
+impl RuleSet {
+    pub fn empty() -> Self {
+        Self {
+            enabled: [false; Rule::ALL.len()],
+        }
+    }
+
+    pub fn contains(&self, rule: Rule) -> bool {
+        self.enabled[rule as usize]
+    }
+
+    pub fn rules(&self) -> impl Iterator<Item = Rule> + '_ {
+        Rule::ALL.iter().copied().filter(|r| self.contains(*r))
+    }
+
+    /// The rules a selector names: `ALL`, a code prefix (`LS`, `LS0`, `LS00`, `LS001`) or a name.
+    pub fn matching(selector: &str) -> Result<Vec<Rule>, UnknownSelector> {
+        let sel = selector.trim();
+        if sel.eq_ignore_ascii_case("ALL") {
+            return Ok(Rule::ALL.to_vec());
+        }
+        let upper = sel.to_ascii_uppercase();
+        let found: Vec<Rule> = Rule::ALL
+            .iter()
+            .copied()
+            .filter(|r| r.code().starts_with(&upper) || r.name() == sel)
+            .collect();
+        if found.is_empty() || !upper.starts_with("LS") && found.len() != 1 {
+            return Err(UnknownSelector(selector.to_string()));
+        }
+        Ok(found)
+    }
+
+    /// Builds the set the way ruff does: `select` (default: all) replaces, `extend_select`
+    /// adds, `ignore` removes.
+    pub fn from_selectors(
+        select: Option<&[String]>,
+        extend_select: &[String],
+        ignore: &[String],
+    ) -> Result<Self, UnknownSelector> {
+        let mut set = match select {
+            Some(sel) => {
+                let mut s = Self::empty();
+                for x in sel {
+                    for r in Self::matching(x)? {
+                        s.enabled[r as usize] = true;
+                    }
+                }
+                s
+            }
+            None => Self::default(),
+        };
+        for x in extend_select {
+            for r in Self::matching(x)? {
+                set.enabled[r as usize] = true;
+            }
+        }
+        for x in ignore {
+            for r in Self::matching(x)? {
+                set.enabled[r as usize] = false;
+            }
+        }
+        Ok(set)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rule_documents_itself() {
+        for rule in Rule::ALL {
+            let doc = rule.documentation();
+            for section in [
+                "## What it does",
+                "## Why is this bad?",
+                "## Example",
+                "## Use instead",
+                "## Fix safety",
+            ] {
+                assert!(doc.contains(section), "{} lacks `{section}`", rule.code());
+            }
+        }
+    }
+
+    #[test]
+    fn selectors() {
+        let s =
+            RuleSet::from_selectors(Some(&["LS1".into()]), &["LS001".into()], &["LS103".into()])
+                .unwrap();
+        let codes: Vec<_> = s.rules().map(Rule::code).collect();
+        assert_eq!(codes, ["LS001", "LS101", "LS102", "LS104"]);
+        assert!(RuleSet::matching("E501").is_err());
+        assert_eq!(RuleSet::matching("unclosed-figure").unwrap(), [Rule::LS012]);
+    }
+}

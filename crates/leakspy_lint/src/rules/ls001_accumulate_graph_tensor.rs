@@ -1,0 +1,114 @@
+//! ## What it does
+//! Flags a running total that adds graph-carrying tensors across iterations:
+//! `total += loss`, `total = total + loss`, `stats[k] += loss`, `self.total += loss`, where the
+//! total outlives the iteration (bound before the loop, an attribute or a global).
+//!
+//! ## Why is this bad?
+//! Adding a tensor that carries an autograd graph builds a new graph node that points at both
+//! operands. The total then links to the graph of every iteration it ever added: memory grows
+//! with each step until the total is dropped, and a later `.backward()` through it would
+//! traverse all of them. This is the `total_loss += loss` leak from the PyTorch FAQ.
+//!
+//! ## Example
+//! ```python
+//! total_loss = 0
+//! for x, y in loader:
+//!     loss = criterion(model(x), y)
+//!     loss.backward()
+//!     optimizer.step()
+//!     total_loss += loss
+//! ```
+//!
+//! ## Use instead
+//! ```python
+//! total_loss = 0.0
+//! for x, y in loader:
+//!     loss = criterion(model(x), y)
+//!     loss.backward()
+//!     optimizer.step()
+//!     total_loss += loss.item()
+//! ```
+//!
+//! ## Fix safety
+//! The fix adds `.detach()` to the added value. The total keeps its type (a tensor stays a
+//! tensor) and its value; only the graph is dropped, so the fix is safe. It is not offered when
+//! the total is backpropagated in the same function (gradient accumulation).
+//!
+//! ## Stays silent on
+//! A total re-created inside the iteration and backpropagated; `loss.item()`; code under
+//! `torch.no_grad()`.
+
+use ruff_python_ast::{Expr, Operator, Stmt};
+use ruff_text_size::Ranged;
+
+use crate::checker::Checker;
+use crate::diagnostic::{Diagnostic, Fix};
+use crate::registry::Rule;
+use crate::rules::helpers::{append_call, origin_phrase, retained, short};
+use crate::semantic::names::dotted;
+
+pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
+    if !checker.grad_enabled() || !checker.per_step() {
+        return;
+    }
+    let (target, added) = match stmt {
+        Stmt::AugAssign(aug)
+            if matches!(
+                aug.op,
+                Operator::Add | Operator::Sub | Operator::Mult | Operator::Div
+            ) =>
+        {
+            (&*aug.target, &*aug.value)
+        }
+        Stmt::Assign(assign) if assign.targets.len() == 1 => {
+            let target = &assign.targets[0];
+            let Expr::BinOp(bin) = &*assign.value else {
+                return;
+            };
+            let Some(key) = dotted(target) else { return };
+            // `acc = acc + x` or `acc = x + acc`.
+            if dotted(&bin.left).as_deref() == Some(key.as_str()) {
+                (target, &*bin.right)
+            } else if dotted(&bin.right).as_deref() == Some(key.as_str()) {
+                (target, &*bin.left)
+            } else {
+                return;
+            }
+        }
+        _ => return,
+    };
+    let value = checker.value(added);
+    if !value.has_graph() || matches!(added, Expr::List(_) | Expr::ListComp(_)) {
+        return;
+    }
+    let Some(lifetime) = checker.lifetime(target) else {
+        return;
+    };
+    let container_key = match target {
+        Expr::Subscript(sub) => dotted(&sub.value),
+        t => dotted(t),
+    };
+    let Some(container_key) = container_key else {
+        return;
+    };
+    if checker.consumed_by_backward(&container_key) {
+        return;
+    }
+    let message = format!(
+        "`{}` adds `{}`, which carries {}: `{}` holds one graph per iteration ({}) {}",
+        short(checker, target),
+        short(checker, added),
+        origin_phrase(checker, &value),
+        container_key,
+        retained(checker, &value),
+        lifetime.until,
+    );
+    let fix = Fix::safe(
+        format!(
+            "Add `{}.detach()` instead (or `.item()` for a number)",
+            short(checker, added)
+        ),
+        append_call(checker, added, "detach"),
+    );
+    checker.report(Diagnostic::new(Rule::LS001, message, stmt.range()).with_fix(fix));
+}

@@ -1,0 +1,442 @@
+//! A pre-pass over the whole file: classes (which are `nn.Module`s), what each `self.<attr>` and
+//! module global is initialised with, and everywhere it is grown, trimmed, cleared or rebound.
+//! Rules ask these facts "is this container ever bounded?" without walking the file again.
+
+use ruff_python_ast::{Expr, Stmt, StmtClassDef, StmtFunctionDef};
+use ruff_text_size::{Ranged, TextSize};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::mutation::{for_each_mutation, Mutation};
+use super::names::{last_segment, Imports};
+use super::value::Kind;
+
+#[derive(Debug, Clone)]
+pub struct Change {
+    /// The method (or function) that makes the change; empty at module level.
+    pub function: String,
+    pub mutation: Mutation,
+    pub offset: TextSize,
+}
+
+/// Facts about one long-lived place: `self.<attr>` of a class, or a module global.
+#[derive(Debug, Clone, Default)]
+pub struct PlaceFacts {
+    /// The kind it is initialised with (in `__init__`, the class body or at module level).
+    pub init: Kind,
+    pub init_offset: Option<TextSize>,
+    pub changes: Vec<Change>,
+    /// Functions that read it.
+    pub read_in: FxHashSet<String>,
+}
+
+impl PlaceFacts {
+    /// A reset outside the initialiser: `.clear()`, a trim, or a rebinding.
+    pub fn resets(&self) -> impl Iterator<Item = &Change> {
+        self.changes.iter().filter(|c| {
+            c.mutation != Mutation::Grow
+                && !(c.mutation == Mutation::Rebind && c.function == "__init__")
+        })
+    }
+    pub fn is_bounded(&self) -> bool {
+        matches!(self.init, Kind::Deque { bounded: true })
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ClassFacts {
+    pub name: String,
+    pub is_module: bool,
+    pub offset: TextSize,
+    pub attrs: FxHashMap<String, PlaceFacts>,
+    pub methods: FxHashSet<String>,
+}
+
+#[derive(Debug, Default)]
+pub struct ModuleFacts {
+    pub imports: Imports,
+    pub classes: FxHashMap<String, ClassFacts>,
+    pub globals: FxHashMap<String, PlaceFacts>,
+    /// Names of module-level functions.
+    pub functions: FxHashSet<String>,
+    /// Does the file use torch at all (import or `torch.` access)? Several rules only make
+    /// sense in ML code.
+    pub uses_torch: bool,
+}
+
+impl ModuleFacts {
+    pub fn collect(suite: &[Stmt]) -> Self {
+        let mut facts = ModuleFacts {
+            imports: Imports::collect(suite),
+            ..Default::default()
+        };
+        collect_imports_deep(suite, &mut facts.imports);
+        facts.uses_torch = facts.imports.qualify_head_is("torch")
+            || facts.imports.qualify_head_is("lightning")
+            || facts.imports.qualify_head_is("pytorch_lightning");
+        // Module classes first, in order, so a subclass of a module class defined earlier is
+        // a module class too.
+        for stmt in suite {
+            if let Stmt::ClassDef(class) = stmt {
+                let is_module = facts.is_module_class_def(class);
+                facts.classes.insert(
+                    class.name.as_str().to_string(),
+                    ClassFacts {
+                        name: class.name.as_str().to_string(),
+                        is_module,
+                        offset: class.start(),
+                        ..Default::default()
+                    },
+                );
+            }
+        }
+        for stmt in suite {
+            match stmt {
+                Stmt::ClassDef(class) => facts.collect_class(class),
+                Stmt::FunctionDef(func) => {
+                    facts.functions.insert(func.name.as_str().to_string());
+                    facts.collect_global_changes(func);
+                }
+                _ => {
+                    let imports = &facts.imports;
+                    let classes = &facts.classes;
+                    let mut inits: Vec<(String, Kind, TextSize)> = Vec::new();
+                    if let Stmt::Assign(assign) = stmt {
+                        for target in &assign.targets {
+                            if let Expr::Name(name) = target {
+                                inits.push((
+                                    name.id.as_str().to_string(),
+                                    init_kind(&assign.value, imports, classes),
+                                    assign.start(),
+                                ));
+                            }
+                        }
+                    }
+                    for (name, kind, offset) in inits {
+                        let place = facts.globals.entry(name).or_default();
+                        place.init = kind;
+                        place.init_offset = Some(offset);
+                    }
+                }
+            }
+        }
+        facts
+    }
+
+    fn is_module_class_def(&self, class: &StmtClassDef) -> bool {
+        let Some(args) = &class.arguments else {
+            return false;
+        };
+        args.args.iter().any(|base| self.is_module_base(base))
+    }
+
+    fn is_module_base(&self, base: &Expr) -> bool {
+        let Some(q) = self.imports.qualify(base) else {
+            return false;
+        };
+        if let Some(c) = self.classes.get(q.as_str()) {
+            return c.is_module;
+        }
+        matches!(
+            q.as_str(),
+            "torch.nn.Module" | "torch.nn.modules.module.Module"
+        ) || matches!(last_segment(&q), "Module" | "LightningModule")
+    }
+
+    fn collect_class(&mut self, class: &StmtClassDef) {
+        let name = class.name.as_str().to_string();
+        let mut attrs: FxHashMap<String, PlaceFacts> = FxHashMap::default();
+        let mut methods = FxHashSet::default();
+        for stmt in &class.body {
+            match stmt {
+                Stmt::FunctionDef(func) => {
+                    methods.insert(func.name.as_str().to_string());
+                    let method = func.name.as_str();
+                    visit_body(&func.body, &mut |stmt| {
+                        if let Stmt::Assign(assign) = stmt {
+                            if method == "__init__"
+                                || method == "reset"
+                                || method.starts_with("_init")
+                                || method.starts_with("init")
+                                || method == "setup"
+                            {
+                                for target in &assign.targets {
+                                    if let Some(attr) = self_attr(target) {
+                                        let place = attrs.entry(attr.to_string()).or_default();
+                                        place.init =
+                                            init_kind(&assign.value, &self.imports, &self.classes);
+                                        place.init_offset = Some(assign.start());
+                                    }
+                                }
+                            }
+                        }
+                        for_each_mutation(stmt, &mut |key, mutation, offset| {
+                            if let Some(attr) = key.strip_prefix("self.") {
+                                if !attr.contains('.') {
+                                    attrs.entry(attr.to_string()).or_default().changes.push(
+                                        Change {
+                                            function: method.to_string(),
+                                            mutation,
+                                            offset,
+                                        },
+                                    );
+                                }
+                            }
+                        });
+                        record_reads(stmt, method, &mut attrs);
+                    });
+                }
+                Stmt::Assign(assign) => {
+                    for target in &assign.targets {
+                        if let Expr::Name(n) = target {
+                            let place = attrs.entry(n.id.as_str().to_string()).or_default();
+                            place.init = init_kind(&assign.value, &self.imports, &self.classes);
+                            place.init_offset = Some(assign.start());
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let entry = self
+            .classes
+            .entry(name.clone())
+            .or_insert_with(|| ClassFacts {
+                name,
+                offset: class.start(),
+                ..Default::default()
+            });
+        entry.attrs = attrs;
+        entry.methods = methods;
+    }
+
+    fn collect_global_changes(&mut self, func: &StmtFunctionDef) {
+        let locals = local_bindings(func);
+        let fname = func.name.as_str().to_string();
+        let globals = &mut self.globals;
+        visit_body(&func.body, &mut |stmt| {
+            for_each_mutation(stmt, &mut |key, mutation, offset| {
+                if key.contains('.') || locals.contains(key.as_str()) {
+                    return;
+                }
+                if let Some(place) = globals.get_mut(key.as_str()) {
+                    place.changes.push(Change {
+                        function: fname.clone(),
+                        mutation,
+                        offset,
+                    });
+                }
+            });
+        });
+    }
+
+    pub fn class(&self, name: &str) -> Option<&ClassFacts> {
+        self.classes.get(name)
+    }
+
+    pub fn is_module_class(&self, qualified: &str) -> bool {
+        self.classes.get(qualified).is_some_and(|c| c.is_module)
+    }
+}
+
+impl Imports {
+    fn qualify_head_is(&self, module: &str) -> bool {
+        let e = Expr::Name(ruff_python_ast::ExprName {
+            node_index: Default::default(),
+            range: Default::default(),
+            id: ruff_python_ast::name::Name::new(module),
+            ctx: ruff_python_ast::ExprContext::Load,
+        });
+        // An alias resolving to the module means the file imports it.
+        self.qualify(&e).is_some_and(|q| q == module) && self.has_alias_for(module)
+    }
+}
+
+fn collect_imports_deep(suite: &[Stmt], imports: &mut Imports) {
+    visit_body(suite, &mut |stmt| {
+        if matches!(stmt, Stmt::Import(_) | Stmt::ImportFrom(_)) {
+            imports.add(stmt);
+        }
+    });
+}
+
+/// Calls `f` on every statement of a body, nested blocks and nested functions included.
+pub fn visit_body(body: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
+    for stmt in body {
+        f(stmt);
+        match stmt {
+            Stmt::FunctionDef(d) => visit_body(&d.body, f),
+            Stmt::ClassDef(c) => visit_body(&c.body, f),
+            Stmt::For(s) => {
+                visit_body(&s.body, f);
+                visit_body(&s.orelse, f);
+            }
+            Stmt::While(s) => {
+                visit_body(&s.body, f);
+                visit_body(&s.orelse, f);
+            }
+            Stmt::If(s) => {
+                visit_body(&s.body, f);
+                for clause in &s.elif_else_clauses {
+                    visit_body(&clause.body, f);
+                }
+            }
+            Stmt::With(s) => visit_body(&s.body, f),
+            Stmt::Try(s) => {
+                visit_body(&s.body, f);
+                for h in &s.handlers {
+                    let ruff_python_ast::ExceptHandler::ExceptHandler(h) = h;
+                    visit_body(&h.body, f);
+                }
+                visit_body(&s.orelse, f);
+                visit_body(&s.finalbody, f);
+            }
+            Stmt::Match(m) => {
+                for case in &m.cases {
+                    visit_body(&case.body, f);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `self.<attr>` (or `cls.<attr>`) of a target expression.
+pub fn self_attr(expr: &Expr) -> Option<&str> {
+    let Expr::Attribute(attr) = expr else {
+        return None;
+    };
+    let Expr::Name(base) = &*attr.value else {
+        return None;
+    };
+    matches!(base.id.as_str(), "self" | "cls").then(|| attr.attr.as_str())
+}
+
+/// Names a function binds locally (parameters, assignments, loop targets), less `global` ones.
+pub fn local_bindings(func: &StmtFunctionDef) -> FxHashSet<String> {
+    let mut locals: FxHashSet<String> = func
+        .parameters
+        .iter()
+        .map(|p| p.name().as_str().to_string())
+        .collect();
+    let mut globals: FxHashSet<String> = FxHashSet::default();
+    visit_body(&func.body, &mut |stmt| match stmt {
+        Stmt::Global(g) => globals.extend(g.names.iter().map(|n| n.as_str().to_string())),
+        Stmt::Nonlocal(g) => globals.extend(g.names.iter().map(|n| n.as_str().to_string())),
+        _ => for_each_mutation(stmt, &mut |key, m, _| {
+            if m == Mutation::Rebind && !key.contains('.') {
+                locals.insert(key);
+            }
+        }),
+    });
+    for g in globals {
+        locals.remove(&g);
+    }
+    locals
+}
+
+fn record_reads(stmt: &Stmt, method: &str, attrs: &mut FxHashMap<String, PlaceFacts>) {
+    use ruff_python_ast::visitor::{walk_expr, walk_stmt, Visitor};
+    struct R<'m> {
+        method: &'m str,
+        attrs: &'m mut FxHashMap<String, PlaceFacts>,
+    }
+    impl<'a> Visitor<'a> for R<'_> {
+        fn visit_stmt(&mut self, stmt: &'a Stmt) {
+            // Only this statement's own expressions: nested bodies are visited by the caller.
+            match stmt {
+                Stmt::FunctionDef(_) | Stmt::ClassDef(_) => {}
+                Stmt::For(f) => self.visit_expr(&f.iter),
+                Stmt::While(w) => self.visit_expr(&w.test),
+                Stmt::If(i) => self.visit_expr(&i.test),
+                Stmt::With(w) => {
+                    for item in &w.items {
+                        self.visit_expr(&item.context_expr);
+                    }
+                }
+                Stmt::Try(_) | Stmt::Match(_) => {}
+                _ => walk_stmt(self, stmt),
+            }
+        }
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if let Expr::Attribute(a) = expr {
+                if a.ctx.is_load() {
+                    if let Some(attr) = self_attr(expr) {
+                        self.attrs
+                            .entry(attr.to_string())
+                            .or_default()
+                            .read_in
+                            .insert(self.method.to_string());
+                    }
+                }
+            }
+            walk_expr(self, expr);
+        }
+    }
+    R { method, attrs }.visit_stmt(stmt);
+}
+
+/// What kind of object an initialiser creates.
+pub fn init_kind(value: &Expr, imports: &Imports, classes: &FxHashMap<String, ClassFacts>) -> Kind {
+    match value {
+        Expr::List(_) | Expr::ListComp(_) => Kind::List,
+        Expr::Dict(_) | Expr::DictComp(_) => Kind::Dict,
+        Expr::Set(_) | Expr::SetComp(_) => Kind::Set,
+        Expr::Call(call) => {
+            let Some(q) = imports.qualify(&call.func) else {
+                return Kind::Unknown;
+            };
+            match last_segment(&q) {
+                "list" => Kind::List,
+                "dict" | "defaultdict" | "OrderedDict" | "Counter" => Kind::Dict,
+                "set" => Kind::Set,
+                "deque" => {
+                    let bounded = call.arguments.keywords.iter().any(|k| {
+                        k.arg.as_ref().is_some_and(|a| a.as_str() == "maxlen")
+                            && !k.value.is_none_literal_expr()
+                    }) || call.arguments.args.len() >= 2;
+                    Kind::Deque { bounded }
+                }
+                "figure" | "subplots" | "subplot_mosaic" if q.starts_with("matplotlib.pyplot") => {
+                    Kind::Figure
+                }
+                _ if is_module_ctor(&q, classes) => Kind::Module,
+                _ if is_loss_ctor(&q) => Kind::LossFn,
+                _ if q.starts_with("torch.optim.") => Kind::Optimizer,
+                _ if q.starts_with("numpy.") => Kind::Array,
+                _ if q.starts_with("torch.") && !q.starts_with("torch.nn.") => Kind::Tensor,
+                _ => Kind::Unknown,
+            }
+        }
+        Expr::NumberLiteral(_) | Expr::StringLiteral(_) | Expr::BooleanLiteral(_) => Kind::Plain,
+        _ => Kind::Unknown,
+    }
+}
+
+pub fn is_loss_ctor(qualified: &str) -> bool {
+    qualified.starts_with("torch.nn.") && last_segment(qualified).ends_with("Loss")
+}
+
+/// A call that creates an `nn.Module`: `nn.Linear(...)`, a module class of this file,
+/// `torchvision.models.resnet18()`, `X.from_pretrained(...)`.
+pub fn is_module_ctor(qualified: &str, classes: &FxHashMap<String, ClassFacts>) -> bool {
+    if classes.get(qualified).is_some_and(|c| c.is_module) {
+        return true;
+    }
+    let last = last_segment(qualified);
+    if let Some(rest) = qualified.strip_prefix("torch.nn.") {
+        let first = rest.split('.').next().unwrap_or(rest);
+        let class = if first == "modules" || first == "parallel" {
+            last
+        } else {
+            first
+        };
+        return class.starts_with(|c: char| c.is_ascii_uppercase())
+            && !class.ends_with("Loss")
+            && class != "Parameter"
+            && class != "ParameterList"
+            && class != "ParameterDict";
+    }
+    last == "from_pretrained"
+        || qualified.starts_with("torchvision.models.")
+        || qualified == "timm.create_model"
+}

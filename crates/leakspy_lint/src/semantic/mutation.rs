@@ -1,0 +1,171 @@
+//! How a statement changes a container: grows it, clears it, trims it or rebinds it. Shared by
+//! the class/module pre-pass and the per-loop scans.
+
+use ruff_python_ast::visitor::{walk_expr, Visitor};
+use ruff_python_ast::{Expr, Stmt};
+use ruff_text_size::{Ranged, TextSize};
+
+use super::names::dotted;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mutation {
+    /// `.append/.extend/.insert/.add/.appendleft/.setdefault`, `c[k] = v`, `c += [..]`.
+    Grow,
+    /// `.clear()`, `del c[:]`, `c[:] = []`.
+    Clear,
+    /// `c = c[-n:]`, `del c[0]`, `.pop()`, `.popleft()`, `.remove()`.
+    Trim,
+    /// `c = <something else>`.
+    Rebind,
+}
+
+/// Calls `f(key, mutation, offset)` for each container change the statement makes itself
+/// (nested bodies are the caller's business). `key` is the dotted text of the container.
+pub fn for_each_mutation(stmt: &Stmt, f: &mut dyn FnMut(String, Mutation, TextSize)) {
+    match stmt {
+        Stmt::Assign(assign) => {
+            for target in &assign.targets {
+                target_mutations(target, Some(&assign.value), f);
+            }
+            calls_in(&assign.value, f);
+        }
+        Stmt::AnnAssign(assign) => {
+            if let Some(value) = &assign.value {
+                target_mutations(&assign.target, Some(value), f);
+                calls_in(value, f);
+            }
+        }
+        Stmt::AugAssign(aug) => {
+            if matches!(&*aug.value, Expr::List(_) | Expr::ListComp(_)) {
+                if let Some(key) = dotted(&aug.target) {
+                    f(key, Mutation::Grow, aug.start());
+                }
+            }
+            calls_in(&aug.value, f);
+        }
+        Stmt::Delete(del) => {
+            for target in &del.targets {
+                if let Expr::Subscript(sub) = target {
+                    if let Some(key) = dotted(&sub.value) {
+                        let m = if is_full_slice(&sub.slice) {
+                            Mutation::Clear
+                        } else {
+                            Mutation::Trim
+                        };
+                        f(key, m, del.start());
+                    }
+                } else if let Some(key) = dotted(target) {
+                    f(key, Mutation::Rebind, del.start());
+                }
+            }
+        }
+        Stmt::Expr(expr) => calls_in(&expr.value, f),
+        Stmt::Return(ret) => {
+            if let Some(v) = &ret.value {
+                calls_in(v, f);
+            }
+        }
+        Stmt::For(for_) => {
+            target_mutations(&for_.target, None, f);
+            calls_in(&for_.iter, f);
+        }
+        Stmt::With(with) => {
+            for item in &with.items {
+                calls_in(&item.context_expr, f);
+                if let Some(vars) = &item.optional_vars {
+                    target_mutations(vars, None, f);
+                }
+            }
+        }
+        Stmt::If(if_) => calls_in(&if_.test, f),
+        Stmt::While(w) => calls_in(&w.test, f),
+        _ => {}
+    }
+}
+
+fn target_mutations(
+    target: &Expr,
+    value: Option<&Expr>,
+    f: &mut dyn FnMut(String, Mutation, TextSize),
+) {
+    match target {
+        Expr::Tuple(t) => {
+            for elt in &t.elts {
+                target_mutations(elt, None, f);
+            }
+        }
+        Expr::List(l) => {
+            for elt in &l.elts {
+                target_mutations(elt, None, f);
+            }
+        }
+        Expr::Starred(s) => target_mutations(&s.value, None, f),
+        Expr::Subscript(sub) => {
+            if let Some(key) = dotted(&sub.value) {
+                let m = if is_full_slice(&sub.slice) {
+                    Mutation::Clear
+                } else {
+                    Mutation::Grow
+                };
+                f(key, m, sub.start());
+            }
+        }
+        _ => {
+            let Some(key) = dotted(target) else { return };
+            let m = match value {
+                Some(v) if is_self_update(&key, v) => Mutation::Grow,
+                Some(Expr::Subscript(sub))
+                    if dotted(&sub.value).as_deref() == Some(key.as_str())
+                        && matches!(&*sub.slice, Expr::Slice(_)) =>
+                {
+                    Mutation::Trim
+                }
+                _ => Mutation::Rebind,
+            };
+            f(key, m, target.start());
+        }
+    }
+}
+
+fn is_full_slice(slice: &Expr) -> bool {
+    matches!(slice, Expr::Slice(s) if s.lower.is_none() && s.upper.is_none() && s.step.is_none())
+}
+
+/// Method calls on containers anywhere inside an expression.
+fn calls_in(expr: &Expr, f: &mut dyn FnMut(String, Mutation, TextSize)) {
+    struct V<'f> {
+        f: &'f mut dyn FnMut(String, Mutation, TextSize),
+    }
+    impl<'a> Visitor<'a> for V<'_> {
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if let Expr::Call(call) = expr {
+                if let Expr::Attribute(attr) = &*call.func {
+                    let m = match attr.attr.as_str() {
+                        "append" | "extend" | "insert" | "add" | "appendleft" | "extendleft"
+                        | "setdefault" | "update" | "push" => Some(Mutation::Grow),
+                        "clear" => Some(Mutation::Clear),
+                        "pop" | "popleft" | "popitem" | "remove" | "discard" => {
+                            Some(Mutation::Trim)
+                        }
+                        _ => None,
+                    };
+                    if let (Some(m), Some(key)) = (m, dotted(&attr.value)) {
+                        (self.f)(key, m, call.start());
+                    }
+                }
+            }
+            if !matches!(expr, Expr::Lambda(_)) {
+                walk_expr(self, expr);
+            }
+        }
+    }
+    V { f }.visit_expr(expr);
+}
+
+/// `key = key + x` (or `x + key`, any binary operator): the new value is built from the old.
+pub fn is_self_update(key: &str, value: &Expr) -> bool {
+    let Expr::BinOp(bin) = value else {
+        return false;
+    };
+    dotted(&bin.left).as_deref() == Some(key) || dotted(&bin.right).as_deref() == Some(key)
+}

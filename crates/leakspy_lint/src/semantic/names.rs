@@ -1,0 +1,396 @@
+//! Resolving dotted names through the file's imports, and the torch/numpy/matplotlib facts the
+//! analysis needs about them.
+
+use ruff_python_ast::{Expr, Stmt};
+use rustc_hash::FxHashMap;
+
+/// Maps a local alias to the full dotted path it stands for (`F` -> `torch.nn.functional`).
+#[derive(Debug, Default, Clone)]
+pub struct Imports {
+    aliases: FxHashMap<String, String>,
+}
+
+impl Imports {
+    pub fn collect(suite: &[Stmt]) -> Self {
+        let mut imports = Imports::default();
+        for stmt in suite {
+            imports.add(stmt);
+        }
+        imports
+    }
+
+    /// Records one import statement; imports inside functions count too (they are common in
+    /// training scripts that import lazily).
+    pub fn add(&mut self, stmt: &Stmt) {
+        match stmt {
+            Stmt::Import(import) => {
+                for alias in &import.names {
+                    let full = alias.name.as_str();
+                    match &alias.asname {
+                        Some(asname) => {
+                            self.aliases
+                                .insert(asname.as_str().to_string(), full.to_string());
+                        }
+                        None => {
+                            let head = full.split('.').next().unwrap_or(full);
+                            self.aliases.insert(head.to_string(), head.to_string());
+                        }
+                    }
+                }
+            }
+            Stmt::ImportFrom(from) => {
+                let Some(module) = &from.module else { return };
+                for alias in &from.names {
+                    let local = alias.asname.as_ref().unwrap_or(&alias.name).as_str();
+                    self.aliases.insert(
+                        local.to_string(),
+                        format!("{}.{}", module.as_str(), alias.name.as_str()),
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The qualified dotted name of a name/attribute chain, resolving the head through imports
+    /// and the community's conventional aliases when the file does not import them itself.
+    pub fn qualify(&self, expr: &Expr) -> Option<String> {
+        let mut parts: Vec<&str> = Vec::new();
+        let mut cur = expr;
+        loop {
+            match cur {
+                Expr::Attribute(attr) => {
+                    parts.push(attr.attr.as_str());
+                    cur = &attr.value;
+                }
+                Expr::Name(name) => {
+                    parts.push(name.id.as_str());
+                    break;
+                }
+                _ => return None,
+            }
+        }
+        parts.reverse();
+        let head = parts[0];
+        let resolved = match self.aliases.get(head) {
+            Some(full) => full.as_str(),
+            None => match head {
+                "nn" => "torch.nn",
+                "F" => "torch.nn.functional",
+                "np" => "numpy",
+                "plt" => "matplotlib.pyplot",
+                "optim" => "torch.optim",
+                _ => head,
+            },
+        };
+        let mut out = String::with_capacity(32);
+        out.push_str(resolved);
+        for part in &parts[1..] {
+            out.push('.');
+            out.push_str(part);
+        }
+        Some(out)
+    }
+}
+
+/// The plain dotted text of a name/attribute chain (`self.actor.net`), no resolution.
+pub fn dotted(expr: &Expr) -> Option<String> {
+    match expr {
+        Expr::Name(name) => Some(name.id.as_str().to_string()),
+        Expr::Attribute(attr) => {
+            let mut base = dotted(&attr.value)?;
+            base.push('.');
+            base.push_str(attr.attr.as_str());
+            Some(base)
+        }
+        _ => None,
+    }
+}
+
+/// Last segment of a qualified name.
+pub fn last_segment(name: &str) -> &str {
+    name.rsplit('.').next().unwrap_or(name)
+}
+
+/// Functions of `torch.nn.functional` that compute a loss.
+pub fn is_functional_loss(qualified: &str) -> bool {
+    let Some(func) = qualified.strip_prefix("torch.nn.functional.") else {
+        return false;
+    };
+    func.ends_with("_loss")
+        || matches!(
+            func,
+            "cross_entropy"
+                | "binary_cross_entropy"
+                | "binary_cross_entropy_with_logits"
+                | "kl_div"
+                | "nll_loss"
+                | "mse_loss"
+                | "l1_loss"
+                | "smooth_l1_loss"
+                | "huber_loss"
+                | "cosine_embedding_loss"
+                | "ctc_loss"
+                | "triplet_margin_loss"
+        )
+}
+
+/// `torch.*` functions whose result carries no autograd graph whatever their inputs.
+pub fn torch_function_cuts(func: &str) -> bool {
+    matches!(
+        func,
+        "argmax"
+            | "argmin"
+            | "argsort"
+            | "argwhere"
+            | "nonzero"
+            | "numel"
+            | "is_tensor"
+            | "is_grad_enabled"
+            | "no_grad"
+            | "inference_mode"
+            | "enable_grad"
+            | "set_grad_enabled"
+            | "manual_seed"
+            | "save"
+            | "load"
+            | "equal"
+            | "allclose"
+            | "isclose"
+            | "isnan"
+            | "isinf"
+            | "isfinite"
+            | "eq"
+            | "ne"
+            | "lt"
+            | "le"
+            | "gt"
+            | "ge"
+            | "sign"
+            | "bucketize"
+            | "searchsorted"
+            | "randint"
+            | "randperm"
+            | "arange"
+            | "zeros_like"
+            | "ones_like"
+            | "empty_like"
+            | "full_like"
+            | "randn_like"
+            | "rand_like"
+            | "device"
+            | "dtype"
+            | "Size"
+            | "get_default_dtype"
+            | "cuda"
+    )
+}
+
+/// Tensor methods whose result carries no autograd graph (it is cut, or the result is an
+/// integer/bool tensor or a plain Python value).
+pub fn tensor_method_cuts(method: &str) -> bool {
+    matches!(
+        method,
+        "item"
+            | "tolist"
+            | "detach"
+            | "detach_"
+            | "numpy"
+            | "size"
+            | "dim"
+            | "ndimension"
+            | "numel"
+            | "nelement"
+            | "element_size"
+            | "argmax"
+            | "argmin"
+            | "argsort"
+            | "nonzero"
+            | "long"
+            | "int"
+            | "bool"
+            | "short"
+            | "byte"
+            | "char"
+            | "eq"
+            | "ne"
+            | "lt"
+            | "le"
+            | "gt"
+            | "ge"
+            | "isnan"
+            | "isinf"
+            | "isfinite"
+            | "equal"
+            | "allclose"
+            | "any"
+            | "all"
+            | "backward"
+            | "register_hook"
+            | "stride"
+            | "storage_offset"
+            | "data_ptr"
+            | "is_contiguous"
+            | "get_device"
+            | "type"
+            | "__len__"
+            | "keys"
+            | "count"
+            | "index"
+            | "zero_"
+    )
+}
+
+/// Tensor attributes that carry no graph.
+pub fn tensor_attr_cuts(attr: &str) -> bool {
+    matches!(
+        attr,
+        "data"
+            | "shape"
+            | "dtype"
+            | "device"
+            | "requires_grad"
+            | "grad"
+            | "grad_fn"
+            | "is_leaf"
+            | "ndim"
+            | "is_cuda"
+            | "layout"
+            | "names"
+    )
+}
+
+/// Tensor methods that keep the graph while looking like a copy or snapshot.
+pub fn is_snapshot_method(method: &str) -> bool {
+    matches!(
+        method,
+        "clone" | "cpu" | "to" | "cuda" | "float" | "double" | "half" | "contiguous" | "copy"
+    )
+}
+
+/// Builtins whose result is a plain Python value.
+pub fn builtin_cuts(func: &str) -> bool {
+    matches!(
+        func,
+        "float"
+            | "int"
+            | "bool"
+            | "len"
+            | "str"
+            | "repr"
+            | "round"
+            | "print"
+            | "isinstance"
+            | "hasattr"
+            | "getattr"
+            | "id"
+            | "hash"
+            | "range"
+            | "format"
+            | "type"
+            | "callable"
+    )
+}
+
+/// Builtins that pass their argument's graph on (a container or an element of it).
+pub fn builtin_passes(func: &str) -> bool {
+    matches!(
+        func,
+        "sum"
+            | "max"
+            | "min"
+            | "abs"
+            | "list"
+            | "tuple"
+            | "sorted"
+            | "reversed"
+            | "iter"
+            | "next"
+            | "zip"
+            | "enumerate"
+            | "dict"
+            | "set"
+            | "frozenset"
+    )
+}
+
+/// Context managers and decorators that turn autograd recording off.
+pub fn disables_grad(qualified: &str) -> bool {
+    matches!(last_segment(qualified), "no_grad" | "inference_mode")
+        && (qualified.starts_with("torch") || !qualified.contains('.'))
+}
+
+/// Method names that run once per step in training frameworks and RL agents.
+pub fn is_per_step_method(name: &str) -> bool {
+    name.ends_with("_step")
+        || name.starts_with("on_") && (name.ends_with("_end") || name.ends_with("_start"))
+        || name.starts_with("log")
+        || name.starts_with("record")
+        || name.ends_with("_hook")
+        || name.starts_with("hook")
+        || matches!(
+            name,
+            "step"
+                | "update"
+                | "forward"
+                | "push"
+                | "store"
+                | "learn"
+                | "train_batch"
+                | "__call__"
+                | "add"
+                | "observe"
+                | "remember"
+                | "collect"
+                | "rollout"
+                | "act"
+        )
+        || name.starts_with("update_")
+        || name.starts_with("store_")
+        || name.starts_with("push_")
+}
+
+/// Parameter names that, by near-universal convention, hold an `nn.Module`. Used only for
+/// function parameters, whose type is otherwise unknown.
+pub fn is_conventional_module_param(name: &str) -> bool {
+    matches!(
+        name,
+        "model"
+            | "net"
+            | "network"
+            | "module"
+            | "actor"
+            | "critic"
+            | "policy"
+            | "policy_net"
+            | "target_net"
+            | "q_net"
+            | "qnet"
+            | "value_net"
+            | "encoder"
+            | "decoder"
+            | "generator"
+            | "discriminator"
+            | "backbone"
+            | "teacher"
+            | "student"
+            | "classifier"
+    )
+}
+
+/// Parameter names that conventionally hold a loss function.
+pub fn is_conventional_loss_param(name: &str) -> bool {
+    matches!(
+        name,
+        "criterion" | "loss_fn" | "loss_func" | "loss_function" | "loss_fct"
+    )
+}
+
+impl Imports {
+    /// Does the file bind some local name to `module` (or a submodule of it)?
+    pub fn has_alias_for(&self, module: &str) -> bool {
+        self.aliases.values().any(|full| {
+            full == module || full.starts_with(module) && full[module.len()..].starts_with('.')
+        })
+    }
+}

@@ -1,0 +1,258 @@
+//! Scans of a block (a loop body or a function body) made before it is walked, so a rule at an
+//! `.append` can ask what happens later in the same iteration: is the container cleared,
+//! rebound, or consumed by `.backward()`?
+
+use ruff_python_ast::visitor::{walk_expr, Visitor};
+use ruff_python_ast::{Expr, Stmt};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::facts::visit_body;
+use super::mutation::{for_each_mutation, Mutation};
+use super::names::dotted;
+
+#[derive(Debug, Default, Clone)]
+pub struct BlockFacts {
+    /// Every change to each container key in the block (nested blocks included, nested
+    /// functions excluded).
+    pub changes: FxHashMap<String, Vec<Mutation>>,
+    /// Keys whose contents flow into a `.backward()` (directly or through one assignment).
+    pub backward_uses: FxHashSet<String>,
+    /// Names on which `.backward()` is called (or passed to `autograd.backward/grad`).
+    pub backwarded: FxHashSet<String>,
+    pub calls_backward: bool,
+    pub steps_optimizer: bool,
+    /// `plt.close(...)`/`fig.clf()`-style closing happens in the block.
+    pub closes_figures: FxHashSet<String>,
+    pub closes_all_figures: bool,
+}
+
+impl BlockFacts {
+    pub fn scan(body: &[Stmt]) -> Self {
+        let mut facts = BlockFacts::default();
+        let mut deps: FxHashMap<String, FxHashSet<String>> = FxHashMap::default();
+        let mut backward_exprs: Vec<FxHashSet<String>> = Vec::new();
+        visit_block(body, &mut |stmt| {
+            for_each_mutation(stmt, &mut |key, m, _| {
+                facts.changes.entry(key).or_default().push(m);
+            });
+            if let Stmt::Assign(assign) = stmt {
+                let used = keys_in(&assign.value);
+                for target in &assign.targets {
+                    if let Some(t) = dotted(target) {
+                        deps.entry(t).or_default().extend(used.iter().cloned());
+                    }
+                }
+            }
+            if let Stmt::AugAssign(aug) = stmt {
+                if let Some(t) = dotted(&aug.target) {
+                    deps.entry(t).or_default().extend(keys_in(&aug.value));
+                }
+            }
+            CallScan {
+                facts: &mut facts,
+                backward_exprs: &mut backward_exprs,
+            }
+            .scan_stmt(stmt);
+        });
+        // A key is consumed by backward when it appears in a backpropagated expression, or in
+        // the value of a name that is (two levels are enough for `total = sum(parts)` then
+        // `(total / n).backward()`).
+        for used in backward_exprs {
+            for key in &used {
+                facts.backward_uses.insert(key.clone());
+                if let Some(d) = deps.get(key) {
+                    for k in d {
+                        facts.backward_uses.insert(k.clone());
+                        if let Some(d2) = deps.get(k) {
+                            facts.backward_uses.extend(d2.iter().cloned());
+                        }
+                    }
+                }
+            }
+        }
+        facts
+    }
+
+    pub fn resets(&self, key: &str) -> bool {
+        self.changes
+            .get(key)
+            .is_some_and(|ms| ms.iter().any(|m| *m != Mutation::Grow))
+    }
+
+    pub fn rebinds(&self, key: &str) -> bool {
+        self.changes
+            .get(key)
+            .is_some_and(|ms| ms.contains(&Mutation::Rebind))
+    }
+
+    pub fn grows(&self, key: &str) -> bool {
+        self.changes
+            .get(key)
+            .is_some_and(|ms| ms.contains(&Mutation::Grow))
+    }
+}
+
+/// Like `visit_body`, but does not enter nested function or class definitions: their bodies do
+/// not run as part of this block.
+pub fn visit_block(body: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
+    for stmt in body {
+        f(stmt);
+        match stmt {
+            Stmt::FunctionDef(_) | Stmt::ClassDef(_) => {}
+            Stmt::For(s) => {
+                visit_block(&s.body, f);
+                visit_block(&s.orelse, f);
+            }
+            Stmt::While(s) => {
+                visit_block(&s.body, f);
+                visit_block(&s.orelse, f);
+            }
+            Stmt::If(s) => {
+                visit_block(&s.body, f);
+                for c in &s.elif_else_clauses {
+                    visit_block(&c.body, f);
+                }
+            }
+            Stmt::With(s) => visit_block(&s.body, f),
+            Stmt::Try(s) => {
+                visit_block(&s.body, f);
+                for h in &s.handlers {
+                    let ruff_python_ast::ExceptHandler::ExceptHandler(h) = h;
+                    visit_block(&h.body, f);
+                }
+                visit_block(&s.orelse, f);
+                visit_block(&s.finalbody, f);
+            }
+            Stmt::Match(m) => {
+                for case in &m.cases {
+                    visit_block(&case.body, f);
+                }
+            }
+            _ => {}
+        }
+    }
+    let _ = visit_body;
+}
+
+/// Every name and dotted attribute chain mentioned in an expression (`self.parts` yields both
+/// `self` and `self.parts`).
+pub fn keys_in(expr: &Expr) -> FxHashSet<String> {
+    struct K {
+        keys: FxHashSet<String>,
+    }
+    impl<'a> Visitor<'a> for K {
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if let Some(d) = dotted(expr) {
+                self.keys.insert(d);
+            }
+            walk_expr(self, expr);
+        }
+    }
+    let mut k = K {
+        keys: FxHashSet::default(),
+    };
+    k.visit_expr(expr);
+    k.keys
+}
+
+struct CallScan<'f> {
+    facts: &'f mut BlockFacts,
+    backward_exprs: &'f mut Vec<FxHashSet<String>>,
+}
+
+impl CallScan<'_> {
+    fn scan_stmt(&mut self, stmt: &Stmt) {
+        let exprs: Vec<&Expr> = match stmt {
+            Stmt::Expr(e) => vec![&e.value],
+            Stmt::Assign(a) => vec![&a.value],
+            Stmt::AugAssign(a) => vec![&a.value],
+            Stmt::AnnAssign(a) => a.value.as_deref().into_iter().collect(),
+            Stmt::Return(r) => r.value.as_deref().into_iter().collect(),
+            Stmt::If(i) => vec![&i.test],
+            Stmt::While(w) => vec![&w.test],
+            Stmt::For(f) => vec![&f.iter],
+            Stmt::With(w) => w.items.iter().map(|i| &i.context_expr).collect(),
+            _ => vec![],
+        };
+        for e in exprs {
+            self.visit_expr(e);
+        }
+    }
+}
+
+impl<'a> Visitor<'a> for CallScan<'_> {
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        if let Expr::Call(call) = expr {
+            if let Expr::Attribute(attr) = &*call.func {
+                let method = attr.attr.as_str();
+                match method {
+                    "backward" | "manual_backward" => {
+                        self.facts.calls_backward = true;
+                        // `loss.backward()`, `scaler.scale(loss).backward()`,
+                        // `accelerator.backward(loss)`, `self.manual_backward(loss)`.
+                        let mut used = keys_in(&attr.value);
+                        for arg in &*call.arguments.args {
+                            used.extend(keys_in(arg));
+                            if let Some(d) = dotted(arg) {
+                                self.facts.backwarded.insert(d);
+                            }
+                        }
+                        if let Some(d) = dotted(&attr.value) {
+                            self.facts.backwarded.insert(d);
+                        }
+                        if let Expr::Call(inner) = &*attr.value {
+                            for arg in &*inner.arguments.args {
+                                if let Some(d) = dotted(arg) {
+                                    self.facts.backwarded.insert(d);
+                                }
+                            }
+                        }
+                        self.backward_exprs.push(used);
+                    }
+                    "grad" if dotted(&attr.value).is_some_and(|d| d.ends_with("autograd")) => {
+                        self.facts.calls_backward = true;
+                        if let Some(first) = call.arguments.args.first() {
+                            self.backward_exprs.push(keys_in(first));
+                            if let Some(d) = dotted(first) {
+                                self.facts.backwarded.insert(d);
+                            }
+                        }
+                    }
+                    "step" => {
+                        if let Some(d) = dotted(&attr.value) {
+                            let last = d.rsplit('.').next().unwrap_or(&d).to_ascii_lowercase();
+                            if last.contains("optim") || last.contains("opt") || last == "scaler" {
+                                self.facts.steps_optimizer = true;
+                            }
+                        }
+                    }
+                    "close" | "clf" | "clear" => {
+                        let recv = dotted(&attr.value);
+                        if recv
+                            .as_deref()
+                            .is_some_and(|r| r == "plt" || r.ends_with("pyplot"))
+                        {
+                            match call.arguments.args.first() {
+                                None => self.facts.closes_all_figures = true,
+                                Some(Expr::StringLiteral(s)) if s.value.to_str() == "all" => {
+                                    self.facts.closes_all_figures = true;
+                                }
+                                Some(arg) => {
+                                    if let Some(d) = dotted(arg) {
+                                        self.facts.closes_figures.insert(d);
+                                    }
+                                }
+                            }
+                        } else if method == "close" {
+                            if let Some(r) = recv {
+                                self.facts.closes_figures.insert(r);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        walk_expr(self, expr);
+    }
+}

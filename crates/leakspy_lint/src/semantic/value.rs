@@ -1,0 +1,131 @@
+//! What the analysis knows about a value: does it carry an autograd graph, what kind of object
+//! is it, does it live on an accelerator.
+
+use std::rc::Rc;
+
+use ruff_text_size::TextSize;
+
+/// Where a graph-carrying value came from, for messages ("the graph of `self.critic(...)`").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// Source text of the expression that created the graph, shortened.
+    pub what: String,
+    pub offset: TextSize,
+    /// A loss: the function calls `.backward()` on it or it comes from a loss function.
+    pub is_loss: bool,
+    /// `.backward()` ran through it where it was made: only the autograd nodes remain.
+    pub backpropagated: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Graph {
+    /// Nothing is known either way (an unknown call). Rules treat it as "no graph": precision
+    /// first.
+    #[default]
+    Unknown,
+    /// Known to carry no graph: cut by `.item()`, `.detach()`, no_grad, or a plain value.
+    No,
+    Yes(Rc<Origin>),
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Kind {
+    #[default]
+    Unknown,
+    Tensor,
+    /// An `nn.Module` instance.
+    Module,
+    /// A loss function object (`nn.MSELoss()`) or function.
+    LossFn,
+    Optimizer,
+    /// A matplotlib figure registered with pyplot.
+    Figure,
+    /// A numpy array.
+    Array,
+    /// A Python number or string.
+    Plain,
+    List,
+    Dict,
+    Set,
+    /// `collections.deque`; `bounded` when created with a `maxlen`.
+    Deque {
+        bounded: bool,
+    },
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Value {
+    pub graph: Graph,
+    pub kind: Kind,
+    /// Lives on an accelerator (`.cuda()`, `.to(device)`).
+    pub device: bool,
+}
+
+impl Value {
+    pub fn unknown() -> Self {
+        Self::default()
+    }
+    pub fn plain() -> Self {
+        Self {
+            graph: Graph::No,
+            kind: Kind::Plain,
+            device: false,
+        }
+    }
+    pub fn of_kind(kind: Kind) -> Self {
+        Self {
+            graph: Graph::Unknown,
+            kind,
+            device: false,
+        }
+    }
+    pub fn no_graph(kind: Kind) -> Self {
+        Self {
+            graph: Graph::No,
+            kind,
+            device: false,
+        }
+    }
+    pub fn graph(origin: Origin) -> Self {
+        Self {
+            graph: Graph::Yes(Rc::new(origin)),
+            kind: Kind::Tensor,
+            device: false,
+        }
+    }
+    pub fn has_graph(&self) -> bool {
+        matches!(self.graph, Graph::Yes(_))
+    }
+    pub fn origin(&self) -> Option<&Origin> {
+        match &self.graph {
+            Graph::Yes(o) => Some(o),
+            _ => None,
+        }
+    }
+    pub fn is_module(&self) -> bool {
+        self.kind == Kind::Module
+    }
+
+    /// Joins two values flowing into one (operands of `a + b`, branches of `x if c else y`):
+    /// a graph on either side is a graph on the result.
+    #[must_use]
+    pub fn join(self, other: Value) -> Value {
+        let graph = match (self.graph, other.graph) {
+            (Graph::Yes(a), _) | (_, Graph::Yes(a)) => Graph::Yes(a),
+            (Graph::No, Graph::No) => Graph::No,
+            _ => Graph::Unknown,
+        };
+        let kind = if self.kind == other.kind {
+            self.kind
+        } else if self.kind == Kind::Tensor || other.kind == Kind::Tensor {
+            Kind::Tensor
+        } else {
+            Kind::Unknown
+        };
+        Value {
+            graph,
+            kind,
+            device: self.device || other.device,
+        }
+    }
+}
