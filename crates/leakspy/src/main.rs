@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod check;
 mod commands;
 
 /// Exit status when the command found nothing (no findings, no leak).

@@ -78,7 +78,10 @@ pub struct Scope<'a> {
     pub params: FxHashSet<String>,
     pub declared_global: FxHashSet<String>,
     pub body_facts: BlockFacts,
-    pub returned: Value,
+    /// Join of the values returned so far; `None` before the first `return`.
+    pub returned: Option<Value>,
+    /// Locals known to hold an instance of a class of this file.
+    pub instances: FxHashMap<String, String>,
 }
 
 impl<'a> Scope<'a> {
@@ -92,7 +95,8 @@ impl<'a> Scope<'a> {
             params: FxHashSet::default(),
             declared_global: FxHashSet::default(),
             body_facts: BlockFacts::scan(body),
-            returned: Value::no_graph(Kind::Plain),
+            returned: None,
+            instances: FxHashMap::default(),
         }
     }
 }
@@ -112,6 +116,11 @@ pub struct Checker<'a> {
     method_owners: FxHashMap<String, Vec<String>>,
     /// Names of functions registered as forward/backward/tensor hooks anywhere in the file.
     pub hook_functions: FxHashSet<String>,
+    /// Graph-carrying arguments seen at call sites of this file's functions, per parameter
+    /// position (after `self`): the callee's parameter then carries a graph.
+    param_taint: std::cell::RefCell<FxHashMap<String, Vec<Option<std::rc::Rc<Origin>>>>>,
+    /// Positional argument count of the call being evaluated, for arity matching.
+    current_call_args: std::cell::Cell<usize>,
 }
 
 impl<'a> Checker<'a> {
@@ -142,6 +151,8 @@ impl<'a> Checker<'a> {
             summaries: FxHashMap::default(),
             method_owners,
             hook_functions: FxHashSet::default(),
+            param_taint: Default::default(),
+            current_call_args: Default::default(),
         }
     }
 
@@ -650,6 +661,7 @@ impl<'a> Checker<'a> {
 
     fn call_value(&self, call: &ExprCall) -> Value {
         let grad = self.grad_enabled();
+        self.current_call_args.set(call.arguments.args.len());
         if let Some(q) = self.qualified_function(&call.func) {
             return self.function_call_value(call, &q, grad);
         }
@@ -751,15 +763,10 @@ impl<'a> Checker<'a> {
                 device: args.device,
             };
         }
-        if let Some(v) = self.summaries.get(q) {
-            return if grad {
-                v.clone()
-            } else {
-                Value {
-                    graph: Graph::No,
-                    ..v.clone()
-                }
-            };
+        if self.facts.functions.contains(q) {
+            if let Some(v) = self.summary_call(q, call, grad) {
+                return v;
+            }
         }
         if is_module_ctor(q, &self.facts.classes) {
             return Value::no_graph(Kind::Module);
@@ -871,6 +878,27 @@ impl<'a> Checker<'a> {
     ) -> Value {
         let method = attr.attr.as_str();
         let recv_expr = &*attr.value;
+        // `self.fc(x)`, `self.criterion(a, b)`: an attribute holding a module or loss.
+        if let Some(a) = self_attr(&call.func) {
+            let held = match self.lookup(&format!("self.{a}")) {
+                Some(v) => v.kind,
+                None => self.attr_facts(a).map(|p| p.init).unwrap_or_default(),
+            };
+            if matches!(held, Kind::Module | Kind::LossFn) {
+                return self.call_of_value(call, &Value::no_graph(held), grad);
+            }
+        }
+        // A method of a class of this file, on an instance whose class is known.
+        if let Some(class) = self.class_of(recv_expr) {
+            if self
+                .facts
+                .class(&class)
+                .is_some_and(|c| c.methods.contains(method))
+            {
+                let key = format!("{class}.{method}");
+                return self.summary_call(&key, call, grad).unwrap_or_default();
+            }
+        }
         // `self.helper(...)`: a method of this class.
         if matches!(recv_expr, Expr::Name(n) if n.id.as_str() == "self") {
             if let Some(class) = self.class() {
@@ -1009,10 +1037,125 @@ impl<'a> Checker<'a> {
     /// `DDPGAgent` has `update`).
     fn unique_method_summary(&self, method: &str, grad: bool) -> Option<Value> {
         let owners = self.method_owners.get(method)?;
-        if owners.len() != 1 {
+        let nargs = self.current_call_args.get();
+        let fitting: Vec<&String> = owners
+            .iter()
+            .filter(|c| {
+                self.facts
+                    .class(c)
+                    .and_then(|f| f.arity.get(method))
+                    .is_none_or(|(min, max)| nargs >= *min && nargs <= *max)
+            })
+            .collect();
+        if fitting.len() != 1 {
             return None;
         }
-        let v = self.summaries.get(&format!("{}.{}", owners[0], method))?;
+        let v = self.summaries.get(&format!("{}.{}", fitting[0], method))?;
+        Some(if grad {
+            v.clone()
+        } else {
+            Value {
+                graph: Graph::No,
+                ..v.clone()
+            }
+        })
+    }
+
+    /// The class of this file whose instance `expr` holds, when known.
+    pub fn class_of(&self, expr: &Expr) -> Option<String> {
+        match expr {
+            Expr::Name(n) => {
+                let id = n.id.as_str();
+                if id == "self" {
+                    return self.class().map(|c| c.name.as_str().to_string());
+                }
+                for scope in self.scopes.iter().rev() {
+                    if let Some(c) = scope.instances.get(id) {
+                        return Some(c.clone());
+                    }
+                    if scope.env.contains_key(id) {
+                        return None;
+                    }
+                }
+                self.facts.globals.get(id).and_then(|g| g.class.clone())
+            }
+            Expr::Attribute(a) => {
+                let owner = self.class_of(&a.value)?;
+                self.facts
+                    .class(&owner)?
+                    .attrs
+                    .get(a.attr.as_str())?
+                    .class
+                    .clone()
+            }
+            Expr::Call(call) => {
+                let q = self.qualified_function(&call.func)?;
+                self.facts.classes.contains_key(q.as_str()).then_some(q)
+            }
+            Expr::Subscript(sub) => self.elem_class_of(&sub.value),
+            _ => None,
+        }
+    }
+
+    /// The class of the elements of a list of instances (`self.population`).
+    pub fn elem_class_of(&self, expr: &Expr) -> Option<String> {
+        match expr {
+            Expr::Attribute(a) => {
+                let owner = self.class_of(&a.value)?;
+                self.facts
+                    .class(&owner)?
+                    .attrs
+                    .get(a.attr.as_str())?
+                    .elem_class
+                    .clone()
+            }
+            Expr::Name(n) => {
+                let key = format!("[]{}", n.id.as_str());
+                for scope in self.scopes.iter().rev() {
+                    if let Some(c) = scope.instances.get(&key) {
+                        return Some(c.clone());
+                    }
+                }
+                self.facts
+                    .globals
+                    .get(n.id.as_str())
+                    .and_then(|g| g.elem_class.clone())
+            }
+            Expr::Call(call) => {
+                // `reversed(xs)`, `list(xs)`: the elements of `xs`.
+                let name = dotted(&call.func)?;
+                if matches!(name.as_str(), "reversed" | "list" | "sorted" | "iter") {
+                    return self.elem_class_of(call.arguments.args.first()?);
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// The value a call of this file's function or method returns, remembering the
+    /// graph-carrying arguments it receives (for the callee's parameters).
+    fn summary_call(&self, key: &str, call: &ExprCall, grad: bool) -> Option<Value> {
+        let mut taints: Vec<Option<std::rc::Rc<Origin>>> = Vec::new();
+        for (i, a) in call.arguments.args.iter().enumerate() {
+            if let Graph::Yes(o) = self.value_inner(a).graph {
+                taints.resize(i + 1, None);
+                taints[i] = Some(o);
+            }
+        }
+        if !taints.is_empty() && grad {
+            let mut map = self.param_taint.borrow_mut();
+            let entry = map.entry(key.to_string()).or_default();
+            if entry.len() < taints.len() {
+                entry.resize(taints.len(), None);
+            }
+            for (slot, t) in entry.iter_mut().zip(taints) {
+                if slot.is_none() {
+                    *slot = t;
+                }
+            }
+        }
+        let v = self.summaries.get(key)?;
         Some(if grad {
             v.clone()
         } else {
@@ -1045,6 +1188,25 @@ impl<'a> Checker<'a> {
             }
             Stmt::Assign(assign) => {
                 let value = self.value(&assign.value);
+                let class = self.class_of(&assign.value);
+                let elem = match &*assign.value {
+                    Expr::ListComp(c) => self.class_of(&c.elt),
+                    e => self.elem_class_of(e),
+                };
+                for target in &assign.targets {
+                    if let Expr::Name(n) = target {
+                        let id = n.id.as_str().to_string();
+                        let scope = self.scope_mut();
+                        match &class {
+                            Some(c) => scope.instances.insert(id.clone(), c.clone()),
+                            None => scope.instances.remove(&id),
+                        };
+                        match &elem {
+                            Some(c) => scope.instances.insert(format!("[]{id}"), c.clone()),
+                            None => scope.instances.remove(&format!("[]{id}")),
+                        };
+                    }
+                }
                 for target in &assign.targets {
                     match dotted(target) {
                         // `acc = acc + x` keeps the old value inside the new one.
@@ -1092,10 +1254,34 @@ impl<'a> Checker<'a> {
                     }
                 }
                 let scope = self.scope_mut();
-                let joined = std::mem::take(&mut scope.returned).join(v);
-                scope.returned = joined;
+                scope.returned = Some(match scope.returned.take() {
+                    Some(prev) => prev.join(v),
+                    None => v,
+                });
             }
             Stmt::For(for_) => {
+                let elem_class = self
+                    .elem_class_of(&for_.iter)
+                    .map(|c| (c, &*for_.target))
+                    .or_else(|| {
+                        // `for i, agent in enumerate(self.population)`
+                        let Expr::Call(call) = &*for_.iter else {
+                            return None;
+                        };
+                        if dotted(&call.func).as_deref() != Some("enumerate") {
+                            return None;
+                        }
+                        let Expr::Tuple(t) = &*for_.target else {
+                            return None;
+                        };
+                        let c = self.elem_class_of(call.arguments.args.first()?)?;
+                        Some((c, t.elts.get(1)?))
+                    });
+                if let Some((c, Expr::Name(n))) = elem_class {
+                    self.scope_mut()
+                        .instances
+                        .insert(n.id.as_str().to_string(), c);
+                }
                 let iter = self.value(&for_.iter);
                 let elem = match iter.graph {
                     Graph::Yes(_) => Value {
@@ -1247,6 +1433,32 @@ impl<'a> Checker<'a> {
             scope.env.insert(pname.clone(), v);
             scope.params.insert(pname);
         }
+        // Parameters that callers in this file pass graph-carrying values to.
+        let key = match class {
+            Some(c) => format!("{}.{}", c.name.as_str(), name),
+            None => name.to_string(),
+        };
+        if let Some(taints) = self.param_taint.borrow().get(&key) {
+            let positional = def
+                .parameters
+                .posonlyargs
+                .iter()
+                .chain(def.parameters.args.iter())
+                .map(|p| p.parameter.name.as_str())
+                .filter(|n| !matches!(*n, "self" | "cls"));
+            for (pname, taint) in positional.zip(taints) {
+                if let Some(origin) = taint {
+                    scope.env.insert(
+                        pname.to_string(),
+                        Value {
+                            graph: Graph::Yes(origin.clone()),
+                            kind: Kind::Tensor,
+                            device: false,
+                        },
+                    );
+                }
+            }
+        }
         if def
             .decorator_list
             .iter()
@@ -1263,7 +1475,7 @@ impl<'a> Checker<'a> {
                 Some(c) => format!("{}.{}", c.name.as_str(), name),
                 None => name.to_string(),
             };
-            let mut ret = scope.returned;
+            let mut ret = scope.returned.unwrap_or_else(Value::plain);
             if scope.no_grad > 0 {
                 ret.graph = Graph::No;
             }
@@ -1358,7 +1570,7 @@ impl<'a> Checker<'a> {
                     && self.scope().body_facts.backwarded.contains(&key)
                 {
                     value.graph = Graph::Yes(std::rc::Rc::new(Origin {
-                        what: format!("`{key}`"),
+                        what: key.clone(),
                         offset: target.start(),
                         is_loss: true,
                         backpropagated: true,

@@ -8,6 +8,7 @@ pub mod checker;
 pub mod diagnostic;
 pub mod fix;
 pub mod noqa;
+pub mod output;
 pub mod registry;
 mod rules;
 pub mod semantic;

@@ -1,11 +1,451 @@
-use clap::Args;
+//! `leakspy check`: static leak rules over Python sources.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use leakspy_lint::output::{self, FileResult};
+use leakspy_lint::{apply_fixes, check_source, Applicability, Rule, RuleSet};
+use rayon::prelude::*;
+
+use crate::check::{config, discover};
+
+/// Files larger than this are skipped: generated code, not training scripts.
+const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
+    Sarif,
+    Github,
+}
 
 #[derive(Args)]
 pub struct CheckArgs {
     /// Files or folders to check (default: the current folder).
-    pub paths: Vec<std::path::PathBuf>,
+    pub paths: Vec<PathBuf>,
+    /// Rules to run (codes, prefixes such as LS0, names, or ALL); replaces the configured set.
+    #[arg(long, value_delimiter = ',', value_name = "RULES")]
+    pub select: Option<Vec<String>>,
+    /// Rules to add to the selected ones.
+    #[arg(long, value_delimiter = ',', value_name = "RULES")]
+    pub extend_select: Vec<String>,
+    /// Rules to skip.
+    #[arg(long, value_delimiter = ',', value_name = "RULES")]
+    pub ignore: Vec<String>,
+    /// Apply safe fixes.
+    #[arg(long)]
+    pub fix: bool,
+    /// Apply unsafe fixes too (with --fix or --diff), or show them in the output.
+    #[arg(long)]
+    pub unsafe_fixes: bool,
+    /// Show the fixes as a diff without writing them.
+    #[arg(long)]
+    pub diff: bool,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
+    /// Exit 0 even when there are findings.
+    #[arg(long)]
+    pub exit_zero: bool,
+    /// Print a count per rule instead of each finding.
+    #[arg(long)]
+    pub statistics: bool,
+    /// Print findings only, no summary line.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Path of a pyproject.toml to read `[tool.leakspy]` from instead of the nearest one.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
-pub fn run(_args: CheckArgs) -> anyhow::Result<u8> {
+struct Problem {
+    path: PathBuf,
+    reason: String,
+    /// A problem that stops the tool from doing its job (exit 2), as opposed to a file that is
+    /// deliberately skipped (binary, huge, a symlink loop).
+    fatal: bool,
+}
+
+enum Outcome {
+    Checked(Box<FileResult>),
+    Problem(Problem),
+}
+
+pub fn run(args: CheckArgs) -> Result<u8> {
+    let paths = if args.paths.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        args.paths.clone()
+    };
+    let loaded = match &args.config {
+        Some(file) => {
+            let dir = file
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            if !file.is_file() {
+                bail!("--config {}: no such file", file.display());
+            }
+            config::load(dir)?
+        }
+        None => config::load(&paths[0])?,
+    };
+    let cfg = loaded.config;
+    let select = args.select.as_deref().or(cfg.select.as_deref());
+    let mut extend = cfg.extend_select.clone();
+    extend.extend(args.extend_select.iter().cloned());
+    let mut ignore = cfg.ignore.clone();
+    ignore.extend(args.ignore.iter().cloned());
+    let rules = RuleSet::from_selectors(select, &extend, &ignore)?;
+    let per_file = per_file_rules(&cfg, &rules, loaded.root.as_deref())?;
+
+    let excludes = discover::build_excludes(&cfg.exclude)?;
+    let found = discover::discover(&paths, &excludes);
+    let mut problems: Vec<Problem> = found
+        .skipped
+        .into_iter()
+        .map(|s| Problem {
+            fatal: s.reason.starts_with("cannot read"),
+            path: s.path,
+            reason: s.reason,
+        })
+        .collect();
+
+    let min_fix = if args.unsafe_fixes {
+        Applicability::Unsafe
+    } else {
+        Applicability::Safe
+    };
+    let outcomes: Vec<Outcome> = found
+        .files
+        .par_iter()
+        .map(|path| {
+            let rules = per_file.rules_for(path, &rules);
+            check_file(
+                path,
+                &rules,
+                (args.fix || args.diff).then_some(min_fix),
+                !args.diff,
+            )
+        })
+        .collect();
+
+    let mut results = Vec::new();
+    let mut fixed_total = 0;
+    let mut diffs = String::new();
+    for outcome in outcomes {
+        match outcome {
+            Outcome::Checked(r) => results.push(*r),
+            Outcome::Problem(p) => problems.push(p),
+        }
+    }
+    for r in &mut results {
+        if let Some((before, applied)) = r_fix_info(r) {
+            fixed_total += applied;
+            if args.diff && applied > 0 {
+                let diff = similar::TextDiff::from_lines(&before, &r.source);
+                let name = r.display_path();
+                diffs.push_str(&diff.unified_diff().header(&name, &name).to_string());
+            }
+        }
+    }
+
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for p in &problems {
+        eprintln!(
+            "leakspy: {}: {}: {}",
+            if p.fatal { "error" } else { "warning" },
+            p.path.display(),
+            p.reason
+        );
+    }
+    let findings: usize = results.iter().map(|r| r.diagnostics.len()).sum();
+    let syntax_errors = results.iter().filter(|r| r.syntax_error.is_some()).count();
+    if args.diff {
+        write!(out, "{diffs}")?;
+        if !args.quiet {
+            eprintln!(
+                "Would fix {fixed_total} finding{} ({} remaining would not be fixed).",
+                plural(fixed_total),
+                findings
+            );
+        }
+    } else if args.statistics {
+        write!(
+            out,
+            "{}",
+            statistics(&results, args.output_format == OutputFormat::Json)
+        )?;
+    } else {
+        let show_unsafe_hint = !args.unsafe_fixes;
+        let rendered = match args.output_format {
+            OutputFormat::Text => output::text::render(&results, true),
+            OutputFormat::Json => output::json::render(&results),
+            OutputFormat::Sarif => output::sarif::render(&results),
+            OutputFormat::Github => output::github::render(&results),
+        };
+        write!(out, "{rendered}")?;
+        if args.output_format == OutputFormat::Text && !args.quiet {
+            let safe = count_fixes(&results, Applicability::Safe);
+            let unsafe_only = count_fixes(&results, Applicability::Unsafe) - safe;
+            if args.fix && fixed_total > 0 {
+                writeln!(out, "Fixed {fixed_total} finding{}.", plural(fixed_total))?;
+            }
+            if findings + syntax_errors == 0 {
+                writeln!(
+                    out,
+                    "All checks passed! ({} file{} checked)",
+                    results.len(),
+                    plural(results.len())
+                )?;
+            } else {
+                write!(
+                    out,
+                    "Found {} finding{} in {} file{} checked",
+                    findings + syntax_errors,
+                    plural(findings + syntax_errors),
+                    results.len(),
+                    plural(results.len())
+                )?;
+                if syntax_errors > 0 {
+                    write!(out, " ({syntax_errors} with a syntax error)")?;
+                }
+                writeln!(out, ".")?;
+                if safe > 0 {
+                    writeln!(out, "[*] {safe} fixable with `leakspy check --fix`.")?;
+                }
+                if unsafe_only > 0 && show_unsafe_hint {
+                    writeln!(
+                        out,
+                        "{unsafe_only} more fixable with `--fix --unsafe-fixes` (they change behaviour: review them with `--diff --unsafe-fixes`)."
+                    )?;
+                }
+            }
+        }
+    }
+    out.flush()?;
+    if problems.iter().any(|p| p.fatal) {
+        return Ok(crate::EXIT_ERROR);
+    }
+    if args.diff {
+        return Ok(if fixed_total > 0 && !args.exit_zero {
+            crate::EXIT_FINDINGS
+        } else {
+            crate::EXIT_CLEAN
+        });
+    }
+    if findings + syntax_errors > 0 && !args.exit_zero {
+        return Ok(crate::EXIT_FINDINGS);
+    }
     Ok(crate::EXIT_CLEAN)
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+fn count_fixes(results: &[FileResult], min: Applicability) -> usize {
+    results
+        .iter()
+        .flat_map(|r| &r.diagnostics)
+        .filter(|d| d.fix.as_ref().is_some_and(|f| f.applicability >= min))
+        .count()
+}
+
+/// Source before fixes and the number applied, for files that `check_file` fixed.
+fn r_fix_info(r: &FileResult) -> Option<(String, usize)> {
+    r.fix_log.as_ref().map(|(s, n)| (s.clone(), *n))
+}
+
+/// Reads, checks and (when asked) fixes one file. Fixing loops until no fix applies, at most a
+/// few rounds, so fixes that depend on each other converge as in ruff.
+fn check_file(path: &Path, rules: &RuleSet, fix: Option<Applicability>, write: bool) -> Outcome {
+    let source = match read_source(path) {
+        Ok(s) => s,
+        Err(p) => return Outcome::Problem(p),
+    };
+    let checked = std::panic::catch_unwind(|| {
+        let mut current = source.clone();
+        let mut applied_total = 0;
+        let mut result = check_source(&current, rules);
+        if let Some(min) = fix {
+            for _ in 0..4 {
+                if result.syntax_error.is_some() {
+                    break;
+                }
+                let fixed = apply_fixes(&current, &result.diagnostics, min);
+                if fixed.applied == 0 {
+                    break;
+                }
+                let again = check_source(&fixed.source, rules);
+                if again.syntax_error.is_some() {
+                    // Never write a fix that breaks the file.
+                    break;
+                }
+                applied_total += fixed.applied;
+                current = fixed.source;
+                result = again;
+            }
+        }
+        (current, applied_total, result)
+    });
+    let (current, applied, result) = match checked {
+        Ok(v) => v,
+        Err(_) => {
+            return Outcome::Problem(Problem {
+                path: path.to_path_buf(),
+                reason: "internal error while checking this file (a leakspy bug: please report it with the file)".into(),
+                fatal: true,
+            });
+        }
+    };
+    if applied > 0 && write {
+        if let Err(e) = std::fs::write(path, &current) {
+            return Outcome::Problem(Problem {
+                path: path.to_path_buf(),
+                reason: format!("cannot write the fixed file: {e}"),
+                fatal: true,
+            });
+        }
+    }
+    let display = path.strip_prefix("./").unwrap_or(path).to_path_buf();
+    Outcome::Checked(Box::new(FileResult {
+        path: display,
+        fix_log: (fix.is_some()).then(|| (source, applied)),
+        source: current,
+        line_index: result.line_index,
+        diagnostics: result.diagnostics,
+        syntax_error: result.syntax_error,
+    }))
+}
+
+fn read_source(path: &Path) -> std::result::Result<String, Problem> {
+    let problem = |reason: String, fatal: bool| Problem {
+        path: path.to_path_buf(),
+        reason,
+        fatal,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| problem(format!("cannot read: {e}"), true))?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(problem(
+            format!(
+                "skipped: {} MiB is larger than the {} MiB limit for source files",
+                meta.len() / (1024 * 1024),
+                MAX_FILE_BYTES / (1024 * 1024)
+            ),
+            false,
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| problem(format!("cannot read: {e}"), true))?;
+    if bytes.iter().take(8192).any(|b| *b == 0) {
+        return Err(problem(
+            "skipped: binary file (contains NUL bytes), not Python source".into(),
+            false,
+        ));
+    }
+    match String::from_utf8(bytes) {
+        Ok(mut s) => {
+            if s.starts_with('\u{feff}') {
+                s.drain(..3);
+            }
+            Ok(s)
+        }
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            let line = e.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() + 1;
+            Err(problem(
+                format!("skipped: not UTF-8 (invalid byte at offset {at}, line {line}); Python 3 sources must be UTF-8 or declare no other encoding"),
+                false,
+            ))
+        }
+    }
+}
+
+struct PerFile {
+    matchers: Vec<(globset::GlobMatcher, Vec<String>)>,
+    root: Option<PathBuf>,
+}
+
+impl PerFile {
+    fn rules_for(&self, path: &Path, base: &RuleSet) -> RuleSet {
+        if self.matchers.is_empty() {
+            return base.clone();
+        }
+        let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let rel = self
+            .root
+            .as_ref()
+            .and_then(|r| abs.strip_prefix(r).ok())
+            .unwrap_or(path);
+        let mut ignored = Vec::new();
+        for (m, codes) in &self.matchers {
+            if m.is_match(rel) || m.is_match(path) {
+                ignored.extend(codes.iter().cloned());
+            }
+        }
+        if ignored.is_empty() {
+            return base.clone();
+        }
+        let keep: Vec<String> = base.rules().map(|r| r.code().to_string()).collect();
+        RuleSet::from_selectors(Some(&keep), &[], &ignored).unwrap_or_else(|_| base.clone())
+    }
+}
+
+fn per_file_rules(cfg: &config::Config, _rules: &RuleSet, root: Option<&Path>) -> Result<PerFile> {
+    let mut matchers = Vec::new();
+    for (pattern, codes) in &cfg.per_file_ignores {
+        for c in codes {
+            RuleSet::matching(c).with_context(|| format!("per-file-ignores `{pattern}`"))?;
+        }
+        let glob = globset::Glob::new(pattern)
+            .with_context(|| format!("invalid per-file-ignores pattern `{pattern}`"))?;
+        matchers.push((glob.compile_matcher(), codes.clone()));
+    }
+    Ok(PerFile {
+        matchers,
+        root: root.map(Path::to_path_buf),
+    })
+}
+
+fn statistics(results: &[FileResult], json: bool) -> String {
+    let mut counts: Vec<(Rule, usize, usize)> = Vec::new();
+    for d in results.iter().flat_map(|r| &r.diagnostics) {
+        let fixable = usize::from(
+            d.fix
+                .as_ref()
+                .is_some_and(|f| f.applicability == Applicability::Safe),
+        );
+        match counts.iter_mut().find(|(r, _, _)| *r == d.rule) {
+            Some(e) => {
+                e.1 += 1;
+                e.2 += fixable;
+            }
+            None => counts.push((d.rule, 1, fixable)),
+        }
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    if json {
+        let items: Vec<_> = counts
+            .iter()
+            .map(|(r, n, f)| serde_json::json!({"code": r.code(), "name": r.name(), "count": n, "fixable": f}))
+            .collect();
+        return serde_json::to_string_pretty(&items).unwrap_or_default() + "\n";
+    }
+    let mut s = String::new();
+    for (r, n, f) in &counts {
+        s.push_str(&format!(
+            "{n:>5}\t{}\t{}\t{}\n",
+            r.code(),
+            if *f > 0 { "[*]" } else { "[ ]" },
+            r.name()
+        ));
+    }
+    s
 }

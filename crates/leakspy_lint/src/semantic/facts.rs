@@ -27,6 +27,11 @@ pub struct PlaceFacts {
     pub changes: Vec<Change>,
     /// Functions that read it.
     pub read_in: FxHashSet<String>,
+    /// Initialised with an instance of a class of this file (`Normalizer(dim)`).
+    pub class: Option<String>,
+    /// Initialised with a list of instances of a class of this file
+    /// (`[DDPGAgent() for _ in range(n)]`).
+    pub elem_class: Option<String>,
 }
 
 impl PlaceFacts {
@@ -49,6 +54,8 @@ pub struct ClassFacts {
     pub offset: TextSize,
     pub attrs: FxHashMap<String, PlaceFacts>,
     pub methods: FxHashSet<String>,
+    /// Positional arguments each method accepts besides `self`: (required, maximum).
+    pub arity: FxHashMap<String, (usize, usize)>,
 }
 
 #[derive(Debug, Default)]
@@ -99,7 +106,7 @@ impl ModuleFacts {
                 _ => {
                     let imports = &facts.imports;
                     let classes = &facts.classes;
-                    let mut inits: Vec<(String, Kind, TextSize)> = Vec::new();
+                    let mut inits = Vec::new();
                     if let Stmt::Assign(assign) = stmt {
                         for target in &assign.targets {
                             if let Expr::Name(name) = target {
@@ -107,14 +114,17 @@ impl ModuleFacts {
                                     name.id.as_str().to_string(),
                                     init_kind(&assign.value, imports, classes),
                                     assign.start(),
+                                    instance_classes(&assign.value, imports, classes),
                                 ));
                             }
                         }
                     }
-                    for (name, kind, offset) in inits {
+                    for (name, kind, offset, (class, elem)) in inits {
                         let place = facts.globals.entry(name).or_default();
                         place.init = kind;
                         place.init_offset = Some(offset);
+                        place.class = class;
+                        place.elem_class = elem;
                     }
                 }
             }
@@ -146,10 +156,12 @@ impl ModuleFacts {
         let name = class.name.as_str().to_string();
         let mut attrs: FxHashMap<String, PlaceFacts> = FxHashMap::default();
         let mut methods = FxHashSet::default();
+        let mut arity = FxHashMap::default();
         for stmt in &class.body {
             match stmt {
                 Stmt::FunctionDef(func) => {
                     methods.insert(func.name.as_str().to_string());
+                    arity.insert(func.name.as_str().to_string(), method_arity(func));
                     let method = func.name.as_str();
                     visit_body(&func.body, &mut |stmt| {
                         if let Stmt::Assign(assign) = stmt {
@@ -207,6 +219,7 @@ impl ModuleFacts {
             });
         entry.attrs = attrs;
         entry.methods = methods;
+        entry.arity = arity;
     }
 
     fn collect_global_changes(&mut self, func: &StmtFunctionDef) {
@@ -408,8 +421,55 @@ pub fn init_kind(value: &Expr, imports: &Imports, classes: &FxHashMap<String, Cl
             }
         }
         Expr::NumberLiteral(_) | Expr::StringLiteral(_) | Expr::BooleanLiteral(_) => Kind::Plain,
+        // `self.model = model` where the parameter is conventionally a module.
+        Expr::Name(n) if super::names::is_conventional_module_param(n.id.as_str()) => Kind::Module,
         _ => Kind::Unknown,
     }
+}
+
+/// The class of this file an initialiser instantiates, directly or as the elements of a list.
+pub fn instance_classes(
+    value: &Expr,
+    imports: &Imports,
+    classes: &FxHashMap<String, ClassFacts>,
+) -> (Option<String>, Option<String>) {
+    let ctor = |e: &Expr| -> Option<String> {
+        let Expr::Call(call) = e else { return None };
+        let q = imports.qualify(&call.func)?;
+        classes.contains_key(q.as_str()).then_some(q)
+    };
+    match value {
+        Expr::ListComp(c) => (None, ctor(&c.elt)),
+        Expr::List(l) => (None, l.elts.first().and_then(ctor)),
+        e => (ctor(e), None),
+    }
+}
+
+/// Positional arguments a method takes besides `self`: (required, maximum).
+fn method_arity(func: &StmtFunctionDef) -> (usize, usize) {
+    let params = &func.parameters;
+    let positional: Vec<_> = params
+        .posonlyargs
+        .iter()
+        .chain(params.args.iter())
+        .collect();
+    let skip = usize::from(
+        positional
+            .first()
+            .is_some_and(|p| matches!(p.parameter.name.as_str(), "self" | "cls")),
+    );
+    let total = positional.len().saturating_sub(skip);
+    let required = positional
+        .iter()
+        .skip(skip)
+        .filter(|p| p.default.is_none())
+        .count();
+    let max = if params.vararg.is_some() {
+        usize::MAX
+    } else {
+        total
+    };
+    (required, max)
 }
 
 pub fn is_loss_ctor(qualified: &str) -> bool {

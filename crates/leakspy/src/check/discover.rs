@@ -1,0 +1,146 @@
+//! Which files to check: walks folders honouring `.gitignore`, skips virtual environments and
+//! `site-packages` unless they are named on the command line, and reports what it cannot walk.
+
+use std::path::{Path, PathBuf};
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use ignore::WalkBuilder;
+
+/// A path that could not be walked, with the reason.
+pub struct Skipped {
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+pub struct Discovered {
+    pub files: Vec<PathBuf>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// Folder names never entered unless named explicitly.
+const SKIP_DIRS: &[&str] = &[
+    "site-packages",
+    "dist-packages",
+    "__pycache__",
+    "node_modules",
+    ".git",
+    ".hg",
+    ".tox",
+    ".nox",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+];
+
+pub fn build_excludes(patterns: &[String]) -> anyhow::Result<GlobSet> {
+    let mut b = GlobSetBuilder::new();
+    for p in patterns {
+        b.add(Glob::new(p).map_err(|e| anyhow::anyhow!("invalid exclude pattern `{p}`: {e}"))?);
+        // `build` also matches `build/**`, like ruff.
+        if !p.contains('*') {
+            b.add(
+                Glob::new(&format!("**/{p}"))
+                    .map_err(|e| anyhow::anyhow!("invalid exclude pattern `{p}`: {e}"))?,
+            );
+            b.add(
+                Glob::new(&format!("**/{p}/**"))
+                    .map_err(|e| anyhow::anyhow!("invalid exclude pattern `{p}`: {e}"))?,
+            );
+        }
+    }
+    Ok(b.build()?)
+}
+
+fn is_virtualenv(dir: &Path) -> bool {
+    dir.join("pyvenv.cfg").is_file() || dir.join("conda-meta").is_dir()
+}
+
+pub fn discover(paths: &[PathBuf], excludes: &GlobSet) -> Discovered {
+    let mut files = Vec::new();
+    let mut skipped = Vec::new();
+    for root in paths {
+        match std::fs::metadata(root) {
+            Err(e) => {
+                skipped.push(Skipped {
+                    path: root.clone(),
+                    reason: format!("cannot read: {e}"),
+                });
+                continue;
+            }
+            Ok(meta) if meta.is_file() => {
+                // A file named explicitly is checked whatever its extension or location.
+                files.push(root.clone());
+                continue;
+            }
+            Ok(_) => {}
+        }
+        let excludes = excludes.clone();
+        let explicit = root.clone();
+        let walker = WalkBuilder::new(root)
+            .follow_links(true)
+            .hidden(false)
+            .git_ignore(true)
+            .git_global(false)
+            .git_exclude(true)
+            .require_git(false)
+            .filter_entry(move |entry| {
+                let path = entry.path();
+                if path == explicit {
+                    return true;
+                }
+                if excludes.is_match(path) {
+                    return false;
+                }
+                if entry.file_type().is_some_and(|t| t.is_dir()) {
+                    let name = entry.file_name().to_string_lossy();
+                    if SKIP_DIRS.contains(&name.as_ref()) || is_virtualenv(path) {
+                        return false;
+                    }
+                }
+                true
+            })
+            .build();
+        for entry in walker {
+            match entry {
+                Ok(entry) => {
+                    let is_file = entry.file_type().is_some_and(|t| t.is_file());
+                    if is_file
+                        && entry
+                            .path()
+                            .extension()
+                            .is_some_and(|e| e == "py" || e == "pyi")
+                    {
+                        files.push(entry.into_path());
+                    }
+                }
+                Err(err) => {
+                    let (path, reason) = describe_walk_error(&err);
+                    skipped.push(Skipped {
+                        path: path.unwrap_or_else(|| root.clone()),
+                        reason,
+                    });
+                }
+            }
+        }
+    }
+    files.sort();
+    files.dedup();
+    Discovered { files, skipped }
+}
+
+fn describe_walk_error(err: &ignore::Error) -> (Option<PathBuf>, String) {
+    match err {
+        ignore::Error::WithPath { path, err } => (Some(path.clone()), describe_walk_error(err).1),
+        ignore::Error::Loop { ancestor, child } => (
+            Some(child.clone()),
+            format!(
+                "symbolic link loop: it points back to {} (skipped)",
+                ancestor.display()
+            ),
+        ),
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+            describe_walk_error(err)
+        }
+        other => (None, other.to_string()),
+    }
+}
