@@ -478,6 +478,7 @@ impl<'a> Checker<'a> {
             offset: expr.start(),
             is_loss,
             backpropagated: false,
+            param: None,
         }
     }
 
@@ -927,12 +928,19 @@ impl<'a> Checker<'a> {
                 "cpu" | "train" | "eval" | "float" | "half" | "double" | "requires_grad_"
                 | "bfloat16" => recv,
                 _ => self
-                    .unique_method_summary(method, grad)
+                    .unique_method_summary(method, call, grad)
                     .unwrap_or_else(|| Value::no_graph(Kind::Unknown)),
             };
         }
         if recv.kind == Kind::Optimizer {
             return Value::plain();
+        }
+        // A parameter's placeholder graph (summary pass) may be any object: a method of a class
+        // of this file explains the call better than "a tensor method".
+        if recv.origin().is_some_and(|o| o.param.is_some()) {
+            if let Some(v) = self.unique_method_summary(method, call, grad) {
+                return v;
+            }
         }
         if recv.has_graph() {
             if tensor_method_cuts(method) {
@@ -1030,12 +1038,13 @@ impl<'a> Checker<'a> {
         if matches!(recv_expr, Expr::Name(n) if n.id.as_str() == "self") {
             return Value::unknown();
         }
-        self.unique_method_summary(method, grad).unwrap_or_default()
+        self.unique_method_summary(method, call, grad)
+            .unwrap_or_default()
     }
 
     /// A method defined by exactly one class of this file (`agent.update(...)` when only
     /// `DDPGAgent` has `update`).
-    fn unique_method_summary(&self, method: &str, grad: bool) -> Option<Value> {
+    fn unique_method_summary(&self, method: &str, call: &ExprCall, grad: bool) -> Option<Value> {
         let owners = self.method_owners.get(method)?;
         let nargs = self.current_call_args.get();
         let fitting: Vec<&String> = owners
@@ -1050,15 +1059,7 @@ impl<'a> Checker<'a> {
         if fitting.len() != 1 {
             return None;
         }
-        let v = self.summaries.get(&format!("{}.{}", fitting[0], method))?;
-        Some(if grad {
-            v.clone()
-        } else {
-            Value {
-                graph: Graph::No,
-                ..v.clone()
-            }
-        })
+        self.summary_call(&format!("{}.{}", fitting[0], method), call, grad)
     }
 
     /// The class of this file whose instance `expr` holds, when known.
@@ -1137,10 +1138,18 @@ impl<'a> Checker<'a> {
     /// graph-carrying arguments it receives (for the callee's parameters).
     fn summary_call(&self, key: &str, call: &ExprCall, grad: bool) -> Option<Value> {
         let mut taints: Vec<Option<std::rc::Rc<Origin>>> = Vec::new();
-        for (i, a) in call.arguments.args.iter().enumerate() {
-            if let Graph::Yes(o) = self.value_inner(a).graph {
-                taints.resize(i + 1, None);
-                taints[i] = Some(o);
+        let args: Vec<Value> = call
+            .arguments
+            .args
+            .iter()
+            .map(|a| self.value_inner(a))
+            .collect();
+        for (i, a) in args.iter().enumerate() {
+            if let Graph::Yes(o) = &a.graph {
+                if o.param.is_none() {
+                    taints.resize(i + 1, None);
+                    taints[i] = Some(o.clone());
+                }
             }
         }
         if !taints.is_empty() && grad {
@@ -1156,14 +1165,23 @@ impl<'a> Checker<'a> {
             }
         }
         let v = self.summaries.get(key)?;
-        Some(if grad {
-            v.clone()
-        } else {
-            Value {
+        if !grad {
+            return Some(Value {
                 graph: Graph::No,
                 ..v.clone()
+            });
+        }
+        // A summary whose graph comes from parameter `i` passes the argument's graph through.
+        if let Graph::Yes(o) = &v.graph {
+            if let Some(i) = o.param {
+                let graph = match args.get(i).map(|a| &a.graph) {
+                    Some(g @ Graph::Yes(_)) => g.clone(),
+                    _ => Graph::Unknown,
+                };
+                return Some(Value { graph, ..v.clone() });
             }
-        })
+        }
+        Some(v.clone())
     }
 
     // ----- the walk --------------------------------------------------------------------------
@@ -1175,14 +1193,19 @@ impl<'a> Checker<'a> {
     }
 
     fn walk_stmt(&mut self, stmt: &'a Stmt) {
-        // Rules see the environment as it is before the statement runs.
-        rules::analyze_stmt(self, stmt);
-        self.visit_calls(stmt);
+        // Rules see the environment as it is before the statement runs. Silent passes only
+        // learn values: running rules there would be wasted work.
+        if self.emit {
+            rules::analyze_stmt(self, stmt);
+            self.visit_calls(stmt);
+        }
         match stmt {
             Stmt::FunctionDef(def) => self.walk_function(def),
             Stmt::ClassDef(class) => {
                 self.classes.push(class);
-                rules::analyze_class(self, class);
+                if self.emit {
+                    rules::analyze_class(self, class);
+                }
                 self.walk_body(&class.body);
                 self.classes.pop();
             }
@@ -1233,7 +1256,14 @@ impl<'a> Checker<'a> {
                     self.update(key, new);
                 }
             }
-            Stmt::Expr(e) => self.apply_call_effects(&e.value),
+            Stmt::Expr(e) => {
+                if !self.emit && matches!(&*e.value, Expr::Call(_)) {
+                    // Evaluated for its side effect on the analysis: the call site tells the
+                    // callee which of its parameters receive graphs.
+                    let _ = self.value(&e.value);
+                }
+                self.apply_call_effects(&e.value);
+            }
             Stmt::Return(ret) => {
                 let mut v = ret
                     .value
@@ -1369,7 +1399,9 @@ impl<'a> Checker<'a> {
             offset: stmt.start(),
         };
         self.scope_mut().loops.push(frame);
-        rules::analyze_loop(self, stmt);
+        if self.emit {
+            rules::analyze_loop(self, stmt);
+        }
         let depth = self.scope().loops.len();
         let emit = self.emit;
         // Walk twice only near the top: deeper loops are walked often enough by their parents.
@@ -1433,6 +1465,40 @@ impl<'a> Checker<'a> {
             scope.env.insert(pname.clone(), v);
             scope.params.insert(pname);
         }
+        // In the silent pass, unknown parameters carry a placeholder graph, so the summary can
+        // say "returns a graph when argument i carries one" (`def compute(pred, y): return
+        // F.mse_loss(pred, y)`, a normalizer's `update(x)`).
+        if !self.emit {
+            let positional = def
+                .parameters
+                .posonlyargs
+                .iter()
+                .chain(def.parameters.args.iter())
+                .map(|p| p.parameter.name.as_str())
+                .filter(|n| !matches!(*n, "self" | "cls"));
+            for (i, pname) in positional.enumerate() {
+                if scope
+                    .env
+                    .get(pname)
+                    .is_some_and(|v| v.kind == Kind::Unknown && v.graph == Graph::Unknown)
+                {
+                    scope.env.insert(
+                        pname.to_string(),
+                        Value {
+                            graph: Graph::Yes(std::rc::Rc::new(Origin {
+                                what: pname.to_string(),
+                                offset: def.start(),
+                                is_loss: false,
+                                backpropagated: false,
+                                param: Some(i),
+                            })),
+                            kind: Kind::Unknown,
+                            device: false,
+                        },
+                    );
+                }
+            }
+        }
         // Parameters that callers in this file pass graph-carrying values to.
         let key = match class {
             Some(c) => format!("{}.{}", c.name.as_str(), name),
@@ -1467,7 +1533,9 @@ impl<'a> Checker<'a> {
             scope.no_grad = 1;
         }
         self.scopes.push(scope);
-        rules::analyze_function(self, def);
+        if self.emit {
+            rules::analyze_function(self, def);
+        }
         self.walk_body(&def.body);
         let scope = self.scopes.pop().expect("pushed above");
         if !self.emit {
@@ -1574,6 +1642,7 @@ impl<'a> Checker<'a> {
                         offset: target.start(),
                         is_loss: true,
                         backpropagated: true,
+                        param: None,
                     }));
                     value.kind = Kind::Tensor;
                 }

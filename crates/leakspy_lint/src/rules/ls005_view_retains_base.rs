@@ -1,9 +1,424 @@
-//! PLACEHOLDER: to be written (What it does / Why is this bad? / Example / Use instead / Fix safety).
+//! ## What it does
+//! Flags storing, in a container that outlives the iteration, a view that selects part of a
+//! tensor or array made in the iteration: a slice or strided slice (`logits[:, -1]`,
+//! `frame[::2, ::2]`, `x[0]`), `.narrow(...)`, `.select(...)`, `.diagonal()`, a piece of
+//! `.split()`/`.chunk()`/`.unbind()` (reshaping views such as `.view(...)`, `.T`, `.expand(...)`
+//! on top of those too); elements got by iterating a tensor or array (`for row in batch:
+//! rows.append(row)`); and `list.extend(tensor)`, which adds every row as a view.
+//!
+//! ## Why is this bad?
+//! A view shares the storage of its base: as long as the small slice is alive, so is the whole
+//! base tensor or array. Keeping the last-token logits `logits[:, -1]` of a `(batch, seq, vocab)`
+//! tensor keeps all `seq` positions; keeping a downsampled frame `frame[::2, ::2]` keeps the
+//! full frame. Memory grows by the size of the base, not of what was kept, with every step, and
+//! trimming the container later does not help while any view of a base remains.
+//!
+//! ## Example
+//! ```python
+//! def last_token_logits(model, loader):
+//!     last_logits = []
+//!     with torch.no_grad():
+//!         for batch in loader:
+//!             logits = model(batch)  # (batch, seq, vocab)
+//!             last_logits.append(logits[:, -1])
+//!     return last_logits
+//! ```
+//!
+//! ## Use instead
+//! ```python
+//! def last_token_logits(model, loader):
+//!     last_logits = []
+//!     with torch.no_grad():
+//!         for batch in loader:
+//!             logits = model(batch)  # (batch, seq, vocab)
+//!             last_logits.append(logits[:, -1].clone())
+//!     return last_logits
+//! ```
+//!
+//! ## Fix safety
+//! The fix stores a copy: `.clone()` for a tensor, `.copy()` for a numpy array. It is unsafe:
+//! the stored entry no longer shares memory with its base, so in-place writes to the base after
+//! the store no longer show in it (and writes to the entry no longer reach the base).
+//! `list.extend(tensor)` gets no fix: extend with `tensor.tolist()` or with copies of the rows.
+//!
+//! ## Stays silent on
+//! `.clone()`, `.copy()`, `.tolist()`, `.item()`, `.cpu()`, `.to(...)`, `.contiguous()`,
+//! `np.array(...)`, `torch.tensor(...)` on the way; views of long-lived bases (`self.buffer[i]`,
+//! a data set bound once before the loop), which are kept alive anyway; reshaping views of a
+//! whole tensor (`x.view(-1)`, `x.T`), which keep no more than they show; advanced indexing with
+//! index tensors or lists (a copy); per-iteration containers; graph-carrying values (LS002).
 
-#![allow(unused)]
-use ruff_python_ast::{ExprCall, Stmt, StmtFunctionDef};
+use ruff_python_ast::{Expr, ExprCall, Stmt};
+use ruff_text_size::{Ranged, TextRange};
 
-use crate::checker::Checker;
+use crate::checker::{Checker, Lifetime};
+use crate::diagnostic::{Diagnostic, Fix};
+use crate::registry::Rule;
+use crate::rules::helpers::{append_call, short, varies_per_iteration};
+use crate::semantic::mutation::Mutation;
+use crate::semantic::names::dotted;
+use crate::semantic::value::Kind;
 
-pub(crate) fn stmt(_checker: &mut Checker, _stmt: &Stmt) {}
-pub(crate) fn call(_checker: &mut Checker, _call: &ExprCall) {}
+/// Container methods that grow it (a buffer class's `push` may copy what it keeps).
+const STORE_METHODS: &[&str] = &["append", "insert", "add", "appendleft"];
+
+/// What a stored expression holds a view of.
+struct View {
+    /// The tensor or array whose storage the view keeps alive (its source text).
+    base: String,
+    array: bool,
+    /// How the view was made, for the message.
+    how: String,
+}
+
+pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
+    let Expr::Attribute(attr) = &*call.func else {
+        return;
+    };
+    let method = attr.attr.as_str();
+    let receiver = &*attr.value;
+    if method == "extend" {
+        let Some(arg) = call.arguments.args.first() else {
+            return;
+        };
+        let Some(view) = rows_of(checker, arg) else {
+            return;
+        };
+        let Some(lifetime) = kept(checker, receiver) else {
+            return;
+        };
+        let until = if lifetime.until.contains("trimmed") {
+            "for as long as one of its rows stays: trimming frees no base while a row of it \
+             remains"
+                .to_string()
+        } else {
+            lifetime.until.clone()
+        };
+        let message = format!(
+            "`{}.extend({})` adds each row of `{}` as a view: every row keeps the whole of `{}` \
+             alive, so `{}` holds each base in full {until}; extend with copies \
+             (`{}.tolist()` or `[r.clone() for r in {}]`)",
+            short(checker, receiver),
+            short(checker, arg),
+            view.base,
+            view.base,
+            lifetime.key,
+            view.base,
+            view.base,
+        );
+        checker.report(Diagnostic::new(Rule::LS005, message, call.range()));
+        return;
+    }
+    if !STORE_METHODS.contains(&method) {
+        return;
+    }
+    let Some(stored) = call
+        .arguments
+        .args
+        .iter()
+        .skip(usize::from(method == "insert"))
+        .find(|a| view_of(checker, a).is_some())
+    else {
+        return;
+    };
+    let Some(lifetime) = kept(checker, receiver) else {
+        return;
+    };
+    let what = format!(
+        "`{}.{method}({})`",
+        short(checker, receiver),
+        short(checker, stored)
+    );
+    report(checker, &what, stored, &lifetime, call.range());
+}
+
+pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
+    let Stmt::Assign(assign) = stmt else {
+        return;
+    };
+    for target in &assign.targets {
+        let Expr::Subscript(sub) = target else {
+            continue;
+        };
+        let value = &*assign.value;
+        if !checker.in_loop()
+            || !varies_per_iteration(checker, &sub.slice)
+            || view_of(checker, value).is_none()
+        {
+            continue;
+        }
+        let Some(lifetime) = kept(checker, &sub.value) else {
+            continue;
+        };
+        let what = format!("`{} = {}`", short(checker, target), short(checker, value));
+        report(
+            checker,
+            &what,
+            value,
+            &lifetime,
+            target.range().cover(value.range()),
+        );
+    }
+}
+
+fn report(checker: &mut Checker, what: &str, stored: &Expr, lifetime: &Lifetime, range: TextRange) {
+    let Some(view) = view_of(checker, stored) else {
+        return;
+    };
+    let base = view.base;
+    let unit = if checker.in_loop() {
+        "iteration"
+    } else {
+        "call"
+    };
+    let message = format!(
+        "{what} stores {}: it shares the storage of `{base}` and keeps the whole of it alive, so \
+         `{}` holds one full `{base}` per {unit}, not just the part it shows, {}",
+        view.how, lifetime.key, lifetime.until,
+    );
+    let copy = if view.array { "copy" } else { "clone" };
+    let fix = Fix::unsafe_edit(
+        format!("Store a copy: `{}.{copy}()`", short(checker, stored)),
+        append_call(checker, stored, copy),
+    );
+    checker.report(Diagnostic::new(Rule::LS005, message, range).with_fix(fix));
+}
+
+/// The container outlives the iteration and is not emptied within it. Trimming does not count:
+/// each entry that stays still keeps its whole base.
+fn kept(checker: &Checker, container: &Expr) -> Option<Lifetime> {
+    if !checker.per_step() {
+        return None;
+    }
+    // Writing into a preallocated tensor or array copies the values in.
+    if matches!(checker.value(container).kind, Kind::Tensor | Kind::Array) {
+        return None;
+    }
+    // An object of a class of this file manages its own storage.
+    if crate::rules::ls004_device_tensor_history::is_own_object(checker, container) {
+        return None;
+    }
+    let lifetime = checker.lifetime(container)?;
+    let emptied = checker
+        .block_facts()
+        .changes
+        .get(&lifetime.key)
+        .is_some_and(|ms| {
+            ms.iter()
+                .any(|m| matches!(m, Mutation::Clear | Mutation::Rebind))
+        });
+    if emptied {
+        return None;
+    }
+    Some(lifetime)
+}
+
+/// Is `expr` a view selecting part of a per-iteration tensor or array?
+fn view_of(checker: &Checker, expr: &Expr) -> Option<View> {
+    if checker.value(expr).has_graph() {
+        // Graph-carrying stores are LS002's.
+        return None;
+    }
+    // An element got by iterating a tensor or array: `for row in batch`.
+    if let Expr::Name(name) = expr {
+        let (base, array) = iterated_base(checker, name.id.as_str())?;
+        let base = short(checker, base);
+        return Some(View {
+            how: format!(
+                "`{}`, an element got by iterating `{base}` (a view)",
+                name.id.as_str(),
+            ),
+            base,
+            array,
+        });
+    }
+    let mut cur = expr;
+    let mut subset: Option<String> = None;
+    loop {
+        match cur {
+            Expr::Subscript(sub) => {
+                let recv = checker.value(&sub.value);
+                let array = recv.kind == Kind::Array;
+                if !basic_index(checker, &sub.slice, array) {
+                    return None;
+                }
+                subset.get_or_insert_with(|| format!("`{}`", short(checker, cur)));
+                cur = &sub.value;
+            }
+            Expr::Attribute(a) if matches!(a.attr.as_str(), "T" | "mT" | "H" | "data" | "real") => {
+                cur = &a.value;
+            }
+            Expr::Call(call) => {
+                let Expr::Attribute(a) = &*call.func else {
+                    return None;
+                };
+                match a.attr.as_str() {
+                    "narrow" | "select" | "diagonal" | "unfold" | "as_strided" => {
+                        subset.get_or_insert_with(|| format!("`{}`", short(checker, cur)));
+                    }
+                    "view" | "view_as" | "reshape" | "squeeze" | "unsqueeze" | "transpose"
+                    | "permute" | "flatten" | "expand" | "expand_as" | "detach" | "numpy"
+                    | "ravel" | "swapaxes" | "movedim" | "t" => {}
+                    "split" | "chunk" | "unbind" | "tensor_split" => {
+                        // Only a piece of these is a view: `x.split(n)[0]` (handled above).
+                        subset.as_ref()?;
+                    }
+                    _ => return None,
+                }
+                cur = &a.value;
+            }
+            _ => break,
+        }
+    }
+    let how = subset?;
+    let (base, array) = fresh_base(checker, cur)?;
+    Some(View {
+        base: short(checker, base),
+        array,
+        how: format!("{how}, a view"),
+    })
+}
+
+/// `arg` of `.extend(arg)` is a tensor or array whose rows become views.
+fn rows_of(checker: &Checker, arg: &Expr) -> Option<View> {
+    if checker.value(arg).has_graph() {
+        return None;
+    }
+    let mut cur = arg;
+    while let Expr::Call(call) = cur {
+        match &*call.func {
+            Expr::Name(n) if n.id.as_str() == "list" && call.arguments.args.len() == 1 => {
+                cur = &call.arguments.args[0];
+            }
+            Expr::Attribute(a) if matches!(a.attr.as_str(), "unbind" | "detach") => {
+                cur = &a.value;
+            }
+            _ => return None,
+        }
+    }
+    let (base, array) = fresh_base(checker, cur)?;
+    Some(View {
+        base: short(checker, base),
+        array,
+        how: String::new(),
+    })
+}
+
+/// A tensor or array made in this iteration (or this call of a per-step function): a call's
+/// result, or a local rebound in an enclosing loop.
+fn fresh_base<'e>(checker: &Checker, base: &'e Expr) -> Option<(&'e Expr, bool)> {
+    let v = checker.value(base);
+    let array = v.kind == Kind::Array;
+    if !(array || v.kind == Kind::Tensor || v.device) {
+        return None;
+    }
+    let fresh = match base {
+        Expr::Call(_) => true,
+        Expr::Name(n) => {
+            let id = n.id.as_str();
+            let in_loops = checker.loops().iter().any(|l| l.facts.rebinds(id));
+            let scope = checker.scope();
+            in_loops
+                || checker.in_per_step_function()
+                    && (scope.params.contains(id) || scope.bound_depth.contains_key(id))
+        }
+        _ => false,
+    };
+    fresh.then_some((base, array))
+}
+
+/// `name` is the target of an enclosing `for name in <tensor or array>` (or of
+/// `enumerate(...)`/`zip(...)` over one) whose iterable is made per iteration.
+fn iterated_base<'a>(checker: &Checker<'a>, name: &str) -> Option<(&'a Expr, bool)> {
+    let loops = checker.loops();
+    for (depth, frame) in loops.iter().enumerate().rev() {
+        let Stmt::For(for_) = frame.stmt else {
+            continue;
+        };
+        let iter: &'a Expr = &for_.iter;
+        let elem_iter: Option<&'a Expr> = match &*for_.target {
+            Expr::Name(t) if t.id.as_str() == name => Some(iter),
+            Expr::Tuple(t) => match iter {
+                Expr::Call(c) => {
+                    let func = dotted(&c.func);
+                    let pos = t
+                        .elts
+                        .iter()
+                        .position(|e| matches!(e, Expr::Name(n) if n.id.as_str() == name));
+                    match (func.as_deref(), pos) {
+                        (Some("enumerate"), Some(1)) => c.arguments.args.first(),
+                        (Some("zip"), Some(i)) => c.arguments.args.get(i),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(elem_iter) = elem_iter else {
+            if frame.facts.rebinds(name) && depth + 1 == loops.len() {
+                return None;
+            }
+            continue;
+        };
+        // The loop target must not be rebound in the body (`row = row * 2` is a new tensor).
+        if frame.facts.changes.get(name).is_some_and(|c| c.len() > 1) {
+            return None;
+        }
+        let v = checker.value(elem_iter);
+        let array = v.kind == Kind::Array;
+        if !(array || v.kind == Kind::Tensor || v.device) || v.has_graph() {
+            return None;
+        }
+        let fresh = match elem_iter {
+            Expr::Call(_) => true,
+            Expr::Name(n) => {
+                let id = n.id.as_str();
+                loops[..depth].iter().any(|l| l.facts.rebinds(id))
+                    || checker.in_per_step_function()
+                        && (checker.scope().params.contains(id)
+                            || checker.scope().bound_depth.contains_key(id))
+            }
+            _ => false,
+        };
+        return fresh.then_some((elem_iter, array));
+    }
+    None
+}
+
+/// Basic indexing (integers, slices, `None`, `...`) makes a view; index tensors or lists make
+/// a copy. For numpy a lone integer of a 1-D array gives a scalar, so arrays need a slice.
+fn basic_index(checker: &Checker, slice: &Expr, array: bool) -> bool {
+    let parts: Vec<&Expr> = match slice {
+        Expr::Tuple(t) => t.elts.iter().collect(),
+        e => vec![e],
+    };
+    let mut has_slice = false;
+    for p in &parts {
+        match p {
+            Expr::Slice(_) => has_slice = true,
+            Expr::NumberLiteral(_) | Expr::NoneLiteral(_) | Expr::EllipsisLiteral(_) => {}
+            Expr::UnaryOp(u) if matches!(&*u.operand, Expr::NumberLiteral(_)) => {}
+            Expr::Name(n) if is_range_index(checker, n.id.as_str()) => {}
+            _ => return false,
+        }
+    }
+    has_slice || !array
+}
+
+/// `i` in `for i in range(...)` or `for i, _ in enumerate(...)`.
+fn is_range_index(checker: &Checker, name: &str) -> bool {
+    checker.loops().iter().any(|l| {
+        let Stmt::For(f) = l.stmt else { return false };
+        let Expr::Call(c) = &*f.iter else {
+            return false;
+        };
+        match (&*f.target, dotted(&c.func).as_deref()) {
+            (Expr::Name(t), Some("range")) => t.id.as_str() == name,
+            (Expr::Tuple(t), Some("enumerate")) => {
+                matches!(t.elts.first(), Some(Expr::Name(n)) if n.id.as_str() == name)
+            }
+            _ => false,
+        }
+    })
+}

@@ -1,9 +1,451 @@
-//! PLACEHOLDER: to be written (What it does / Why is this bad? / Example / Use instead / Fix safety).
+//! ## What it does
+//! Flags a forward, backward or tensor hook that stores what it receives (`output`, `input`,
+//! `grad_output`, a tensor hook's `grad`, or values computed from them) into state that outlives
+//! the call (an attribute, a dict or list of the enclosing object, a closure cell, a module
+//! global) without `.detach()`: `activations[name] = output`, `self.features.append(output)`,
+//! `module.saved = input[0]`. Hooks are the functions passed to `register_*hook` (by name, or
+//! made by a registered factory) and functions named `*_hook`.
+//!
+//! ## Why is this bad?
+//! A forward hook runs inside the model's forward pass: `output` is the live activation, part of
+//! the autograd graph. Kept past the call, it keeps that graph alive: every activation saved
+//! for the backward pass until a `.backward()` through it runs, the chain of autograd nodes
+//! after. Stored in a dict or attribute it holds the last forward's graph until the next call
+//! replaces it (an evaluation loop with grad on keeps a whole extra forward pass of activations);
+//! appended to a list it holds one graph per forward call, and memory grows with every step.
+//! Gradients received by backward and tensor hooks carry no graph, but appending them keeps an
+//! activation-sized tensor per call.
+//!
+//! ## Example
+//! ```python
+//! activations = {}
+//!
+//! def save(name):
+//!     def hook(module, input, output):
+//!         activations[name] = output
+//!     return hook
+//!
+//! for name, layer in model.named_modules():
+//!     layer.register_forward_hook(save(name))
+//! ```
+//!
+//! ## Use instead
+//! ```python
+//! activations = {}
+//!
+//! def save(name):
+//!     def hook(module, input, output):
+//!         activations[name] = output.detach()
+//!     return hook
+//!
+//! for name, layer in model.named_modules():
+//!     layer.register_forward_hook(save(name))
+//! ```
+//!
+//! ## Fix safety
+//! The fix stores `value.detach()`. It is unsafe: a hook that collects activations for a loss
+//! (feature matching, distillation) needs them attached to the graph, and detaching them would
+//! silently stop those gradients. Appended gradients get no fix: they carry no graph, and what
+//! bounds their memory (clearing the list after use) depends on the program.
+//!
+//! ## Stays silent on
+//! Per-call replacement of detached values (`activations[name] = output.detach()`), values cut
+//! by `.item()`, `.tolist()`, `.numpy()`, `float(...)`, values computed under `torch.no_grad()`
+//! in the hook, shapes and statistics turned into numbers, locals of the hook, gradients stored
+//! by replacement (`self.gradients = grad_output[0]`), and replacement of an entry of a dict
+//! that belongs to an enclosing function (`feats["x"] = output` in a helper that runs the model
+//! once and returns the features): it lives no longer than that call.
 
-#![allow(unused)]
-use ruff_python_ast::{ExprCall, Stmt, StmtFunctionDef};
+use ruff_python_ast::{Expr, ExprCall, Stmt, StmtFunctionDef};
+use ruff_text_size::Ranged;
+use rustc_hash::FxHashMap;
 
-use crate::checker::Checker;
+use crate::checker::{Checker, Holder, Lifetime};
+use crate::diagnostic::{Diagnostic, Fix};
+use crate::registry::Rule;
+use crate::rules::helpers::{append_call, short};
+use crate::semantic::names::dotted;
+use crate::semantic::scan::keys_in;
+use crate::semantic::value::{Graph, Kind};
 
-pub(crate) fn stmt(_checker: &mut Checker, _stmt: &Stmt) {}
-pub(crate) fn call(_checker: &mut Checker, _call: &ExprCall) {}
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Received {
+    /// An input or output of a forward hook: a live activation with its graph.
+    Activation,
+    /// A gradient given to a backward or tensor hook.
+    Grad,
+}
+
+const GROW_METHODS: &[&str] = &["append", "extend", "insert", "add", "appendleft"];
+
+pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
+    let Expr::Attribute(attr) = &*call.func else {
+        return;
+    };
+    if !GROW_METHODS.contains(&attr.attr.as_str()) {
+        return;
+    }
+    let Some(params) = hook_params(checker) else {
+        return;
+    };
+    let args = call
+        .arguments
+        .args
+        .iter()
+        .skip(usize::from(attr.attr.as_str() == "insert"));
+    let Some((stored, received, param)) = args
+        .filter_map(|a| received(checker, &params, a).map(|(r, p)| (a, r, p)))
+        .max_by_key(|(_, r, _)| *r == Received::Activation)
+    else {
+        return;
+    };
+    let Some(root) = container_root(&attr.value) else {
+        return;
+    };
+    let Some(lifetime) = checker.lifetime(root) else {
+        return;
+    };
+    let what = describe(checker, stored, &param);
+    let until = lifetime.until.clone();
+    let message = match received {
+        Received::Activation => format!(
+            "hook `{}()` stores {what} without `.detach()`: \
+             `{}` keeps one forward pass's graph per call (every saved activation until a \
+             `.backward()` through it frees them, its autograd nodes after) {until}",
+            hook_name(checker),
+            lifetime.key,
+        ),
+        Received::Grad => format!(
+            "hook `{}()` appends {what}: `{}` keeps one \
+             activation-sized gradient per backward call {until}",
+            hook_name(checker),
+            lifetime.key,
+        ),
+    };
+    let mut diagnostic = Diagnostic::new(Rule::LS006, message, call.range());
+    if received == Received::Activation {
+        diagnostic = with_fix(checker, diagnostic, stored);
+    }
+    checker.report(diagnostic);
+}
+
+pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
+    let Stmt::Assign(assign) = stmt else {
+        return;
+    };
+    let Some(params) = hook_params(checker) else {
+        return;
+    };
+    for target in &assign.targets {
+        match (target, &*assign.value) {
+            (Expr::Tuple(t), Expr::Tuple(v)) if t.elts.len() == v.elts.len() => {
+                for (te, ve) in t.elts.iter().zip(v.elts.iter()) {
+                    assigned(checker, &params, te, ve);
+                }
+            }
+            (target, value) => assigned(checker, &params, target, value),
+        }
+    }
+}
+
+fn assigned(
+    checker: &mut Checker,
+    params: &FxHashMap<String, (Received, String)>,
+    target: &Expr,
+    value: &Expr,
+) {
+    let Some((received, param)) = received(checker, params, value) else {
+        return;
+    };
+    // Replacing a stored gradient keeps one tensor, which carries no graph.
+    if received == Received::Grad {
+        return;
+    }
+    let lifetime: Option<Lifetime> = match target {
+        Expr::Subscript(sub) => container_root(&sub.value).and_then(|r| checker.lifetime(r)),
+        Expr::Attribute(_) | Expr::Name(_) => checker.lifetime(target),
+        _ => None,
+    };
+    let Some(lifetime) = lifetime else {
+        return;
+    };
+    // Replacing an entry of a closure's dict or cell (`feats["x"] = o` in a helper that runs the
+    // model once, often under `no_grad`, and returns the features): kept only as long as that
+    // call, not across steps.
+    if lifetime.holder == Holder::Closure {
+        return;
+    }
+    let message = format!(
+        "hook `{}()` stores {} in `{}` without `.detach()`: it \
+         keeps the graph of the forward pass that produced it (every saved activation until a \
+         `.backward()` through it frees them, its autograd nodes after) until the next call \
+         replaces it",
+        hook_name(checker),
+        describe(checker, value, &param),
+        short(checker, target),
+    );
+    let _ = lifetime;
+    let diagnostic = Diagnostic::new(Rule::LS006, message, target.range().cover(value.range()));
+    let diagnostic = with_fix(checker, diagnostic, value);
+    checker.report(diagnostic);
+}
+
+fn with_fix(checker: &Checker, diagnostic: Diagnostic, stored: &Expr) -> Diagnostic {
+    if matches!(
+        stored,
+        Expr::Tuple(_) | Expr::List(_) | Expr::Dict(_) | Expr::Set(_) | Expr::Starred(_)
+    ) {
+        return diagnostic;
+    }
+    diagnostic.with_fix(Fix::unsafe_edit(
+        format!("Store `{}`", detached_text(checker, stored)),
+        append_call(checker, stored, "detach"),
+    ))
+}
+
+/// "its `output` argument" or "`pooled` (computed from its `out` argument)".
+fn describe(checker: &Checker, stored: &Expr, param: &str) -> String {
+    let text = short(checker, stored);
+    if text == param {
+        format!("its `{param}` argument")
+    } else {
+        format!("`{text}` (computed from its `{param}` argument)")
+    }
+}
+
+/// `x.detach()`, or `(a * b).detach()` for an expression that binds looser than a call.
+fn detached_text(checker: &Checker, expr: &Expr) -> String {
+    if matches!(
+        expr,
+        Expr::Name(_) | Expr::Attribute(_) | Expr::Call(_) | Expr::Subscript(_)
+    ) {
+        format!("{}.detach()", short(checker, expr))
+    } else {
+        format!("({}).detach()", short(checker, expr))
+    }
+}
+
+fn hook_name<'a>(checker: &Checker<'a>) -> &'a str {
+    checker.function().map_or("hook", |f| f.name.as_str())
+}
+
+/// `acts[name]`, `acts.setdefault(name, [])`, `self.store.get(k)`: the long-lived container.
+fn container_root(expr: &Expr) -> Option<&Expr> {
+    match expr {
+        Expr::Subscript(sub) => container_root(&sub.value),
+        Expr::Call(call) => match &*call.func {
+            Expr::Attribute(a) if matches!(a.attr.as_str(), "setdefault" | "get") => {
+                container_root(&a.value)
+            }
+            _ => None,
+        },
+        e if dotted(e).is_some() => Some(e),
+        _ => None,
+    }
+}
+
+/// Is `expr` what the hook received (or computed from it), not cut from the graph? Returns what
+/// it is and the parameter it comes from.
+fn received(
+    checker: &Checker,
+    params: &FxHashMap<String, (Received, String)>,
+    expr: &Expr,
+) -> Option<(Received, String)> {
+    if is_cut(checker, expr) {
+        return None;
+    }
+    let keys = keys_in(expr);
+    let mut found: Option<(Received, String)> = None;
+    for k in &keys {
+        if let Some((r, p)) = params.get(k) {
+            if found.as_ref().is_none_or(|(f, _)| *f == Received::Grad) {
+                found = Some((*r, p.clone()));
+            }
+        }
+    }
+    found
+}
+
+fn is_cut(checker: &Checker, expr: &Expr) -> bool {
+    let v = checker.value(expr);
+    if v.graph == Graph::No || matches!(v.kind, Kind::Plain | Kind::Array) {
+        return true;
+    }
+    // Computed under `no_grad` inside the hook (a view of the output still holds it).
+    !checker.grad_enabled()
+        && !matches!(
+            expr,
+            Expr::Name(_) | Expr::Attribute(_) | Expr::Subscript(_) | Expr::Tuple(_)
+        )
+}
+
+/// The hook's received parameters and the locals computed from them, or `None` outside a hook.
+fn hook_params(checker: &Checker) -> Option<FxHashMap<String, (Received, String)>> {
+    if !checker.is_hook_function() {
+        return None;
+    }
+    let def = checker.function()?;
+    // A factory (`def save(name): def hook(...): ...; return hook`) is not itself a hook.
+    if def.body.iter().any(|s| matches!(s, Stmt::FunctionDef(_))) {
+        return None;
+    }
+    let registered = checker.hook_functions.contains(def.name.as_str());
+    let mut params: FxHashMap<String, (Received, String)> = FxHashMap::default();
+    let names: Vec<&str> = def
+        .parameters
+        .posonlyargs
+        .iter()
+        .chain(def.parameters.args.iter())
+        .map(|p| p.parameter.name.as_str())
+        .filter(|n| *n != "self")
+        .collect();
+    match names.as_slice() {
+        [] => return None,
+        [only] => {
+            // A tensor hook: `def hook(grad)`.
+            if registered || looks_like_grad(only) {
+                params.insert((*only).to_string(), (Received::Grad, (*only).to_string()));
+            }
+        }
+        [_module, rest @ ..] => {
+            for p in rest {
+                if looks_like_grad(p) {
+                    params.insert((*p).to_string(), (Received::Grad, (*p).to_string()));
+                } else if registered || looks_like_activation(p) {
+                    params.insert((*p).to_string(), (Received::Activation, (*p).to_string()));
+                }
+            }
+        }
+    }
+    if params.is_empty() {
+        return None;
+    }
+    propagate(checker, def, &mut params);
+    Some(params)
+}
+
+/// Locals assigned from received values (`out = output[0]`, `for o in output`) are received too,
+/// unless computed under `no_grad` in the hook.
+fn propagate(
+    checker: &Checker,
+    def: &StmtFunctionDef,
+    params: &mut FxHashMap<String, (Received, String)>,
+) {
+    for _ in 0..2 {
+        let mut added: Vec<(String, (Received, String))> = Vec::new();
+        walk(checker, &def.body, false, params, &mut added);
+        if added.is_empty() {
+            break;
+        }
+        params.extend(added);
+    }
+}
+
+fn walk(
+    checker: &Checker,
+    body: &[Stmt],
+    no_grad: bool,
+    params: &FxHashMap<String, (Received, String)>,
+    added: &mut Vec<(String, (Received, String))>,
+) {
+    for stmt in body {
+        let (targets, value): (Vec<&Expr>, Option<&Expr>) = match stmt {
+            Stmt::Assign(a) => (a.targets.iter().collect(), Some(&*a.value)),
+            Stmt::AnnAssign(a) => (vec![&*a.target], a.value.as_deref()),
+            Stmt::For(f) => (vec![&*f.target], Some(&*f.iter)),
+            _ => (vec![], None),
+        };
+        if let Some(value) = value {
+            let computed = !matches!(
+                value,
+                Expr::Name(_) | Expr::Attribute(_) | Expr::Subscript(_) | Expr::Tuple(_)
+            );
+            if !(no_grad && computed) {
+                if let Some(r) = received(checker, params, value) {
+                    for t in targets {
+                        for name in target_names(t) {
+                            if !params.contains_key(&name) {
+                                added.push((name, r.clone()));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        match stmt {
+            Stmt::For(s) => {
+                walk(checker, &s.body, no_grad, params, added);
+                walk(checker, &s.orelse, no_grad, params, added);
+            }
+            Stmt::While(s) => {
+                walk(checker, &s.body, no_grad, params, added);
+                walk(checker, &s.orelse, no_grad, params, added);
+            }
+            Stmt::If(s) => {
+                walk(checker, &s.body, no_grad, params, added);
+                for c in &s.elif_else_clauses {
+                    walk(checker, &c.body, no_grad, params, added);
+                }
+            }
+            Stmt::With(w) => {
+                let disables = w
+                    .items
+                    .iter()
+                    .any(|i| checker.is_grad_disabling(&i.context_expr));
+                walk(checker, &w.body, no_grad || disables, params, added);
+            }
+            Stmt::Try(t) => {
+                walk(checker, &t.body, no_grad, params, added);
+                for h in &t.handlers {
+                    let ruff_python_ast::ExceptHandler::ExceptHandler(h) = h;
+                    walk(checker, &h.body, no_grad, params, added);
+                }
+                walk(checker, &t.orelse, no_grad, params, added);
+                walk(checker, &t.finalbody, no_grad, params, added);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn target_names(target: &Expr) -> Vec<String> {
+    match target {
+        Expr::Name(n) => vec![n.id.as_str().to_string()],
+        Expr::Tuple(t) => t.elts.iter().flat_map(target_names).collect(),
+        Expr::List(l) => l.elts.iter().flat_map(target_names).collect(),
+        Expr::Starred(s) => target_names(&s.value),
+        _ => vec![],
+    }
+}
+
+fn looks_like_grad(name: &str) -> bool {
+    name.contains("grad") || matches!(name, "g" | "gi" | "go")
+}
+
+fn looks_like_activation(name: &str) -> bool {
+    matches!(
+        name,
+        "input"
+            | "inputs"
+            | "inp"
+            | "inps"
+            | "in_"
+            | "args"
+            | "i"
+            | "x"
+            | "output"
+            | "outputs"
+            | "out"
+            | "outs"
+            | "o"
+            | "y"
+            | "result"
+            | "res"
+            | "act"
+            | "activation"
+            | "activations"
+            | "feat"
+            | "feats"
+            | "features"
+    )
+}

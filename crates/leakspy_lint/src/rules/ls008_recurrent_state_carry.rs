@@ -1,9 +1,326 @@
-//! PLACEHOLDER: to be written (What it does / Why is this bad? / Example / Use instead / Fix safety).
+//! ## What it does
+//! Flags a recurrent state that is fed back into a module on every training iteration and never
+//! detached: `out, h = rnn(x, h)`, `h = cell(x, h)`, `out, (h, c) = lstm(x, (h, c))` inside a loop
+//! that calls `.backward()` (or steps an optimizer), with autograd on and nothing in that loop
+//! detaching or re-creating `h`. Also `out, self.h = self.rnn(x, self.h)` in a per-step method
+//! (`training_step`, `update`, ...) that backpropagates. The callee is an `nn.Module` the analysis
+//! knows, or a callee named like a recurrent layer (`rnn`, `lstm`, `gru`, `cell`).
+//!
+//! ## Why is this bad?
+//! The new `h` is an output of the module, so it carries the autograd graph of this step; fed
+//! back in, it links the next step's graph to this one. Without a `.detach()` the chain reaches
+//! back to the first batch: the graph of every step stays alive (memory grows with each step),
+//! every `.backward()` walks back through all of them (each step gets slower), and the second
+//! `.backward()` fails with "Trying to backward through the graph a second time" unless
+//! `retain_graph=True` was added, which keeps the saved activations of every step as well. This
+//! is the reason for `repackage_hidden` in PyTorch's word-language-model example.
+//!
+//! ## Example
+//! ```python
+//! hidden = model.init_hidden(batch_size)
+//! for data, targets in batches:
+//!     output, hidden = model(data, hidden)
+//!     loss = criterion(output, targets)
+//!     loss.backward(retain_graph=True)
+//!     optimizer.step()
+//! ```
+//!
+//! ## Use instead
+//! ```python
+//! hidden = model.init_hidden(batch_size)
+//! for data, targets in batches:
+//!     hidden = tuple(h.detach() for h in hidden)  # or hidden.detach() for a GRU
+//!     output, hidden = model(data, hidden)
+//!     loss = criterion(output, targets)
+//!     loss.backward()
+//!     optimizer.step()
+//! ```
+//!
+//! ## Fix safety
+//! No fix is offered: whether the state is a tensor (`h.detach()`) or a tuple
+//! (`tuple(s.detach() for s in h)`), and where the truncation should happen, depends on the
+//! model.
+//!
+//! ## Stays silent on
+//! A state detached or re-created anywhere in the training loop (`h = h.detach()`,
+//! `h = repackage_hidden(h)`, `h = model.init_hidden(...)`, `h.detach_()`), including only every
+//! `k` steps; bounded full backpropagation through time (the state re-created per sequence and one
+//! `.backward()` after the time loop); loops under `torch.no_grad()`/`inference_mode()`; loops
+//! that never backpropagate.
 
-#![allow(unused)]
-use ruff_python_ast::{ExprCall, Stmt, StmtFunctionDef};
+use ruff_python_ast::{Expr, ExprCall, Stmt};
+use ruff_text_size::Ranged;
 
 use crate::checker::Checker;
+use crate::diagnostic::Diagnostic;
+use crate::registry::Rule;
+use crate::rules::helpers::short;
+use crate::semantic::mutation::Mutation;
+use crate::semantic::names::{dotted, last_segment};
+use crate::semantic::scan::visit_block;
+use crate::semantic::value::Kind;
 
-pub(crate) fn stmt(_checker: &mut Checker, _stmt: &Stmt) {}
-pub(crate) fn call(_checker: &mut Checker, _call: &ExprCall) {}
+pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
+    if !checker.grad_enabled() {
+        return;
+    }
+    let Stmt::Assign(assign) = stmt else { return };
+    let [target] = assign.targets.as_slice() else {
+        return;
+    };
+    let Expr::Call(call) = &*assign.value else {
+        return;
+    };
+    let Some(carried) = carried_keys(checker, target, call) else {
+        return;
+    };
+    let callee = short(checker, &call.func);
+    // The loop whose iterations the state is carried across: the innermost one that trains.
+    let trainer = checker
+        .loops()
+        .iter()
+        .rev()
+        .find(|l| l.facts.calls_backward || l.facts.steps_optimizer)
+        .map(|l| (l.stmt, l.offset));
+    let (leaking, context): (Vec<&String>, String) = if let Some((loop_stmt, offset)) = trainer {
+        let body: &[Stmt] = match loop_stmt {
+            Stmt::For(f) => &f.body,
+            Stmt::While(w) => &w.body,
+            _ => return,
+        };
+        let leaking = carried
+            .iter()
+            .filter(|k| !reset_in(checker, body, k))
+            .collect();
+        (
+            leaking,
+            format!(
+                "on every iteration of the training loop at line {}",
+                checker.line(offset)
+            ),
+        )
+    } else {
+        // A per-step method that backpropagates and keeps the state on the object.
+        if checker.in_loop() || !checker.in_per_step_function() || !checker.function_trains() {
+            return;
+        }
+        let Some(def) = checker.function() else {
+            return;
+        };
+        let fname = def.name.as_str();
+        let leaking = carried
+            .iter()
+            .filter(|k| {
+                self_attr_of(k).is_some_and(|attr| {
+                    !reset_in(checker, &def.body, k) && !reset_elsewhere(checker, attr, fname)
+                })
+            })
+            .collect();
+        (leaking, format!("on every call of `{fname}()`"))
+    };
+    if leaking.is_empty() {
+        return;
+    }
+    let names = leaking
+        .iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(" and ");
+    let (verb, it) = if leaking.len() == 1 {
+        ("is", "it")
+    } else {
+        ("are", "they")
+    };
+    let advice = if leaking.len() == 1 {
+        let k = leaking[0];
+        format!(
+            "`{k} = {k}.detach()` at the start of each iteration or chunk \
+             (`{k} = tuple(s.detach() for s in {k})` if it is an LSTM's `(h, c)`)"
+        )
+    } else {
+        let ks = leaking.iter().map(|k| k.as_str()).collect::<Vec<_>>();
+        let detached = ks
+            .iter()
+            .map(|k| format!("{k}.detach()"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            "`{} = {detached}` at the start of each iteration or chunk",
+            ks.join(", ")
+        )
+    };
+    let message = format!(
+        "{names} {verb} fed back into `{callee}(...)` {context}, which backpropagates, and never \
+         detached or re-created there: each step's graph links to the previous step's, so {it} \
+         keep{s} the autograd graph of every step alive and every `.backward()` walks back through \
+         all of them (memory and step time grow); detach with {advice}",
+        s = if leaking.len() == 1 { "s" } else { "" },
+    );
+    checker.report(Diagnostic::new(Rule::LS008, message, stmt.range()));
+}
+
+/// The keys that are both an input and an output of a module call (`out, h = rnn(x, h)`).
+fn carried_keys(checker: &Checker, target: &Expr, call: &ExprCall) -> Option<Vec<String>> {
+    if !is_module_call(checker, call) {
+        return None;
+    }
+    let mut outputs = Vec::new();
+    target_keys(target, &mut outputs);
+    if outputs.is_empty() {
+        return None;
+    }
+    let mut inputs = Vec::new();
+    for a in call
+        .arguments
+        .args
+        .iter()
+        .chain(call.arguments.keywords.iter().map(|k| &k.value))
+    {
+        target_keys(a, &mut inputs);
+    }
+    let carried: Vec<String> = outputs.into_iter().filter(|o| inputs.contains(o)).collect();
+    (!carried.is_empty()).then_some(carried)
+}
+
+/// A call of an `nn.Module`, or of a callee named like a recurrent layer (`rnn`, `self.lstm`,
+/// `gru_cell`, `cell`) whose kind the analysis does not know (a parameter, say).
+fn is_module_call(checker: &Checker, call: &ExprCall) -> bool {
+    let v = checker.value(&call.func);
+    if v.kind == Kind::Module {
+        return true;
+    }
+    if v.kind != Kind::Unknown {
+        return false;
+    }
+    let Some(name) = dotted(&call.func) else {
+        return false;
+    };
+    let last = last_segment(&name).to_ascii_lowercase();
+    last.contains("rnn") || last.contains("lstm") || last.contains("gru") || last.ends_with("cell")
+}
+
+/// Names and attribute chains of a target or argument, looking into tuples and lists.
+fn target_keys(expr: &Expr, out: &mut Vec<String>) {
+    match expr {
+        Expr::Tuple(t) => t.elts.iter().for_each(|e| target_keys(e, out)),
+        Expr::List(l) => l.elts.iter().for_each(|e| target_keys(e, out)),
+        Expr::Starred(s) => target_keys(&s.value, out),
+        e => {
+            if let Some(d) = dotted(e) {
+                out.push(d);
+            }
+        }
+    }
+}
+
+fn self_attr_of(key: &str) -> Option<&str> {
+    key.strip_prefix("self.").filter(|a| !a.contains('.'))
+}
+
+/// Is `key` detached, re-created or handed to a helper anywhere in `body`, other than by the
+/// module calls that carry it?
+fn reset_in(checker: &Checker, body: &[Stmt], key: &str) -> bool {
+    let mut reset = false;
+    visit_block(body, &mut |stmt| {
+        if reset {
+            return;
+        }
+        reset = match stmt {
+            Stmt::Assign(a) => {
+                let mut keys = Vec::new();
+                for t in &a.targets {
+                    target_keys(t, &mut keys);
+                }
+                keys.iter().any(|k| k == key) && !is_carry(checker, &a.value, key)
+            }
+            Stmt::AnnAssign(a) => {
+                dotted(&a.target).as_deref() == Some(key)
+                    && a.value
+                        .as_deref()
+                        .is_some_and(|v| !is_carry(checker, v, key))
+            }
+            Stmt::For(f) => {
+                let mut keys = Vec::new();
+                target_keys(&f.target, &mut keys);
+                keys.iter().any(|k| k == key)
+            }
+            Stmt::With(w) => w.items.iter().any(|i| {
+                let mut keys = Vec::new();
+                if let Some(v) = &i.optional_vars {
+                    target_keys(v, &mut keys);
+                }
+                keys.iter().any(|k| k == key)
+            }),
+            Stmt::Delete(d) => d.targets.iter().any(|t| dotted(t).as_deref() == Some(key)),
+            Stmt::Expr(e) => resets_by_call(checker, &e.value, key),
+            _ => false,
+        };
+    });
+    reset
+}
+
+/// `h = rnn(x, h)` (and tuple forms): the assignment that carries the state.
+fn is_carry(checker: &Checker, value: &Expr, key: &str) -> bool {
+    let Expr::Call(call) = value else {
+        return false;
+    };
+    if !is_module_call(checker, call) {
+        return false;
+    }
+    let mut inputs = Vec::new();
+    for a in call
+        .arguments
+        .args
+        .iter()
+        .chain(call.arguments.keywords.iter().map(|k| &k.value))
+    {
+        target_keys(a, &mut inputs);
+    }
+    inputs.iter().any(|k| k == key)
+}
+
+/// `h.detach_()`, `h[0].detach_()`, `repackage_(h)` (a helper of this file given the state),
+/// `self.reset_hidden()` (a method that rebinds the attribute).
+fn resets_by_call(checker: &Checker, expr: &Expr, key: &str) -> bool {
+    let Expr::Call(call) = expr else {
+        return false;
+    };
+    let mentions = |e: &Expr| {
+        let mut cur = e;
+        loop {
+            if dotted(cur).as_deref() == Some(key) {
+                return true;
+            }
+            match cur {
+                Expr::Subscript(s) => cur = &s.value,
+                _ => return false,
+            }
+        }
+    };
+    match &*call.func {
+        Expr::Attribute(a) if a.attr.as_str() == "detach_" => mentions(&a.value),
+        Expr::Attribute(a) if matches!(&*a.value, Expr::Name(n) if n.id.as_str() == "self") => {
+            self_attr_of(key).is_some_and(|attr| {
+                checker.attr_facts(attr).is_some_and(|p| {
+                    p.changes
+                        .iter()
+                        .any(|c| c.function == a.attr.as_str() && c.mutation != Mutation::Grow)
+                })
+            })
+        }
+        Expr::Name(n) => {
+            checker.facts.functions.contains(n.id.as_str())
+                && call.arguments.args.iter().any(mentions)
+        }
+        _ => false,
+    }
+}
+
+/// Does another method (not `__init__`, not the current one) rebind or detach `self.<attr>`?
+fn reset_elsewhere(checker: &Checker, attr: &str, current: &str) -> bool {
+    checker.attr_facts(attr).is_some_and(|p| {
+        p.changes.iter().any(|c| {
+            c.mutation != Mutation::Grow && c.function != "__init__" && c.function != current
+        })
+    })
+}

@@ -1,9 +1,234 @@
-//! PLACEHOLDER: to be written (What it does / Why is this bad? / Example / Use instead / Fix safety).
+//! ## What it does
+//! Flags a tensor history that is rebuilt from itself every step with `torch.cat`/`torch.stack`
+//! (`history = torch.cat([history, x])`, `self.buf = torch.cat((self.buf[1:], x))`, also when the
+//! result is sliced to a fixed length: `torch.cat([h, x])[-N:]`) while the old history is not
+//! detached and the result carries an autograd graph (because `x` or the history carries one).
+//!
+//! ## Why is this bad?
+//! `torch.cat` records a node that points at each of its inputs. When one input is the previous
+//! history, every new history points at the previous one, which points at the one before: the
+//! graph reaches back to the very first step, and everything it saved (the graph of every `x`
+//! ever appended) stays alive. Slicing the result to the last `N` rows bounds the tensor, not the
+//! graph: `[-N:]` is one more node in the chain. Memory grows with every step and a
+//! `.backward()` through the history walks all of them. One of our users lost a training run to
+//! exactly this: an `ability_history` concatenated each step from policy-derived values.
+//!
+//! ## Example
+//! ```python
+//! history = torch.zeros(0, dim)
+//! for step in range(steps):
+//!     ability = ability + policy(state)
+//!     history = torch.cat([history, ability.unsqueeze(0)])[-max_len:]
+//! ```
+//!
+//! ## Use instead
+//! ```python
+//! history = torch.zeros(0, dim)
+//! for step in range(steps):
+//!     ability = ability + policy(state)
+//!     history = torch.cat([history.detach(), ability.detach().unsqueeze(0)])[-max_len:]
+//! ```
+//!
+//! ## Fix safety
+//! The fix detaches the old history inside the `cat` (`history.detach()`), which cuts the chain
+//! to earlier steps. It is unsafe: gradients no longer flow back into earlier steps through the
+//! history, which a model that attends over its own past on purpose may rely on (then bound the
+//! window and detach the part that falls out of it instead).
+//!
+//! ## Stays silent on
+//! Histories detached on the way (`torch.cat([h.detach(), x])`), updates under
+//! `torch.no_grad()`/`inference_mode()`, and concatenations whose inputs carry no graph; a local
+//! concatenated within one forward pass (in a module's `forward`, or in a loop over layers or
+//! blocks, as in DenseNet), whose graph is freed with the step.
 
-#![allow(unused)]
-use ruff_python_ast::{ExprCall, Stmt, StmtFunctionDef};
+use ruff_python_ast::{Expr, ExprCall, Stmt};
+use ruff_text_size::Ranged;
 
 use crate::checker::Checker;
+use crate::diagnostic::{Diagnostic, Fix};
+use crate::registry::Rule;
+use crate::rules::helpers::{append_call, origin_phrase, short};
+use crate::semantic::facts::self_attr;
+use crate::semantic::names::{dotted, is_snapshot_method, last_segment};
+use crate::semantic::value::Graph;
 
-pub(crate) fn stmt(_checker: &mut Checker, _stmt: &Stmt) {}
-pub(crate) fn call(_checker: &mut Checker, _call: &ExprCall) {}
+const CONCAT: &[&str] = &[
+    "cat",
+    "concat",
+    "concatenate",
+    "stack",
+    "vstack",
+    "hstack",
+    "dstack",
+    "row_stack",
+    "column_stack",
+];
+
+pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
+    if !checker.grad_enabled() {
+        return;
+    }
+    let (target, value) = match stmt {
+        Stmt::Assign(a) if a.targets.len() == 1 => (&a.targets[0], &*a.value),
+        Stmt::AnnAssign(a) => match &a.value {
+            Some(v) => (&*a.target, &**v),
+            None => return,
+        },
+        _ => return,
+    };
+    let Some(key) = dotted(target) else { return };
+    let (concat_expr, sliced) = unwrap_result(value);
+    let Expr::Call(call) = concat_expr else {
+        return;
+    };
+    let Some(func) = concat_function(checker, call) else {
+        return;
+    };
+    let Some(seq) = call.arguments.args.first().or_else(|| {
+        call.arguments
+            .keywords
+            .iter()
+            .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "tensors"))
+            .map(|k| &k.value)
+    }) else {
+        return;
+    };
+    let elts = match seq {
+        Expr::List(l) => &l.elts,
+        Expr::Tuple(t) => &t.elts,
+        _ => return,
+    };
+    let Some(old) = elts.iter().find(|e| refers_to(e, &key)) else {
+        return;
+    };
+    // Rebuilt repeatedly: in a loop, in a per-step method, or an attribute outside `__init__`.
+    let repeated = checker.per_step()
+        || self_attr(target).is_some()
+            && checker.function().is_some_and(|f| {
+                let name = f.name.as_str();
+                name != "__init__" && name != "reset" && !name.starts_with("_init")
+            });
+    if !repeated || architecture_loop(checker, target) {
+        return;
+    }
+    let old_value = checker.value(old);
+    if old_value.graph == Graph::No {
+        return;
+    }
+    let whole = checker.value(concat_expr);
+    if !whole.has_graph() {
+        return;
+    }
+    // Name the element that brings the graph in, when it is not the history itself.
+    let source = elts
+        .iter()
+        .filter(|e| !refers_to(e, &key))
+        .map(|e| (e, checker.value(e)))
+        .find(|(_, v)| v.has_graph());
+    let carrier = match &source {
+        Some((e, v)) => format!(
+            "`{}` carries {}",
+            short(checker, e),
+            origin_phrase(checker, v)
+        ),
+        None => format!(
+            "`{key}` itself carries {}",
+            origin_phrase(checker, &old_value)
+        ),
+    };
+    let slice_note = if sliced {
+        "; slicing the result to a fixed length bounds the tensor, not the graph"
+    } else {
+        ""
+    };
+    let message = format!(
+        "`{key} = {func}([{}, ...])` builds each new `{key}` from the previous one without \
+         `.detach()`, and {carrier}: every step's graph links to all earlier steps, so `{key}` \
+         keeps the graph of every step since the first alive (memory grows with each step){slice_note}",
+        short(checker, old),
+    );
+    let fix = Fix::unsafe_edit(
+        format!("Detach the old history: `{}.detach()`", short(checker, old)),
+        append_call(checker, old, "detach"),
+    );
+    checker.report(Diagnostic::new(Rule::LS010, message, stmt.range()).with_fix(fix));
+}
+
+/// A local concatenated inside one forward pass (DenseNet's `x = torch.cat([x, layer(x)], 1)`
+/// over its layers): the graph is the model's, freed with the step, not a history across steps.
+fn architecture_loop(checker: &Checker, target: &Expr) -> bool {
+    if self_attr(target).is_some() {
+        return false;
+    }
+    let in_forward = checker.in_module_class()
+        && checker
+            .function()
+            .is_some_and(|f| matches!(f.name.as_str(), "forward" | "__call__"));
+    if in_forward {
+        return true;
+    }
+    let Some(frame) = checker.innermost_loop() else {
+        return false;
+    };
+    let Stmt::For(f) = frame.stmt else {
+        return false;
+    };
+    if checker.value(&f.iter).is_module() {
+        return true;
+    }
+    crate::semantic::scan::keys_in(&f.iter).iter().any(|k| {
+        let last = last_segment(k).to_ascii_lowercase();
+        ["layer", "block", "stage", "module"]
+            .iter()
+            .any(|w| last.contains(w))
+    })
+}
+
+/// The concatenation under a result that is sliced (`[-N:]`) or copied (`.to(device)`),
+/// and whether it was sliced.
+fn unwrap_result(expr: &Expr) -> (&Expr, bool) {
+    let mut cur = expr;
+    let mut sliced = false;
+    loop {
+        match cur {
+            Expr::Subscript(s) => {
+                sliced = true;
+                cur = &s.value;
+            }
+            Expr::Call(c) => match &*c.func {
+                Expr::Attribute(a) if is_snapshot_method(a.attr.as_str()) => cur = &a.value,
+                _ => return (cur, sliced),
+            },
+            _ => return (cur, sliced),
+        }
+    }
+}
+
+/// `torch.cat`-like function being called, by its short name.
+fn concat_function(checker: &Checker, call: &ExprCall) -> Option<String> {
+    let q = checker.qualified_function(&call.func)?;
+    let last = last_segment(&q);
+    (q.starts_with("torch.") && CONCAT.contains(&last)).then(|| format!("torch.{last}"))
+}
+
+/// Is the element the history itself, possibly sliced or copied (`h`, `h[1:]`, `h.to(dev)`)?
+/// A `.detach()` on the way is not stripped: its value carries no graph.
+fn refers_to(expr: &Expr, key: &str) -> bool {
+    let mut cur = expr;
+    loop {
+        if dotted(cur).as_deref() == Some(key) {
+            return true;
+        }
+        match cur {
+            Expr::Subscript(s) => cur = &s.value,
+            Expr::Starred(s) => cur = &s.value,
+            Expr::Call(c) => match &*c.func {
+                Expr::Attribute(a) if c.arguments.is_empty() || is_snapshot_method(&a.attr) => {
+                    cur = &a.value;
+                }
+                _ => return false,
+            },
+            _ => return false,
+        }
+    }
+}

@@ -1,9 +1,548 @@
-//! PLACEHOLDER: to be written (What it does / Why is this bad? / Example / Use instead / Fix safety).
+//! ## What it does
+//! Flags running statistics (means, variances, Welford's `M2`, exponential moving averages,
+//! baselines) that are updated from values carrying an autograd graph, so the statistic itself
+//! becomes part of the graph:
+//! - `self.mean = self.mean * m + x.mean(0) * (1 - m)` and other updates computed from the
+//!   statistic's previous value;
+//! - `self.M2 += delta * delta2`, `self.running_var += ...` on statistics;
+//! - in-place updates such as `running_mean.mul_(m).add_(x.mean(0), alpha=1 - m)` or
+//!   `ema.lerp_(x, w)`.
+//!
+//! The graph is seen where the update computes it (`h = self.proj(x)`, `values = critic(s)`) and
+//! also when the update is computed from a parameter of a function or method that a call in the
+//! same file passes a graph-carrying value (`normalizer.update(policy(state))`).
+//!
+//! ## Why is this bad?
+//! Each update builds a node that points at the batch it came from and at the statistic's previous
+//! value, which points at the batch before, and so on: the statistic links to the graph of every
+//! batch it has ever seen. Memory grows with every step (with the saved activations of each batch
+//! when nothing backpropagates through them), and a loss that uses the statistic backpropagates
+//! into all earlier batches. Statistics describe the data; they should not be differentiated
+//! through. One of our users' economics-simulation training runs ran out of memory after minutes
+//! because its feature normalizer's mean and `M2` were updated from graph-carrying features.
+//!
+//! ## Example
+//! ```python
+//! class Normalizer(nn.Module):
+//!     def forward(self, features):
+//!         h = self.proj(features)
+//!         self.mean = self.mean * 0.99 + h.mean(0) * 0.01
+//!         return (h - self.mean) / self.std
+//! ```
+//!
+//! ## Use instead
+//! ```python
+//! class Normalizer(nn.Module):
+//!     def forward(self, features):
+//!         h = self.proj(features)
+//!         with torch.no_grad():
+//!             self.mean = self.mean * 0.99 + h.mean(0) * 0.01
+//!         return (h - self.mean) / self.std
+//! ```
+//!
+//! ## Fix safety
+//! The fix adds `.detach()` to the graph-carrying inputs of the update. It is unsafe: a model
+//! that means to backpropagate through its statistics (rare, and then usually only through the
+//! current batch's statistics) loses those gradients. No fix is offered when the graph comes in
+//! through a parameter (`normalizer.update(features)`): detach the batch statistics where they
+//! are computed (`mean_b = mean_b.detach()`), or pass `features.detach()` at the call.
+//!
+//! ## Stays silent on
+//! Updates under `torch.no_grad()`/`inference_mode()`, from detached values (`x.detach()`,
+//! `.item()`), or from inputs the analysis cannot see carrying a graph; counters such as
+//! `self.count += x.shape[0]`. A plain `self.total += loss` is reported by LS001 instead when that
+//! rule is enabled.
 
-#![allow(unused)]
-use ruff_python_ast::{ExprCall, Stmt, StmtFunctionDef};
+use std::cell::RefCell;
+use std::hash::{Hash, Hasher};
 
-use crate::checker::Checker;
+use ruff_python_ast::{Expr, ExprCall, Operator, Stmt};
+use ruff_text_size::{Ranged, TextRange, TextSize};
+use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 
-pub(crate) fn stmt(_checker: &mut Checker, _stmt: &Stmt) {}
-pub(crate) fn call(_checker: &mut Checker, _call: &ExprCall) {}
+use crate::checker::{Checker, Holder, Lifetime};
+use crate::diagnostic::{Diagnostic, Edit, Fix};
+use crate::registry::Rule;
+use crate::rules::helpers::{append_call, origin_phrase, short};
+use crate::semantic::facts::self_attr;
+use crate::semantic::names::{dotted, last_segment};
+use crate::semantic::scan::{keys_in, visit_block};
+use crate::semantic::value::{Kind, Origin, Value};
+
+const IN_PLACE: &[&str] = &[
+    "add_", "sub_", "mul_", "div_", "lerp_", "addcmul_", "addcdiv_",
+];
+
+pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
+    if !checker.grad_enabled() {
+        return;
+    }
+    let Some((target, key, leaves, form)) = update(checker, stmt) else {
+        return;
+    };
+    let mut inputs: Vec<(&Expr, Value)> = leaves
+        .iter()
+        .map(|l| (*l, checker.value(l)))
+        .filter(|(_, v)| v.has_graph())
+        .collect();
+    let mut via = None;
+    // Only for what already looks like a statistic: the lookup scans the function body.
+    let maybe_stat = is_stat_name(last_segment(&key))
+        || matches!(form, Form::Weighted | Form::InPlace)
+            && (self_attr(target).is_some() || checker.facts.globals.contains_key(&key));
+    if inputs.is_empty() && maybe_stat {
+        // The statistic is computed from a parameter: graph-carrying when a call in this file
+        // passes a graph there (`normalizer.update(features)`).
+        if let Some((leaf, value, note)) = from_graph_param(checker, &leaves) {
+            inputs.push((leaf, value));
+            via = Some(note);
+        }
+    }
+    report(checker, target, &key, &inputs, via.as_deref(), stmt, form);
+}
+
+/// A statistic update: its target, key, the operands other than the statistic itself, and its
+/// form.
+fn update<'s>(
+    checker: &Checker,
+    stmt: &'s Stmt,
+) -> Option<(&'s Expr, String, Vec<&'s Expr>, Form)> {
+    match stmt {
+        Stmt::Assign(assign) if assign.targets.len() == 1 => {
+            let target = &assign.targets[0];
+            let key = dotted(target)?;
+            let mut leaves = Vec::new();
+            arith_leaves(&assign.value, &mut leaves);
+            if !leaves
+                .iter()
+                .any(|l| dotted(l).as_deref() == Some(key.as_str()))
+            {
+                return None;
+            }
+            // `acc = acc + x` is LS001's when that rule reports it.
+            if let Expr::BinOp(bin) = &*assign.value {
+                let direct = if dotted(&bin.left).as_deref() == Some(key.as_str()) {
+                    Some(&*bin.right)
+                } else if dotted(&bin.right).as_deref() == Some(key.as_str()) {
+                    Some(&*bin.left)
+                } else {
+                    None
+                };
+                if direct.is_some_and(|added| ls001_reports(checker, target, added, &key)) {
+                    return None;
+                }
+            }
+            let form = if scaled(&assign.value, &key) {
+                Form::Weighted
+            } else {
+                Form::Other
+            };
+            leaves.retain(|l| dotted(l).as_deref() != Some(key.as_str()));
+            Some((target, key, leaves, form))
+        }
+        Stmt::AugAssign(aug) => {
+            let key = dotted(&aug.target)?;
+            if !is_stat_name(last_segment(&key)) {
+                return None;
+            }
+            if matches!(
+                aug.op,
+                Operator::Add | Operator::Sub | Operator::Mult | Operator::Div
+            ) && ls001_reports(checker, &aug.target, &aug.value, &key)
+            {
+                return None;
+            }
+            let mut leaves = Vec::new();
+            arith_leaves(&aug.value, &mut leaves);
+            Some((&*aug.target, key, leaves, Form::Other))
+        }
+        Stmt::Expr(e) => {
+            // `stat.mul_(m).add_(x, alpha=1 - m)`: walk the chain down to its root.
+            let mut leaves = Vec::new();
+            let mut cur = &*e.value;
+            let mut in_place = false;
+            while let Expr::Call(call) = cur {
+                let Expr::Attribute(attr) = &*call.func else {
+                    return None;
+                };
+                if !IN_PLACE.contains(&attr.attr.as_str()) {
+                    return None;
+                }
+                in_place = true;
+                for a in call
+                    .arguments
+                    .args
+                    .iter()
+                    .chain(call.arguments.keywords.iter().map(|k| &k.value))
+                {
+                    arith_leaves(a, &mut leaves);
+                }
+                cur = &attr.value;
+            }
+            if !in_place {
+                return None;
+            }
+            let key = dotted(cur)?;
+            Some((cur, key, leaves, Form::InPlace))
+        }
+        _ => None,
+    }
+}
+
+/// How the statistic is updated, which decides whether a name that does not look like a
+/// statistic is still one.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// `s = s * m + x * (1 - m)`: a decayed average.
+    Weighted,
+    /// `s.mul_(m).add_(x)`: an in-place update.
+    InPlace,
+    Other,
+}
+
+fn report(
+    checker: &mut Checker,
+    target: &Expr,
+    key: &str,
+    inputs: &[(&Expr, Value)],
+    via: Option<&str>,
+    stmt: &Stmt,
+    form: Form,
+) {
+    let Some((first, value)) = inputs.first() else {
+        return;
+    };
+    // A statistic that outlives the update: on the object, global, or carried around a loop.
+    let repeated = checker.per_step()
+        || self_attr(target).is_some()
+            && checker
+                .function()
+                .is_some_and(|f| f.name.as_str() != "__init__");
+    if !repeated {
+        return;
+    }
+    let lifetime = match self_attr(target) {
+        Some(attr) => Some(Lifetime {
+            key: key.to_string(),
+            holder: Holder::Attribute,
+            until: attr_until(checker, attr, key, stmt),
+        }),
+        None => checker
+            .lifetime(target)
+            .or_else(|| loop_carried(checker, target, key)),
+    };
+    let Some(lifetime) = lifetime else {
+        return;
+    };
+    // A statistic by name, or state on the object (or a global) updated like one. A local
+    // `x = x + block(x)` (a residual connection) is neither.
+    let state = matches!(lifetime.holder, Holder::Attribute | Holder::Global);
+    let is_stat =
+        is_stat_name(last_segment(key)) || state && matches!(form, Form::Weighted | Form::InPlace);
+    if !is_stat {
+        return;
+    }
+    let message = format!(
+        "`{key}` is a running statistic updated from `{}`, which carries {}{}: each update links \
+         `{key}` to this step's graph and, through its previous value, to every earlier one, so \
+         it keeps the graph of every step it has seen alive {}; update statistics from detached \
+         values or under `torch.no_grad()`",
+        short(checker, first),
+        origin_phrase(checker, value),
+        via.unwrap_or(""),
+        lifetime.until,
+    );
+    let mut diagnostic = Diagnostic::new(Rule::LS011, message, stmt.range());
+    // Through a parameter, which operands are tensors (and which are sizes computed from the
+    // same input) is not known: no edit then.
+    if via.is_none() {
+        let mut edits: Vec<Edit> = Vec::new();
+        for (e, _) in inputs {
+            edits.extend(append_call(checker, e, "detach"));
+        }
+        edits.sort_by_key(|e| e.range.start());
+        diagnostic = diagnostic.with_fix(Fix::unsafe_edit(
+            if inputs.len() == 1 {
+                format!("Update from `{}.detach()`", short(checker, first))
+            } else {
+                "Update from detached inputs".to_string()
+            },
+            edits,
+        ));
+    }
+    checker.report(diagnostic);
+}
+
+/// Operands of an arithmetic expression (`a * m + b * (1 - m)` gives `a`, `m`, `b`, `1`, `m`).
+fn arith_leaves<'e>(expr: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match expr {
+        Expr::BinOp(b) => {
+            arith_leaves(&b.left, out);
+            arith_leaves(&b.right, out);
+        }
+        Expr::UnaryOp(u) => arith_leaves(&u.operand, out),
+        e => out.push(e),
+    }
+}
+
+/// "until `self.mean` is reset in `reset()` (line 40)", ignoring the update itself.
+fn attr_until(checker: &Checker, attr: &str, key: &str, stmt: &Stmt) -> String {
+    let reset = checker.attr_facts(attr).and_then(|p| {
+        p.resets()
+            .find(|c| !stmt.range().contains(c.offset))
+            .map(|c| (c.function.clone(), c.offset))
+    });
+    match reset {
+        Some((function, offset)) => format!(
+            "until `{key}` is reset in `{function}()` (line {})",
+            checker.line(offset)
+        ),
+        None => "for the life of the object (nothing resets it)".to_string(),
+    }
+}
+
+/// `s = 0.9 * s + 0.1 * x` in a loop: the new value is made from the old one, so it is carried
+/// across iterations unless another assignment in the loop starts it afresh. (The core's
+/// `lifetime` sees the statement as a rebinding because `s` is not a top-level operand.)
+fn loop_carried(checker: &Checker, target: &Expr, key: &str) -> Option<Lifetime> {
+    let Expr::Name(_) = target else { return None };
+    let frame = checker.innermost_loop()?;
+    let body: &[Stmt] = match frame.stmt {
+        Stmt::For(f) => &f.body,
+        Stmt::While(w) => &w.body,
+        _ => return None,
+    };
+    let mut fresh = false;
+    visit_block(body, &mut |s| {
+        if let Stmt::Assign(a) = s {
+            if a.targets.iter().any(|t| dotted(t).as_deref() == Some(key))
+                && !keys_in(&a.value).contains(key)
+            {
+                fresh = true;
+            }
+        }
+    });
+    if fresh {
+        return None;
+    }
+    let until = match checker.function() {
+        Some(f) => format!("until `{}()` returns", f.name.as_str()),
+        None => "for the life of the process (a module global)".to_string(),
+    };
+    Some(Lifetime {
+        key: key.to_string(),
+        holder: Holder::OuterLocal,
+        until,
+    })
+}
+
+/// Is `key` multiplied or divided by something in the update (`s * m`, `m * s`, `s / 2`)?
+fn scaled(expr: &Expr, key: &str) -> bool {
+    match expr {
+        Expr::BinOp(b) => {
+            (matches!(b.op, Operator::Mult | Operator::Div)
+                && (dotted(&b.left).as_deref() == Some(key)
+                    || dotted(&b.right).as_deref() == Some(key)))
+                || scaled(&b.left, key)
+                || scaled(&b.right, key)
+        }
+        Expr::UnaryOp(u) => scaled(&u.operand, key),
+        _ => false,
+    }
+}
+
+/// Would LS001 (accumulate-graph-tensor) report `target += added` here? Then it is left to it.
+fn ls001_reports(checker: &Checker, target: &Expr, added: &Expr, key: &str) -> bool {
+    checker.enabled(Rule::LS001)
+        && checker.per_step()
+        && checker.value(added).has_graph()
+        && checker.lifetime(target).is_some()
+        && !checker.consumed_by_backward(key)
+}
+
+fn is_stat_name(name: &str) -> bool {
+    let n = name.trim_start_matches('_').to_ascii_lowercase();
+    n == "m2"
+        || n.starts_with("m2_")
+        || [
+            "mean", "var", "std", "ema", "running", "avg", "average", "baseline", "moment",
+            "smooth",
+        ]
+        .iter()
+        .any(|s| n.contains(s))
+}
+
+// ----- parameters that receive a graph at a call site of this file ---------------------------
+
+/// Calls of this file's functions and methods that pass a graph-carrying positional argument,
+/// recorded while the file is walked (the first, silent walk sees them all before the reporting
+/// walk needs them). Keyed by the callee's name and the argument's position.
+#[derive(Default)]
+struct GraphArgs {
+    file: (usize, usize),
+    by_callee: FxHashMap<(String, usize), GraphArg>,
+}
+
+#[derive(Clone)]
+struct GraphArg {
+    /// The call, and a hash of its text: an entry left over from another file never matches.
+    call: TextRange,
+    text_hash: u64,
+    origin_what: String,
+    origin_offset: TextSize,
+}
+
+thread_local! {
+    static GRAPH_ARGS: RefCell<GraphArgs> = RefCell::new(GraphArgs::default());
+}
+
+fn file_key(checker: &Checker) -> (usize, usize) {
+    (checker.source.as_ptr() as usize, checker.source.len())
+}
+
+fn text_hash(text: &str) -> u64 {
+    let mut h = FxHasher::default();
+    text.hash(&mut h);
+    h.finish()
+}
+
+/// Records `normalizer.update(features)` / `update_stats(model(x))` when an argument carries a
+/// graph and the callee is a function or method defined in this file.
+pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
+    if !checker.grad_enabled() {
+        return;
+    }
+    let name = match &*call.func {
+        Expr::Attribute(a) => {
+            let recv = checker.value(&a.value);
+            if recv.has_graph()
+                || !matches!(recv.kind, Kind::Unknown | Kind::Module)
+                || !checker
+                    .facts
+                    .classes
+                    .values()
+                    .any(|c| c.methods.contains(a.attr.as_str()))
+            {
+                return;
+            }
+            a.attr.as_str()
+        }
+        Expr::Name(n) if checker.facts.functions.contains(n.id.as_str()) => n.id.as_str(),
+        _ => return,
+    };
+    let key = file_key(checker);
+    for (i, arg) in call.arguments.args.iter().enumerate() {
+        let v = checker.value(arg);
+        let Some(origin) = v.origin() else { continue };
+        let entry = GraphArg {
+            call: call.range(),
+            text_hash: text_hash(checker.text(call.range())),
+            origin_what: origin.what.clone(),
+            origin_offset: origin.offset,
+        };
+        GRAPH_ARGS.with(|g| {
+            let mut g = g.borrow_mut();
+            if g.file != key {
+                g.file = key;
+                g.by_callee.clear();
+            }
+            g.by_callee.entry((name.to_string(), i)).or_insert(entry);
+        });
+    }
+}
+
+/// An operand of the update that is computed (through local assignments) from a parameter of
+/// the current function which some call in this file passes a graph to.
+fn from_graph_param<'e>(
+    checker: &Checker,
+    leaves: &[&'e Expr],
+) -> Option<(&'e Expr, Value, String)> {
+    let def = checker.function()?;
+    if matches!(def.name.as_str(), "forward" | "__call__") {
+        return None;
+    }
+    let positional: Vec<&str> = def
+        .parameters
+        .posonlyargs
+        .iter()
+        .chain(def.parameters.args.iter())
+        .map(|p| p.parameter.name.as_str())
+        .collect();
+    let is_method = checker.class().is_some()
+        && !def.decorator_list.iter().any(|d| {
+            dotted(&d.expression).is_some_and(|n| n == "staticmethod" || n == "classmethod")
+        });
+    let skip = usize::from(is_method);
+    // name -> names its value is computed from, over the whole body.
+    let mut deps: FxHashMap<String, FxHashSet<String>> = FxHashMap::default();
+    visit_block(&def.body, &mut |s| match s {
+        Stmt::Assign(a) => {
+            let used = keys_in(&a.value);
+            for t in &a.targets {
+                for k in keys_in(t) {
+                    deps.entry(k).or_default().extend(used.iter().cloned());
+                }
+            }
+        }
+        Stmt::AugAssign(a) => {
+            if let Some(t) = dotted(&a.target) {
+                deps.entry(t).or_default().extend(keys_in(&a.value));
+            }
+        }
+        _ => {}
+    });
+    let key = file_key(checker);
+    for leaf in leaves {
+        // Breadth-first through local assignments, a few levels deep.
+        let mut seen: FxHashSet<String> = keys_in(leaf);
+        let mut frontier: Vec<String> = seen.iter().cloned().collect();
+        for _ in 0..4 {
+            let mut next = Vec::new();
+            for k in &frontier {
+                if let Some(d) = deps.get(k) {
+                    for n in d {
+                        if seen.insert(n.clone()) {
+                            next.push(n.clone());
+                        }
+                    }
+                }
+            }
+            frontier = next;
+        }
+        for (i, p) in positional.iter().enumerate().skip(skip) {
+            if !seen.contains(*p) {
+                continue;
+            }
+            let found = GRAPH_ARGS.with(|g| {
+                let g = g.borrow();
+                (g.file == key)
+                    .then(|| {
+                        g.by_callee
+                            .get(&(def.name.as_str().to_string(), i - skip))
+                            .cloned()
+                    })
+                    .flatten()
+            });
+            let Some(arg) = found else { continue };
+            let text = checker
+                .source
+                .get(usize::from(arg.call.start())..usize::from(arg.call.end()));
+            if text.map(text_hash) != Some(arg.text_hash) {
+                continue;
+            }
+            let value = Value::graph(Origin {
+                what: arg.origin_what.clone(),
+                offset: arg.origin_offset,
+                is_loss: false,
+                backpropagated: false,
+                param: None,
+            });
+            let note = format!(
+                " (through `{p}`, which the call at line {} passes in)",
+                checker.line(arg.call.start())
+            );
+            return Some((leaf, value, note));
+        }
+    }
+    None
+}

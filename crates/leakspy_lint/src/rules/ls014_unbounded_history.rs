@@ -1,9 +1,424 @@
-//! PLACEHOLDER: to be written (What it does / Why is this bad? / Example / Use instead / Fix safety).
+//! ## What it does
+//! Flags a history kept on an object that grows on every step and that nothing ever bounds:
+//! `self.<list>.append(...)` (or `.extend`, `.insert`, `+= [...]`, an unbounded `deque`), or
+//! `self.<dict>[step] = ...` keyed by a step counter, in a per-step method (`step`, `update`,
+//! `training_step`, `on_train_batch_end`...) or in a step loop, when no method of the class
+//! clears, truncates or rebinds it. Also flags a history whose only trimming is weaker than its
+//! growth: a `pop(0)` in another, less frequent method while every step appends. Reported once
+//! per attribute, at its first growth site.
+//!
+//! ## Why is this bad?
+//! The object lives for the whole run (an agent, an environment, a trainer), so the list keeps
+//! every entry it was ever given: memory grows linearly with steps and never comes back. In one
+//! of our users' runs an environment's `episode_rewards` and `episode_actions` grew on every
+//! `step()` and were never cleared: 16 agents over 13 generations kept about 20 GB of them, and
+//! the job died at 175 GB. A loss history of floats is small per step but unbounded all the
+//! same; one of tensors is far worse (see LS002).
+//!
+//! ## Example
+//! ```python
+//! class TradingEnv:
+//!     def __init__(self):
+//!         self.episode_rewards = []
+//!
+//!     def step(self, action):
+//!         reward = self._reward(action)
+//!         self.episode_rewards.append(reward)
+//!         return self._obs(), reward
+//! ```
+//!
+//! ## Use instead
+//! ```python
+//! class TradingEnv:
+//!     def __init__(self):
+//!         self.episode_rewards = []
+//!
+//!     def reset(self):
+//!         self.episode_rewards.clear()
+//!         return self._obs()
+//!
+//!     def step(self, action):
+//!         reward = self._reward(action)
+//!         self.episode_rewards.append(reward)
+//!         return self._obs(), reward
+//! ```
+//! or `self.loss_history = deque(maxlen=1000)` when only the recent entries are read.
+//!
+//! ## Fix safety
+//! No fix is offered: where the history should be cleared (per episode, per epoch) or how many
+//! entries to keep is the author's decision.
+//!
+//! ## Stays silent on
+//! `deque(maxlen=...)`; lists cleared, truncated (`x = x[-n:]`, `del x[:-n]`) or rebound in any
+//! method (`reset()`, `on_epoch_end()`); a `pop(0)` in the same method as the append or in a
+//! `while len(...) > n` loop; local lists; histories that grow once per epoch, generation or
+//! episode; dicts keyed by names (bounded key sets); files that do not use torch or numpy;
+//! appended values that carry an autograd graph (LS002 reports those); attributes that code
+//! elsewhere in the file resets (`agent.loss_history.clear()`).
 
-#![allow(unused)]
-use ruff_python_ast::{ExprCall, Stmt, StmtFunctionDef};
+use ruff_python_ast::{Expr, ExprCall, Stmt, StmtClassDef, StmtFunctionDef};
+use ruff_text_size::{Ranged, TextSize};
 
 use crate::checker::Checker;
+use crate::diagnostic::Diagnostic;
+use crate::registry::Rule;
+use crate::rules::helpers::{child_blocks, coarse_name, is_coarse_function, is_coarse_loop};
+use crate::semantic::facts::{self_attr, Change, PlaceFacts};
+use crate::semantic::mutation::Mutation;
+use crate::semantic::names::{is_per_step_method, last_segment};
+use crate::semantic::scan::keys_in;
+use crate::semantic::value::Kind;
 
-pub(crate) fn stmt(_checker: &mut Checker, _stmt: &Stmt) {}
-pub(crate) fn call(_checker: &mut Checker, _call: &ExprCall) {}
+const GROW_METHODS: &[&str] = &["append", "extend", "insert", "appendleft", "extendleft"];
+
+pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
+    let Expr::Attribute(attr) = &*call.func else {
+        return;
+    };
+    if !GROW_METHODS.contains(&attr.attr.as_str()) {
+        return;
+    }
+    let Some(name) = self_attr(&attr.value) else {
+        return;
+    };
+    let values: Vec<&Expr> = if attr.attr.as_str() == "insert" {
+        call.arguments.args.iter().skip(1).collect()
+    } else {
+        call.arguments.args.iter().collect()
+    };
+    if values.iter().any(|v| checker.value(v).has_graph()) {
+        return;
+    }
+    check(checker, name, call.start(), call.range(), false);
+}
+
+pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
+    match stmt {
+        Stmt::Assign(a) => {
+            for t in &a.targets {
+                let Expr::Subscript(sub) = t else { continue };
+                let Some(name) = self_attr(&sub.value) else {
+                    continue;
+                };
+                if checker.value(&a.value).has_graph() || !step_key(&sub.slice) {
+                    continue;
+                }
+                check(checker, name, sub.start(), stmt.range(), true);
+            }
+        }
+        Stmt::AugAssign(a) if matches!(&*a.value, Expr::List(_) | Expr::ListComp(_)) => {
+            let Some(name) = self_attr(&a.target) else {
+                return;
+            };
+            if checker.value(&a.value).has_graph() {
+                return;
+            }
+            check(checker, name, a.start(), stmt.range(), false);
+        }
+        _ => {}
+    }
+}
+
+/// A key that changes every step: a step counter, `len(self.x)`, `time.time()`.
+fn step_key(slice: &Expr) -> bool {
+    if let Expr::Call(c) = slice {
+        if let Some(f) = crate::semantic::names::dotted(&c.func) {
+            if matches!(f.as_str(), "len" | "time.time" | "time.perf_counter") {
+                return true;
+            }
+        }
+    }
+    keys_in(slice)
+        .iter()
+        .any(|k| coarse_name(last_segment(k)) == Some(false) || matches!(last_segment(k), "t"))
+}
+
+fn check(
+    checker: &mut Checker,
+    name: &str,
+    offset: TextSize,
+    range: ruff_text_size::TextRange,
+    dict: bool,
+) {
+    if !(checker.facts.uses_torch || checker.facts.imports.has_alias_for("numpy")) {
+        return;
+    }
+    let (Some(class), Some(place)) = (checker.class(), checker.attr_facts(name)) else {
+        return;
+    };
+    let kind_ok = if dict {
+        place.init == Kind::Dict
+    } else {
+        matches!(place.init, Kind::List | Kind::Deque { bounded: false })
+    };
+    if !kind_ok || place.is_bounded() {
+        return;
+    }
+    // Report once per attribute, at its first growth site that runs every step.
+    let source = checker.source;
+    let first = place
+        .changes
+        .iter()
+        .filter(|c| c.mutation == Mutation::Grow)
+        .filter_map(|c| site(source, class, name, c).map(|s| (c, s)))
+        .min_by_key(|(c, _)| c.offset);
+    let Some((first, site)) = first else {
+        return;
+    };
+    if first.offset != offset {
+        return;
+    }
+    let weak = match trims(source, class, name, place, first) {
+        Bound::Bounded => return,
+        Bound::Never => None,
+        Bound::Weak(c) => Some(c),
+    };
+    if weak.is_none() && reset_from_outside(source, name) {
+        return;
+    }
+    let key = format!("self.{name}");
+    let when = match site.loop_line {
+        Some(offset) => format!(
+            "on every iteration of the loop at line {} in `{}()`",
+            checker.line(offset),
+            first.function
+        ),
+        None => format!("on every call of `{}()`", first.function),
+    };
+    let bound = if dict {
+        "or keep only the recent keys"
+    } else {
+        "or make it a `deque(maxlen=...)`"
+    };
+    let message = match weak {
+        None => format!(
+            "`{key}` grows {when} and nothing in `{}` clears, truncates or bounds it: it keeps \
+             every entry for the life of the object; clear it when the episode or epoch ends, \
+             {bound}",
+            class.name.as_str()
+        ),
+        Some(trim) => format!(
+            "`{key}` grows {when}, but only `{}` in `{}()` (line {}) trims it, one entry per \
+             call: it still grows without bound; truncate it where it grows, or make it a \
+             `deque(maxlen=...)`",
+            checker.snippet(trim_range(source, trim.offset)),
+            trim.function,
+            checker.line(trim.offset)
+        ),
+    };
+    checker.report(Diagnostic::new(Rule::LS014, message, range));
+}
+
+struct Site {
+    /// The hot loop the growth is in, if any.
+    loop_line: Option<TextSize>,
+}
+
+/// Is this growth one that runs every step (and is of a kind this rule tracks)?
+fn site(source: &str, class: &StmtClassDef, name: &str, change: &Change) -> Option<Site> {
+    let method = method_def(class, &change.function, change.offset)?;
+    let m = method.name.as_str();
+    if m == "__init__"
+        || m == "reset"
+        || m == "setup"
+        || m.starts_with("_init")
+        || m.starts_with("init")
+    {
+        return None;
+    }
+    let path = path_at(&method.body, change.offset);
+    // The kind of growth: a list method, `+= [...]`, or a dict store keyed by a step counter.
+    let rest = &source[usize::from(change.offset)..];
+    let prefix = format!("self.{name}");
+    let after = rest.strip_prefix(prefix.as_str())?.trim_start();
+    if let Some(method_call) = after.strip_prefix('.') {
+        let called = method_call.split('(').next().unwrap_or("").trim();
+        if !GROW_METHODS.contains(&called) {
+            return None;
+        }
+    } else if after.starts_with('[') {
+        let stmt = path.last()?;
+        let Stmt::Assign(a) = stmt else { return None };
+        let key_ok = a.targets.iter().any(
+            |t| matches!(t, Expr::Subscript(s) if s.start() == change.offset && step_key(&s.slice)),
+        );
+        if !key_ok {
+            return None;
+        }
+    } else if !after.starts_with("+=") {
+        return None;
+    }
+    let innermost_loop = path
+        .iter()
+        .rev()
+        .find(|s| matches!(s, Stmt::For(_) | Stmt::While(_)));
+    match innermost_loop {
+        Some(lp) => {
+            if is_coarse_loop(lp) || !repeated_method(m) {
+                return None;
+            }
+            Some(Site {
+                loop_line: Some(lp.start()),
+            })
+        }
+        None => {
+            (is_per_step_method(m) && !is_coarse_function(m)).then_some(Site { loop_line: None })
+        }
+    }
+}
+
+/// Methods that run many times over a job: per step, or per episode/epoch/rollout.
+fn repeated_method(name: &str) -> bool {
+    if is_per_step_method(name) {
+        return true;
+    }
+    let n = name.to_ascii_lowercase();
+    [
+        "episode",
+        "rollout",
+        "train",
+        "eval",
+        "collect",
+        "run",
+        "play",
+        "simulate",
+        "generation",
+        "epoch",
+        "iteration",
+        "evolve",
+        "fit",
+        "learn",
+        "explore",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
+}
+
+enum Bound<'p> {
+    Bounded,
+    Never,
+    /// Only single-element trims in other, less frequent methods.
+    Weak(&'p Change),
+}
+
+fn trims<'p>(
+    source: &str,
+    class: &StmtClassDef,
+    name: &str,
+    place: &'p PlaceFacts,
+    growth: &Change,
+) -> Bound<'p> {
+    let mut weak = None;
+    for reset in place.resets() {
+        if reset.mutation != Mutation::Trim {
+            return Bound::Bounded;
+        }
+        if !single_element_trim(source, name, reset.offset) || reset.function == growth.function {
+            return Bound::Bounded;
+        }
+        // `while len(self.x) > n: self.x.pop(0)` bounds it wherever it runs.
+        if let Some(method) = method_def(class, &reset.function, reset.offset) {
+            if path_at(&method.body, reset.offset)
+                .iter()
+                .any(|s| matches!(s, Stmt::While(_) | Stmt::For(_)))
+            {
+                return Bound::Bounded;
+            }
+        }
+        // A trim that runs as often as the growth keeps up with it.
+        if is_per_step_method(&reset.function)
+            && !is_coarse_function(&reset.function)
+            && !growth_in_loop(class, growth)
+        {
+            return Bound::Bounded;
+        }
+        weak.get_or_insert(reset);
+    }
+    match weak {
+        Some(c) => Bound::Weak(c),
+        None => Bound::Never,
+    }
+}
+
+fn growth_in_loop(class: &StmtClassDef, growth: &Change) -> bool {
+    method_def(class, &growth.function, growth.offset).is_some_and(|m| {
+        path_at(&m.body, growth.offset)
+            .iter()
+            .any(|s| matches!(s, Stmt::For(_) | Stmt::While(_)))
+    })
+}
+
+/// `self.x.pop(0)`, `self.x.popleft()`, `self.x.remove(v)`, `del self.x[0]`: one entry at a time.
+fn single_element_trim(source: &str, name: &str, offset: TextSize) -> bool {
+    let rest = &source[usize::from(offset)..];
+    let line = rest.lines().next().unwrap_or("");
+    if let Some(del) = line.strip_prefix("del ") {
+        let inner = del.split_once('[').map_or("", |(_, r)| r);
+        let inner = inner.split(']').next().unwrap_or("");
+        return !inner.contains(':');
+    }
+    let prefix = format!("self.{name}.");
+    line.starts_with(prefix.as_str())
+}
+
+fn trim_range(source: &str, offset: TextSize) -> ruff_text_size::TextRange {
+    let rest = &source[usize::from(offset)..];
+    let line = rest.lines().next().unwrap_or("");
+    let len = line.split('#').next().unwrap_or(line).trim_end().len();
+    ruff_text_size::TextRange::at(offset, TextSize::try_from(len).unwrap_or_default())
+}
+
+fn method_def<'c>(
+    class: &'c StmtClassDef,
+    name: &str,
+    offset: TextSize,
+) -> Option<&'c StmtFunctionDef> {
+    class.body.iter().find_map(|s| match s {
+        Stmt::FunctionDef(f) if f.name.as_str() == name && f.range().contains(offset) => Some(f),
+        _ => None,
+    })
+}
+
+/// The statements containing `offset`, outermost first.
+fn path_at(body: &[Stmt], offset: TextSize) -> Vec<&Stmt> {
+    let mut path = Vec::new();
+    let mut cur = body;
+    'outer: loop {
+        for s in cur {
+            if s.range().contains(offset) {
+                path.push(s);
+                for b in child_blocks(s) {
+                    if b.iter().any(|x| x.range().contains(offset)) {
+                        cur = b;
+                        continue 'outer;
+                    }
+                }
+                break 'outer;
+            }
+        }
+        break;
+    }
+    path
+}
+
+/// `agent.losses.clear()`, `env.episode_rewards = []`, `del trainer.history[:]` somewhere else
+/// in the file: the owner's users reset it. Only run when about to report.
+pub(crate) fn reset_from_outside(source: &str, name: &str) -> bool {
+    let needle = format!(".{name}");
+    source.match_indices(needle.as_str()).any(|(i, _)| {
+        let before = &source[..i];
+        if before.ends_with("self") || before.ends_with("cls") {
+            return false;
+        }
+        let after = &source[i + needle.len()..];
+        if after.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
+            return false;
+        }
+        let after = after.trim_start();
+        after.starts_with(".clear(")
+            || after.starts_with("[:]")
+            || after.starts_with("= ") && !after.starts_with("==")
+            || after.starts_with(".pop(")
+            || before.trim_end().ends_with("del") && after.starts_with('[')
+    })
+}

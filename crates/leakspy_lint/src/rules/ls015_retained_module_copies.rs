@@ -1,9 +1,309 @@
-//! PLACEHOLDER: to be written (What it does / Why is this bad? / Example / Use instead / Fix safety).
+//! ## What it does
+//! Flags copies of models or agents kept in a growing collection: `copy.deepcopy(model)`,
+//! `copy.deepcopy(model.state_dict())` or `agent.clone()` (a method of a class of this file that
+//! holds modules) appended to an attribute or a long-lived list on every generation, episode or
+//! epoch, when nothing ever clears or bounds that collection.
+//!
+//! ## Why is this bad?
+//! A deep copy of a model duplicates every parameter and buffer: an agent with four 45 M
+//! parameter networks is about 720 MB. Keeping one per generation (a hall of fame, a snapshot
+//! list, an archive of elites) grows memory by a whole model each time and never gives it
+//! back. One of our users' evolutionary runs lost several GB per generation this way before
+//! dying at 175 GB.
+//!
+//! ## Example
+//! ```python
+//! for generation in range(generations):
+//!     fitness = [evaluate(agent) for agent in population]
+//!     best = population[int(np.argmax(fitness))]
+//!     self.hall_of_fame.append(copy.deepcopy(best))
+//! ```
+//!
+//! ## Use instead
+//! ```python
+//! for generation in range(generations):
+//!     fitness = [evaluate(agent) for agent in population]
+//!     best_idx = int(np.argmax(fitness))
+//!     if fitness[best_idx] > self.best_fitness:
+//!         self.best_fitness = fitness[best_idx]
+//!         self.best_agent = copy.deepcopy(population[best_idx])  # one copy, replaced
+//!     torch.save(population[best_idx].state_dict(), f"gen_{generation}.pt")  # history on disk
+//! ```
+//! or bound the archive: `self.hall_of_fame = deque(maxlen=5)`.
+//!
+//! ## Fix safety
+//! No fix is offered: whether to keep one copy, a bounded archive, or checkpoints on disk is
+//! the author's decision.
+//!
+//! ## Stays silent on
+//! Replacement of a single best copy (`self.best = copy.deepcopy(model)`); collections that are
+//! cleared, truncated or rebound somewhere (a population replaced each generation); bounded
+//! `deque(maxlen=...)`; lists built in a loop over the population (`for i in
+//! range(pop_size)`), which are bounded by its size; copies of tensors or plain objects.
 
-#![allow(unused)]
-use ruff_python_ast::{ExprCall, Stmt, StmtFunctionDef};
+use ruff_python_ast::{Expr, ExprCall, Stmt};
+use ruff_text_size::{Ranged, TextRange};
 
-use crate::checker::Checker;
+use crate::checker::{Checker, Holder};
+use crate::diagnostic::Diagnostic;
+use crate::registry::Rule;
+use crate::rules::helpers::coarse_name;
+use crate::rules::ls014_unbounded_history::reset_from_outside;
+use crate::semantic::facts::self_attr;
+use crate::semantic::names::{dotted, last_segment};
+use crate::semantic::scan::{keys_in, visit_block};
+use crate::semantic::value::Kind;
 
-pub(crate) fn stmt(_checker: &mut Checker, _stmt: &Stmt) {}
-pub(crate) fn call(_checker: &mut Checker, _call: &ExprCall) {}
+pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
+    let Expr::Attribute(attr) = &*call.func else {
+        return;
+    };
+    let method = attr.attr.as_str();
+    if !matches!(method, "append" | "extend" | "insert" | "appendleft") {
+        return;
+    }
+    let value = if method == "insert" {
+        call.arguments.args.get(1)
+    } else {
+        call.arguments.args.first()
+    };
+    let Some(value) = value else { return };
+    let value = match value {
+        Expr::List(l) if l.elts.len() == 1 => &l.elts[0],
+        v => v,
+    };
+    check(checker, &attr.value, value, call.range());
+}
+
+pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
+    match stmt {
+        Stmt::Assign(a) if a.targets.len() == 1 => {
+            if let Expr::Subscript(sub) = &a.targets[0] {
+                check(checker, &sub.value, &a.value, stmt.range());
+            }
+        }
+        Stmt::AugAssign(a) => {
+            if let Expr::List(l) = &*a.value {
+                if let [only] = l.elts.as_slice() {
+                    check(checker, &a.target, only, stmt.range());
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Is copying worth checking in this file at all (it imports `copy` or defines a `clone`)?
+fn copies_anything(checker: &Checker) -> bool {
+    checker.facts.imports.has_alias_for("copy")
+        || checker
+            .facts
+            .classes
+            .values()
+            .any(|c| CLONE_METHODS.iter().any(|m| c.methods.contains(*m)))
+}
+
+const CLONE_METHODS: &[&str] = &[
+    "clone",
+    "copy",
+    "duplicate",
+    "deepcopy",
+    "clone_agent",
+    "spawn_copy",
+];
+
+fn is_clone_method(name: &str) -> bool {
+    CLONE_METHODS.contains(&name)
+}
+
+fn check(checker: &mut Checker, container: &Expr, value: &Expr, range: TextRange) {
+    if !copies_anything(checker) {
+        return;
+    }
+    let Some(what) = module_copy(checker, value) else {
+        return;
+    };
+    let Some(key) = dotted(container) else { return };
+    let per = if let Some(attr) = self_attr(container) {
+        // An attribute: unbounded unless some method clears, trims or rebinds it.
+        let Some(function) = checker.function() else {
+            return;
+        };
+        let fname = function.name.as_str();
+        if fname == "__init__" || fname.starts_with("_init") || fname == "setup" {
+            return;
+        }
+        if let Some(place) = checker.attr_facts(attr) {
+            if place.is_bounded() || place.resets().next().is_some() {
+                return;
+            }
+        }
+        if reset_from_outside(checker.source, attr) {
+            return;
+        }
+        match checker.innermost_loop() {
+            Some(l) if time_loop(l.stmt) => {
+                format!("iteration of the loop at line {}", checker.line(l.offset))
+            }
+            Some(_) => return,
+            None => format!("call of `{fname}()`"),
+        }
+    } else {
+        let Some(frame) = checker.innermost_loop() else {
+            return;
+        };
+        if !time_loop(frame.stmt) {
+            return;
+        }
+        let offset = frame.offset;
+        let Some(lifetime) = checker.lifetime(container) else {
+            return;
+        };
+        if checker.reset_in_iteration(&lifetime.key)
+            || !matches!(
+                lifetime.holder,
+                Holder::OuterLocal | Holder::Global | Holder::Attribute | Holder::Closure
+            )
+        {
+            return;
+        }
+        format!("iteration of the loop at line {}", checker.line(offset))
+    };
+    let message = format!(
+        "`{key}` keeps {what} on every {per}, and nothing clears or bounds it: each copy \
+         duplicates every parameter and buffer, so memory grows by a whole model each time; keep \
+         one best copy, a `deque(maxlen=...)`, or checkpoints on disk"
+    );
+    checker.report(Diagnostic::new(Rule::LS015, message, range));
+}
+
+/// A loop over time (generations, epochs, episodes, steps, `while`), not over a population.
+fn time_loop(stmt: &Stmt) -> bool {
+    match stmt {
+        Stmt::While(_) => true,
+        Stmt::For(f) => {
+            let mut names: Vec<String> = keys_in(&f.target).into_iter().collect();
+            names.extend(keys_in(&f.iter));
+            names.iter().any(|n| coarse_name(last_segment(n)).is_some())
+        }
+        _ => false,
+    }
+}
+
+/// "a deep copy of `model`" when the expression copies a model or an agent holding modules.
+fn module_copy(checker: &Checker, expr: &Expr) -> Option<String> {
+    match expr {
+        Expr::Call(call) => {
+            if checker.qualified_function(&call.func).as_deref() == Some("copy.deepcopy") {
+                let arg = call.arguments.args.first()?;
+                if holds_module(checker, arg) {
+                    return Some(format!("a deep copy of `{}`", checker.snippet(arg.range())));
+                }
+                return None;
+            }
+            let Expr::Attribute(attr) = &*call.func else {
+                return None;
+            };
+            let method = attr.attr.as_str();
+            if !is_clone_method(method) {
+                return None;
+            }
+            let recv = checker.value(&attr.value);
+            if matches!(
+                recv.kind,
+                Kind::Tensor | Kind::Array | Kind::List | Kind::Dict
+            ) {
+                return None;
+            }
+            let owner_holds_modules = checker.facts.classes.values().any(|c| {
+                c.methods.contains(method)
+                    && (c.is_module || c.attrs.values().any(|p| p.init == Kind::Module))
+            });
+            owner_holds_modules
+                .then(|| format!("a copy of `{}`", checker.snippet(attr.value.range())))
+        }
+        Expr::Name(n) => {
+            // `snapshot = copy.deepcopy(model)` earlier in the same loop body or function.
+            let body: &[Stmt] = match checker.innermost_loop().map(|l| l.stmt) {
+                Some(Stmt::For(f)) => &f.body,
+                Some(Stmt::While(w)) => &w.body,
+                _ => &checker.function()?.body,
+            };
+            let mut found: Option<String> = None;
+            visit_block(body, &mut |s| {
+                if s.start() >= expr.start() {
+                    return;
+                }
+                if let Stmt::Assign(a) = s {
+                    if a.targets.len() == 1
+                        && matches!(&a.targets[0], Expr::Name(t) if t.id == n.id)
+                    {
+                        // The last binding before the use wins.
+                        found = if matches!(&*a.value, Expr::Name(_)) {
+                            None
+                        } else {
+                            module_copy(checker, &a.value)
+                        };
+                    }
+                }
+            });
+            found
+        }
+        _ => None,
+    }
+}
+
+/// Does copying `expr` copy module weights: a module, an agent holding modules, a state dict?
+fn holds_module(checker: &Checker, expr: &Expr) -> bool {
+    if checker.value(expr).kind == Kind::Module {
+        return true;
+    }
+    if let Expr::Call(c) = expr {
+        if let Expr::Attribute(a) = &*c.func {
+            if a.attr.as_str() == "state_dict" {
+                return true;
+            }
+        }
+    }
+    if matches!(expr, Expr::Name(n) if n.id.as_str() == "self") {
+        return checker
+            .class_facts()
+            .is_some_and(|c| c.is_module || c.attrs.values().any(|p| p.init == Kind::Module));
+    }
+    let Some(last) = last_name(expr) else {
+        return false;
+    };
+    let last = last.to_ascii_lowercase();
+    [
+        "model",
+        "net",
+        "agent",
+        "actor",
+        "critic",
+        "policy",
+        "module",
+        "learner",
+        "encoder",
+        "decoder",
+        "individual",
+        "elite",
+        "population",
+        "generator",
+        "discriminator",
+        "teacher",
+        "student",
+        "best",
+    ]
+    .iter()
+    .any(|w| last.contains(w))
+}
+
+/// The last name in `self.population[i].actor` (`actor`), `agents[i]` (`agents`).
+fn last_name(expr: &Expr) -> Option<&str> {
+    match expr {
+        Expr::Name(n) => Some(n.id.as_str()),
+        Expr::Attribute(a) => Some(a.attr.as_str()),
+        Expr::Subscript(s) => last_name(&s.value),
+        _ => None,
+    }
+}

@@ -1,9 +1,420 @@
-//! PLACEHOLDER: to be written (What it does / Why is this bad? / Example / Use instead / Fix safety).
+//! ## What it does
+//! Flags `del x` statements that free nothing:
+//! - `del` of a loop variable whose loop iterates a container (`for agent in old_population:
+//!   del agent`), or of the loop variable in a loop that does nothing else;
+//! - `del` of a name that the loop rebinds on the next iteration, after the object was stored
+//!   in a container or an attribute in the same iteration;
+//! - `del` of a local right before `return` (the return drops every local anyway).
+//!
+//! ## Why is this bad?
+//! `del x` deletes a name, not an object. The object is freed only when its last reference
+//! goes, and in these cases another reference remains: the list being iterated, the container
+//! the value was appended to, or (before `return`) nothing that would outlive the call anyway.
+//! The statement looks like a memory fix and is not one, so the real leak (often the very
+//! container that still holds the object) stays unfixed. Our users' reports are full of them:
+//! `for agent in old_population: del agent`, `del env` before `return`, `del` of every
+//! temporary at the end of a training step "so the garbage collector can free them".
+//!
+//! ## Example
+//! ```python
+//! old_population = self.population
+//! self.population = create_next_generation(old_population, fitness)
+//! for agent in old_population:
+//!     del agent
+//! ```
+//!
+//! ## Use instead
+//! ```python
+//! self.population = create_next_generation(self.population, fitness)
+//! ```
+//! When memory still grows, find who holds the objects (`leakspy run` names the owner): a
+//! `del` of one name cannot free an object that something else refers to.
+//!
+//! ## Fix safety
+//! The fix removes the `del` (or the whole `for` loop when it only deletes its variable). No
+//! object is freed earlier or later, except that after a loop the name keeps the last element
+//! until the function returns, so the fix is unsafe.
+//!
+//! ## Stays silent on
+//! `del self.attr` and `del d[k]` (they do drop a reference held by an object); `del x` outside
+//! loops that is the last reference drop before a large allocation; `del batch` in a loop over
+//! a data loader (it frees the batch before the next one is loaded); `del` of temporaries that
+//! nothing else holds (it lowers the peak until the name is rebound).
 
-#![allow(unused)]
-use ruff_python_ast::{ExprCall, Stmt, StmtFunctionDef};
+use ruff_python_ast::visitor::{walk_expr, Visitor};
+use ruff_python_ast::{Expr, Stmt, StmtDelete};
+use ruff_text_size::{Ranged, TextSize};
 
 use crate::checker::Checker;
+use crate::diagnostic::{Diagnostic, Fix};
+use crate::registry::Rule;
+use crate::rules::helpers::{locate, locate_in_scope, remove_statement, scope_root};
+use crate::semantic::mutation::{for_each_mutation, Mutation};
+use crate::semantic::names::dotted;
+use crate::semantic::scan::{keys_in, visit_block};
+use crate::semantic::value::Kind;
 
-pub(crate) fn stmt(_checker: &mut Checker, _stmt: &Stmt) {}
-pub(crate) fn call(_checker: &mut Checker, _call: &ExprCall) {}
+enum Why {
+    /// The loop variable of the loop at this offset; the iterable's text.
+    LoopVariable(TextSize, String),
+    /// Stored in this container (text) at this offset, rebound next iteration.
+    StoredElsewhere(String, TextSize),
+    BeforeReturn,
+}
+
+pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
+    let Stmt::Delete(del) = stmt else { return };
+    let mut all_useless = true;
+    let mut whole_loop = None;
+    let mut found = Vec::new();
+    for target in &del.targets {
+        let Expr::Name(name) = target else {
+            all_useless = false;
+            continue;
+        };
+        let n = name.id.as_str();
+        let why = loop_variable(checker, del, n)
+            .or_else(|| stored_elsewhere(checker, del, n))
+            .or_else(|| before_return(checker, stmt, n));
+        match why {
+            Some(w) => found.push((target, n.to_string(), w)),
+            None => all_useless = false,
+        }
+    }
+    for (target, n, why) in &found {
+        let message = match why {
+            Why::LoopVariable(offset, iterable) => {
+                if whole_loop.is_none() {
+                    whole_loop = Some(*offset);
+                }
+                format!(
+                    "`del {n}` deletes the loop variable of the loop at line {}, not the object: \
+                     `{iterable}` still holds every element, so nothing is freed",
+                    checker.line(*offset)
+                )
+            }
+            Why::StoredElsewhere(container, offset) => format!(
+                "`del {n}` deletes a name, not the object: `{container}` (line {}) still holds \
+                 it, so nothing is freed, and the loop rebinds `{n}` on the next iteration anyway",
+                checker.line(*offset)
+            ),
+            Why::BeforeReturn => format!(
+                "`del {n}` right before `return` frees nothing: the function drops its locals \
+                 when it returns, and an object that something else refers to survives both"
+            ),
+        };
+        let mut diagnostic = Diagnostic::new(Rule::LS103, message, target.range());
+        if all_useless {
+            if let Some(edit) = removal(checker, stmt, whole_loop) {
+                diagnostic = diagnostic.with_fix(Fix::unsafe_edit(
+                    "Remove the `del`: it frees no memory",
+                    vec![edit],
+                ));
+            }
+        }
+        checker.report(diagnostic);
+    }
+}
+
+/// Removes the `del`, or the whole loop when the loop only deletes its own variable.
+fn removal(
+    checker: &Checker,
+    stmt: &Stmt,
+    loop_offset: Option<TextSize>,
+) -> Option<crate::diagnostic::Edit> {
+    let located = locate_in_scope(checker, stmt)?;
+    if located.body.len() == 1 {
+        if let Some(parent @ Stmt::For(f)) = located.ancestors.last() {
+            if loop_offset == Some(parent.start()) && f.orelse.is_empty() {
+                let parent_loc = locate(scope_root(checker)?, parent.range())?;
+                return remove_statement(checker, &parent_loc);
+            }
+        }
+    }
+    remove_statement(checker, &located)
+}
+
+/// `for a in lst: del a`: the iterated container still holds the element.
+fn loop_variable(checker: &Checker, del: &StmtDelete, name: &str) -> Option<Why> {
+    let frame = checker
+        .loops()
+        .iter()
+        .rev()
+        .find(|l| matches!(l.stmt, Stmt::For(f) if keys_in(&f.target).contains(name)))?;
+    let Stmt::For(f) = frame.stmt else {
+        return None;
+    };
+    let _ = del;
+    // A loop that only deletes (and passes) frees nothing whatever it iterates.
+    let only_deletes = f
+        .body
+        .iter()
+        .all(|s| matches!(s, Stmt::Delete(_) | Stmt::Pass(_)));
+    if only_deletes || holds_elements(checker, &f.iter) {
+        return Some(Why::LoopVariable(
+            frame.offset,
+            checker.snippet(iterated(&f.iter).range()),
+        ));
+    }
+    None
+}
+
+/// `enumerate(x)`, `zip(x, y)`, `x.items()`: the container being iterated.
+fn iterated(expr: &Expr) -> &Expr {
+    if let Expr::Call(call) = expr {
+        if let Expr::Name(n) = &*call.func {
+            if matches!(
+                n.id.as_str(),
+                "enumerate" | "reversed" | "sorted" | "list" | "zip"
+            ) {
+                if let Some(first) = call.arguments.args.first() {
+                    return iterated(first);
+                }
+            }
+        }
+        if let Expr::Attribute(a) = &*call.func {
+            if matches!(a.attr.as_str(), "items" | "values" | "keys") {
+                return &a.value;
+            }
+        }
+    }
+    expr
+}
+
+/// Does iterating `expr` hand out elements that a container keeps holding?
+fn holds_elements(checker: &Checker, expr: &Expr) -> bool {
+    let inner = iterated(expr);
+    // `d.items()`, `d.values()`: a mapping keeps its values.
+    if !std::ptr::eq(inner, expr)
+        && !matches!(expr, Expr::Call(c) if matches!(&*c.func, Expr::Name(_)))
+    {
+        return true;
+    }
+    match inner {
+        Expr::List(_) | Expr::Tuple(_) | Expr::Set(_) | Expr::Dict(_) => true,
+        Expr::Name(_) | Expr::Attribute(_) | Expr::Subscript(_) => matches!(
+            checker.value(inner).kind,
+            Kind::List | Kind::Dict | Kind::Set | Kind::Deque { .. }
+        ),
+        _ => false,
+    }
+}
+
+/// `x = f(); self.buffer.append(x); del x` in a loop that rebinds `x`.
+fn stored_elsewhere(checker: &Checker, del: &StmtDelete, name: &str) -> Option<Why> {
+    let frame = checker.innermost_loop()?;
+    let body: &[Stmt] = match frame.stmt {
+        Stmt::For(f) => &f.body,
+        Stmt::While(w) => &w.body,
+        _ => return None,
+    };
+    let mut rebound = false;
+    let mut stored: Option<(String, TextSize)> = None;
+    visit_block(body, &mut |s| {
+        if matches!(s, Stmt::Delete(_)) {
+            return;
+        }
+        for_each_mutation(s, &mut |key, m, _| {
+            if m == Mutation::Rebind && key == name {
+                rebound = true;
+            }
+        });
+        if stored.is_none() && s.start() < del.start() {
+            stored = stores(s, name);
+        }
+    });
+    if !rebound {
+        return None;
+    }
+    stored.map(|(c, o)| Why::StoredElsewhere(c, o))
+}
+
+/// Does the statement put `name` itself into a container or an attribute?
+fn stores(stmt: &Stmt, name: &str) -> Option<(String, TextSize)> {
+    match stmt {
+        Stmt::Assign(a) => {
+            // `c[k] = x` grows a container; `obj.attr = x` is one slot, replaced next time.
+            if holds_name(&a.value, name) {
+                for t in &a.targets {
+                    if let Expr::Subscript(s) = t {
+                        return Some((dotted(&s.value)?, a.start()));
+                    }
+                }
+            }
+            calls_storing(&a.value, name)
+        }
+        Stmt::Expr(e) => calls_storing(&e.value, name),
+        _ => None,
+    }
+}
+
+/// `name` itself, or a list/tuple/dict literal holding it.
+fn holds_name(expr: &Expr, name: &str) -> bool {
+    match expr {
+        Expr::Name(n) => n.id.as_str() == name,
+        Expr::Tuple(t) => t.elts.iter().any(|e| holds_name(e, name)),
+        Expr::List(l) => l.elts.iter().any(|e| holds_name(e, name)),
+        Expr::Dict(d) => d.items.iter().any(|i| holds_name(&i.value, name)),
+        _ => false,
+    }
+}
+
+fn calls_storing(expr: &Expr, name: &str) -> Option<(String, TextSize)> {
+    struct C<'n> {
+        name: &'n str,
+        found: Option<(String, TextSize)>,
+    }
+    impl<'a> Visitor<'a> for C<'_> {
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if self.found.is_some() {
+                return;
+            }
+            if let Expr::Call(call) = expr {
+                if let Expr::Attribute(attr) = &*call.func {
+                    if matches!(
+                        attr.attr.as_str(),
+                        "append" | "extend" | "add" | "insert" | "appendleft" | "push" | "put"
+                    ) && call.arguments.args.iter().any(|a| holds_name(a, self.name))
+                    {
+                        if let Some(c) = dotted(&attr.value) {
+                            self.found = Some((c, call.start()));
+                            return;
+                        }
+                    }
+                }
+            }
+            walk_expr(self, expr);
+        }
+    }
+    let mut c = C { name, found: None };
+    c.visit_expr(expr);
+    c.found
+}
+
+/// `del env` followed by `return <names>` (or ending the function).
+fn before_return(checker: &Checker, stmt: &Stmt, name: &str) -> Option<Why> {
+    let function = checker.function()?;
+    if checker.scope().declared_global.contains(name) {
+        return None;
+    }
+    // Training code only: elsewhere `del` before `return` is rarer and often deliberate.
+    if !(checker.facts.uses_torch || checker.facts.imports.has_alias_for("numpy")) {
+        return None;
+    }
+    let located = locate_in_scope(checker, stmt)?;
+    let next = located.body.get(located.index + 1);
+    let ends_function = next.is_none()
+        && located.ancestors.is_empty()
+        && std::ptr::eq(located.body.as_ptr(), function.body.as_ptr());
+    let returns_plainly = match next {
+        Some(Stmt::Return(r)) => r
+            .value
+            .as_deref()
+            .is_none_or(|v| !has_call(v) && !keys_in(v).contains(name)),
+        _ => false,
+    };
+    ((ends_function || returns_plainly) && plain_local(function, name)).then_some(Why::BeforeReturn)
+}
+
+/// A local that only holds a value: not a nested function, class or import, not captured by a
+/// closure, not a traceback or exception (deleting those breaks a reference cycle through the
+/// frame, which is what Python's documentation recommends).
+fn plain_local(function: &ruff_python_ast::StmtFunctionDef, name: &str) -> bool {
+    struct P<'n> {
+        name: &'n str,
+        depth: usize,
+        special: bool,
+    }
+    impl<'a> Visitor<'a> for P<'_> {
+        fn visit_stmt(&mut self, stmt: &'a Stmt) {
+            match stmt {
+                Stmt::FunctionDef(f) => {
+                    if f.name.as_str() == self.name {
+                        self.special = true;
+                    }
+                    self.depth += 1;
+                    ruff_python_ast::visitor::walk_stmt(self, stmt);
+                    self.depth -= 1;
+                    return;
+                }
+                Stmt::ClassDef(c) if c.name.as_str() == self.name => self.special = true,
+                Stmt::Import(i) => {
+                    for a in &i.names {
+                        let local = a.asname.as_ref().unwrap_or(&a.name).as_str();
+                        if local.split('.').next() == Some(self.name) {
+                            self.special = true;
+                        }
+                    }
+                }
+                Stmt::ImportFrom(i) => {
+                    for a in &i.names {
+                        if a.asname.as_ref().unwrap_or(&a.name).as_str() == self.name {
+                            self.special = true;
+                        }
+                    }
+                }
+                Stmt::Try(t) => {
+                    for h in &t.handlers {
+                        let ruff_python_ast::ExceptHandler::ExceptHandler(h) = h;
+                        if h.name.as_ref().is_some_and(|n| n.as_str() == self.name) {
+                            self.special = true;
+                        }
+                    }
+                }
+                Stmt::Assign(a)
+                    if a.targets.iter().any(|t| keys_in(t).contains(self.name))
+                        && mentions_traceback(&a.value) =>
+                {
+                    self.special = true;
+                }
+                _ => {}
+            }
+            ruff_python_ast::visitor::walk_stmt(self, stmt);
+        }
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            match expr {
+                Expr::Name(n) if self.depth > 0 && n.id.as_str() == self.name => {
+                    self.special = true;
+                }
+                Expr::Lambda(_) => {
+                    self.depth += 1;
+                    walk_expr(self, expr);
+                    self.depth -= 1;
+                    return;
+                }
+                _ => {}
+            }
+            walk_expr(self, expr);
+        }
+    }
+    let mut p = P {
+        name,
+        depth: 0,
+        special: false,
+    };
+    for s in &function.body {
+        p.visit_stmt(s);
+    }
+    !p.special
+}
+
+fn mentions_traceback(expr: &Expr) -> bool {
+    keys_in(expr).iter().any(|k| {
+        k.ends_with("exc_info") || k.ends_with("__traceback__") || k.ends_with("exception")
+    })
+}
+
+fn has_call(expr: &Expr) -> bool {
+    struct H(bool);
+    impl<'a> Visitor<'a> for H {
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if matches!(expr, Expr::Call(_) | Expr::Await(_) | Expr::Yield(_)) {
+                self.0 = true;
+            }
+            walk_expr(self, expr);
+        }
+    }
+    let mut h = H(false);
+    h.visit_expr(expr);
+    h.0
+}

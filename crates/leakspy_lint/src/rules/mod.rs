@@ -38,11 +38,23 @@ pub(crate) fn analyze_stmt(checker: &mut Checker, stmt: &Stmt) {
     if checker.enabled(Rule::LS003) {
         ls003_clone_is_not_detach::stmt(checker, stmt);
     }
+    if checker.enabled(Rule::LS004) {
+        ls004_device_tensor_history::stmt(checker, stmt);
+    }
+    if checker.enabled(Rule::LS005) {
+        ls005_view_retains_base::stmt(checker, stmt);
+    }
+    if checker.enabled(Rule::LS006) {
+        ls006_hook_retains_activation::stmt(checker, stmt);
+    }
     if checker.enabled(Rule::LS007) {
         ls007_module_state_retains_graph::stmt(checker, stmt);
     }
     if checker.enabled(Rule::LS008) {
         ls008_recurrent_state_carry::stmt(checker, stmt);
+    }
+    if checker.enabled(Rule::LS009) {
+        ls009_grad_enabled_eval_loop::stmt(checker, stmt);
     }
     if checker.enabled(Rule::LS010) {
         ls010_self_referential_history::stmt(checker, stmt);
@@ -55,6 +67,9 @@ pub(crate) fn analyze_stmt(checker: &mut Checker, stmt: &Stmt) {
     }
     if checker.enabled(Rule::LS013) {
         ls013_strong_ref_cache::stmt(checker, stmt);
+    }
+    if checker.enabled(Rule::LS014) {
+        ls014_unbounded_history::stmt(checker, stmt);
     }
     if checker.enabled(Rule::LS015) {
         ls015_retained_module_copies::stmt(checker, stmt);
@@ -80,6 +95,12 @@ pub(crate) fn analyze_call(checker: &mut Checker, call: &ExprCall, stmt: &Stmt) 
     }
     if checker.enabled(Rule::LS006) {
         ls006_hook_retains_activation::call(checker, call);
+    }
+    if checker.enabled(Rule::LS009) {
+        ls009_grad_enabled_eval_loop::call(checker, call);
+    }
+    if checker.enabled(Rule::LS011) {
+        ls011_running_stat_graph::call(checker, call);
     }
     if checker.enabled(Rule::LS012) {
         ls012_unclosed_figure::call(checker, call, stmt);

@@ -15,6 +15,9 @@ pub struct Origin {
     pub is_loss: bool,
     /// `.backward()` ran through it where it was made: only the autograd nodes remain.
     pub backpropagated: bool,
+    /// Set only while learning a function's summary: the graph stands for whatever the caller
+    /// passes as positional parameter `i`.
+    pub param: Option<usize>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
