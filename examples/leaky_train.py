@@ -128,8 +128,8 @@ class ERLTrainer:
                 self.actor_losses.append(actor_loss)
                 self.critic_losses.append(critic_loss)
                 self.total_loss += critic_loss
-                gc.collect()
-                torch.cuda.empty_cache()
+            gc.collect()
+            torch.cuda.empty_cache()
 
     def evaluate(self, episode_len):
         scores = []

@@ -318,7 +318,7 @@ fn check_file(path: &Path, rules: &RuleSet, fix: Option<Applicability>, write: b
     let display = path.strip_prefix("./").unwrap_or(path).to_path_buf();
     Outcome::Checked(Box::new(FileResult {
         path: display,
-        fix_log: (fix.is_some()).then(|| (source, applied)),
+        fix_log: fix.is_some().then_some((source, applied)),
         source: current,
         line_index: result.line_index,
         diagnostics: result.diagnostics,

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The project's test command (README, .ci/run): installs what the tests need on a fresh
+# machine, then runs formatting, lints and every test.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+# Headless Chromium renders the HTML report in a test.
+if ! command -v chromium >/dev/null 2>&1; then
+  if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing chromium (apt-get)..." >&2
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "warning: chromium is missing and cannot be installed here: the HTML test will fail in CI" >&2
+  fi
+fi
+
+# Python venv with torch: the real training programs the tests run, and torch's own sources
+# for the parser robustness test.
+venv="$(scripts/venv.sh)"
+export LEAKSPY_PYTHON="$venv/bin/python"
+LEAKSPY_TORCH_DIR="$("$LEAKSPY_PYTHON" -c 'import os, torch; print(os.path.dirname(torch.__file__))')"
+export LEAKSPY_TORCH_DIR
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo test --workspace --locked
