@@ -32,13 +32,19 @@ enum Command {
     Check(commands::check::CheckArgs),
     /// Print the documentation of a rule.
     Rule(commands::rule::RuleArgs),
+    /// Run a command, record its memory, and diagnose leaks.
+    Run(commands::run::RunArgs),
 }
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
-            let code = if err.use_stderr() { EXIT_ERROR } else { EXIT_CLEAN };
+            let code = if err.use_stderr() {
+                EXIT_ERROR
+            } else {
+                EXIT_CLEAN
+            };
             let _ = err.print();
             return ExitCode::from(code);
         }
@@ -46,6 +52,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => commands::check::run(args),
         Command::Rule(args) => commands::rule::run(args),
+        Command::Run(args) => commands::run::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

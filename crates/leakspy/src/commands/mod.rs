@@ -1,3 +1,4 @@
 //! One file per subcommand.
 pub mod check;
 pub mod rule;
+pub mod run;
