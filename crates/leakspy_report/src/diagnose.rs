@@ -125,6 +125,8 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
         slope: t.trend.slope,
         lo: t.trend.lo,
         hi: t.trend.hi,
+        t_start: t.trend.x_start,
+        t_end: t.trend.x_end,
     });
     if let Some(t) = &throughput {
         if t.falling {
@@ -297,7 +299,13 @@ fn shape_notes(name: &str, r: &SeriesReport, a: &SeriesAnalysis, basis: Basis) -
         Basis::Second => format!("first {x:.1} s"),
     };
     let mut notes = Vec::new();
-    let warm = a.warmup_rise >= a.threshold;
+    // The trimmed start of a steady leak also "rises"; only a rise well
+    // above what the fitted slope explains is warm-up.
+    let explained = match (a.trend, a.warmup_end, a.minima.xs.first()) {
+        (Some(t), Some(end), Some(&x0)) => t.slope.max(0.0) * (end - x0),
+        _ => 0.0,
+    };
+    let warm = a.warmup_rise >= a.threshold.max(2.0 * explained);
     match a.shape {
         Shape::Flat | Shape::Sawtooth if warm => notes.push(format!(
             "{name} rose {} in the {} then stayed flat: warm-up, not a leak",
@@ -435,7 +443,14 @@ pub(crate) fn fmt_rate(g: &Growth) -> String {
     fmt_rate_value(g.slope, g)
 }
 
+/// A rate in the unit of the growth's slope, so an interval reads in one unit.
 pub(crate) fn fmt_rate_value(v: f64, g: &Growth) -> String {
     let unit = g.unit.strip_prefix("bytes/").unwrap_or(&g.unit);
-    format!("{}/{unit}", leakspy_stats::fmt_signed_bytes(v))
+    let reference = if g.slope != 0.0 {
+        g.slope
+    } else {
+        g.lo.abs().max(g.hi.abs())
+    };
+    let sign = if v > 0.0 { "+" } else { "" };
+    format!("{sign}{}/{unit}", leakspy_stats::fmt_bytes_as(v, reference))
 }

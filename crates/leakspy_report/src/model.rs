@@ -149,6 +149,9 @@ pub struct ThroughputReport {
     pub slope: f64,
     pub lo: f64,
     pub hi: f64,
+    /// Seconds where the fitted rates start and end.
+    pub t_start: f64,
+    pub t_end: f64,
 }
 
 /// Facts about the run.

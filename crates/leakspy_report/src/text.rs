@@ -75,7 +75,21 @@ pub fn render_text(d: &Diagnosis, trace: &Trace) -> String {
             let _ = writeln!(out, "  - {n}");
         }
     }
-    out
+    sanitize(&out)
+}
+
+/// Control characters from the trace (a command line, a process name) must
+/// not drive the terminal: they are shown escaped.
+fn sanitize(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 fn strip_verdict(summary: &str) -> &str {

@@ -28,21 +28,7 @@ pub fn throughput_trend(events: &[(f64, f64)], confidence: f64) -> Option<Throug
     if events.len() < 10 {
         return None;
     }
-    // About 20 bins: enough points for an interval, enough steps per bin to
-    // smooth per-step jitter.
-    let per_bin = (events.len() / 20).max(2);
-    let mut ts = Vec::new();
-    let mut rates = Vec::new();
-    let mut i = 0;
-    while i + per_bin < events.len() {
-        let (t0, s0) = events[i];
-        let (t1, s1) = events[i + per_bin];
-        if t1 > t0 && s1 > s0 {
-            ts.push((t0 + t1) / 2.0);
-            rates.push((s1 - s0) / (t1 - t0));
-        }
-        i += per_bin;
-    }
+    let (ts, rates) = step_rates(events);
     if ts.len() < 4 {
         return None;
     }
@@ -62,6 +48,26 @@ pub fn throughput_trend(events: &[(f64, f64)], confidence: f64) -> Option<Throug
         end_rate,
         change,
     })
+}
+
+/// Steps/s in about 20 bins of consecutive step events `(t, step)`: enough
+/// points for an interval, enough steps per bin to smooth per-step jitter.
+/// Returns the bin mid-times and rates.
+pub fn step_rates(events: &[(f64, f64)]) -> (Vec<f64>, Vec<f64>) {
+    let per_bin = (events.len() / 20).max(2);
+    let mut ts = Vec::new();
+    let mut rates = Vec::new();
+    let mut i = 0;
+    while i + per_bin < events.len() {
+        let (t0, s0) = events[i];
+        let (t1, s1) = events[i + per_bin];
+        if t1 > t0 && s1 > s0 {
+            ts.push((t0 + t1) / 2.0);
+            rates.push((s1 - s0) / (t1 - t0));
+        }
+        i += per_bin;
+    }
+    (ts, rates)
 }
 
 #[cfg(test)]

@@ -37,6 +37,33 @@ pub fn fmt_bytes(b: f64) -> String {
     unreachable!()
 }
 
+/// `v` in the binary unit that [`fmt_bytes`] would pick for `reference`, so
+/// that a slope and its interval read in one unit ("0.99 MiB .. 1.01 MiB").
+pub fn fmt_bytes_as(v: f64, reference: f64) -> String {
+    let r = reference.abs();
+    const K: f64 = 1024.0;
+    let (name, size) = if r >= K * K * K * K * 0.9995 {
+        ("TiB", K * K * K * K)
+    } else if r >= K * K * K * 0.9995 {
+        ("GiB", K * K * K)
+    } else if r >= K * K * 0.9995 {
+        ("MiB", K * K)
+    } else if r >= K * 0.9995 {
+        ("KiB", K)
+    } else {
+        return format!("{v:.0} B");
+    };
+    let x = v / size;
+    let digits = if r / size >= 100.0 {
+        0
+    } else if r / size >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{x:.digits$} {name}")
+}
+
 /// Like [`fmt_bytes`] with an explicit `+` on growth.
 pub fn fmt_signed_bytes(b: f64) -> String {
     if b > 0.0 {
@@ -99,6 +126,8 @@ mod tests {
         assert_eq!(fmt_bytes(700.0 * 1048576.0), "700 MiB");
         assert_eq!(fmt_bytes(175.0 * 1073741824.0), "175 GiB");
         assert_eq!(fmt_signed_bytes(2048.0), "+2.00 KiB");
+        assert_eq!(fmt_bytes_as(0.994 * 1048576.0, 1048576.0), "0.99 MiB");
+        assert_eq!(fmt_bytes_as(-1048576.0, 20.0 * 1048576.0), "-1.0 MiB");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::series::{window_minima, window_size_for, Windowed};
 use crate::theil_sen::{median, theil_sen, Trend};
-use crate::units::{fmt_value, ValueUnit};
+use crate::units::{fmt_bytes_as, fmt_value, ValueUnit};
 
 /// The answer for one series.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -285,10 +285,10 @@ pub fn analyze(xs: &[f64], ys: &[f64], opts: &VerdictOptions) -> SeriesAnalysis 
 
     let pct = (opts.confidence * 100.0).round();
     a.evidence.push(format!(
-        "slope {} (a {pct:.0}% interval {} to {}), R² {:.2}",
+        "slope {} ({pct:.0}% interval {} to {}), R² {:.2}",
         fmt_rate(t.slope, u, xu),
-        fmt_rate(t.lo, u, xu),
-        fmt_rate(t.hi, u, xu),
+        fmt_rate_like(t.lo, t.slope, u, xu),
+        fmt_rate_like(t.hi, t.slope, u, xu),
         t.r2
     ));
     a.evidence.push(format!(
@@ -311,8 +311,8 @@ pub fn analyze(xs: &[f64], ys: &[f64], opts: &VerdictOptions) -> SeriesAnalysis 
         a.evidence.push(format!(
             "second half: slope {} ({} to {})",
             fmt_rate(l.slope, u, xu),
-            fmt_rate(l.lo, u, xu),
-            fmt_rate(l.hi, u, xu)
+            fmt_rate_like(l.lo, l.slope, u, xu),
+            fmt_rate_like(l.hi, l.slope, u, xu)
         ));
     }
     if start > 0 {
@@ -403,6 +403,14 @@ fn flat_since(
 
 fn fmt_rate(v: f64, unit: ValueUnit, x_unit: &str) -> String {
     format!("{}/{x_unit}", fmt_value(v, unit))
+}
+
+/// A bound of an interval in the unit of its slope.
+fn fmt_rate_like(v: f64, slope: f64, unit: ValueUnit, x_unit: &str) -> String {
+    match unit {
+        ValueUnit::Bytes if slope != 0.0 => format!("{}/{x_unit}", fmt_bytes_as(v, slope)),
+        _ => fmt_rate(v, unit, x_unit),
+    }
 }
 
 /// `"step 120"` or `"12.3 s"`.
