@@ -17,8 +17,6 @@ use crate::{EXIT_ERROR, EXIT_FINDINGS};
 
 /// Folder of the default trace files, relative to the working directory.
 const RUNS_DIR: &str = "leakspy-runs";
-/// Plain progress lines (stderr not a terminal) come this often.
-const PLAIN_EVERY: Duration = Duration::from_secs(10);
 /// Terminal redraws are capped at this rate: faster is flicker, not information.
 const REDRAW_EVERY: Duration = Duration::from_millis(250);
 
@@ -52,6 +50,9 @@ pub struct RunArgs {
     /// command's stdout is then piped through leakspy, unchanged.
     #[arg(long, value_name = "REGEX")]
     pub step_regex: Option<String>,
+    /// Seconds between status lines when stderr is not a terminal (logs).
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, hide = true)]
+    pub status_interval: f64,
     /// The command to run and its arguments (after `--`).
     #[arg(
         value_name = "CMD",
@@ -101,7 +102,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         }
     };
 
-    let mut display = StatusDisplay::new(args.quiet);
+    let plain_every = Duration::from_secs_f64(args.status_interval.clamp(0.01, 86_400.0));
+    let mut display = StatusDisplay::new(args.quiet, plain_every);
     let outcome = monitor.run(|st| display.update(st))?;
     display.finish();
     finish(&args, &outcome)
@@ -263,6 +265,7 @@ fn local_timestamp() -> String {
 /// otherwise (logs), nothing with --quiet.
 struct StatusDisplay {
     mode: Mode,
+    plain_every: Duration,
     last: Option<Instant>,
     drawn: bool,
 }
@@ -275,7 +278,7 @@ enum Mode {
 }
 
 impl StatusDisplay {
-    fn new(quiet: bool) -> Self {
+    fn new(quiet: bool, plain_every: Duration) -> Self {
         let mode = if quiet {
             Mode::Quiet
         } else if std::io::stderr().is_terminal() {
@@ -285,6 +288,7 @@ impl StatusDisplay {
         };
         StatusDisplay {
             mode,
+            plain_every,
             last: None,
             drawn: false,
         }
@@ -294,7 +298,7 @@ impl StatusDisplay {
         let every = match self.mode {
             Mode::Quiet => return,
             Mode::Terminal => REDRAW_EVERY,
-            Mode::Plain => PLAIN_EVERY,
+            Mode::Plain => self.plain_every,
         };
         let now = Instant::now();
         if self.mode == Mode::Plain && self.last.is_none() {
