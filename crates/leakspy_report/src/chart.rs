@@ -87,7 +87,11 @@ impl Chart {
         // Memory rarely starts at zero; pad the data range so the lines do not
         // touch the frame, and show the whole range on the labelled axis.
         let pad = ((y1 - y0) * 0.08).max(y1.abs() * 0.01).max(1.0);
-        let (ylo, yhi) = ((y0 - pad).max(0.0), y1 + pad);
+        // Rates start at zero so that a steady rate looks steady.
+        let (ylo, yhi) = match self.y {
+            YAxis::Bytes => ((y0 - pad).max(0.0), y1 + pad),
+            YAxis::StepsPerSecond => (0.0, y1 + pad),
+        };
         let yt = ticks(ylo, yhi, self.y);
         let xt = ticks(x0, x1, YAxis::StepsPerSecond);
         let (ylo, yhi) = (

@@ -73,7 +73,11 @@ pub fn render_html(d: &Diagnosis, trace: &Trace) -> String {
          <p class=\"cmd\"><code>{}</code></p></header>",
         tag.0,
         tag.1,
-        escape(&d.summary),
+        escape(
+            d.summary
+                .split_once(": ")
+                .map_or(d.summary.as_str(), |(_, rest)| rest)
+        ),
         escape(&cmd)
     );
 
@@ -272,14 +276,15 @@ fn chart_section(
             dashed: false,
         });
     }
-    // The fitted trend over the analysed window, for the series the verdict
-    // rests on (and any other that leaks).
+    // The fitted trend over the analysed window of the series the verdict
+    // rests on (else the chart's first, e.g. on the GPU chart): one trend per
+    // chart keeps it readable.
     let mut shade = None;
     let mut markers = Vec::new();
     for (i, (_, r)) in series.iter().enumerate() {
         let headline =
             r.key == d.headline || (i == 0 && !series.iter().any(|(_, r)| r.key == d.headline));
-        if !(headline || r.verdict == Verdict::Leak) || r.basis != basis {
+        if !headline || r.basis != basis {
             continue;
         }
         if let Some(f) = r.fit {
@@ -351,10 +356,10 @@ fn series_table(out: &mut String, d: &Diagnosis) {
             g.as_ref()
                 .map(|g| {
                     format!(
-                        "{} ({} .. {})",
-                        fmt_rate(g),
-                        fmt_rate_value(g.lo, g),
-                        fmt_rate_value(g.hi, g)
+                        "{}<br><span class=\"evidence\">{} .. {}</span>",
+                        escape(&fmt_rate(g)),
+                        escape(&fmt_rate_value(g.lo, g)),
+                        escape(&fmt_rate_value(g.hi, g))
                     )
                 })
                 .unwrap_or_else(|| "&#8212;".to_string())
@@ -367,8 +372,8 @@ fn series_table(out: &mut String, d: &Diagnosis) {
             s.verdict.as_str(),
             s.verdict.as_str(),
             escape(&s.shape_text),
-            if s.per_step.is_some() { escape(&ps) } else { ps },
-            if s.per_second.is_some() { escape(&pt) } else { pt },
+            ps,
+            pt,
         );
     }
     out.push_str("</table></section>\n");

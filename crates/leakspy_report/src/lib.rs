@@ -4,6 +4,7 @@
 
 mod chart;
 mod diagnose;
+mod diff;
 mod extract;
 mod html;
 mod json;
@@ -11,10 +12,11 @@ mod model;
 mod text;
 
 pub use diagnose::diagnose;
+pub use diff::{compare, Comparison, DiffSide, DiffVerdict};
 pub use html::render_html;
-pub use json::render_json;
+pub use json::{render_diff_json, render_json};
 pub use model::{
     Basis, DiagnoseOptions, Diagnosis, ExitInfo, Finding, Fit, Growth, RunInfo, SeriesReport,
     ThroughputReport,
 };
-pub use text::render_text;
+pub use text::{render_diff_text, render_text};

@@ -7,6 +7,7 @@ use leakspy_stats::{fmt_bytes, Verdict};
 use leakspy_trace::Trace;
 
 use crate::diagnose::{fmt_rate, fmt_rate_value};
+use crate::diff::{Comparison, DiffSide};
 use crate::model::{Diagnosis, Growth};
 
 /// The diagnosis for a terminal (plain text, no colour codes).
@@ -123,4 +124,88 @@ pub(crate) fn shell_words(cmd: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// A `leakspy diff` comparison for a terminal: both sides in columns.
+pub fn render_diff_text(c: &Comparison) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "leakspy diff: {}: {}",
+        c.verdict.as_str().to_uppercase(),
+        c.reason
+    );
+    let _ = writeln!(
+        out,
+        "  compared: {}, per {}",
+        c.what,
+        match c.basis {
+            crate::model::Basis::Step => "step",
+            crate::model::Basis::Second => "second",
+        }
+    );
+    let rows: Vec<(&str, Box<dyn Fn(&DiffSide) -> String>)> = vec![
+        ("trace", Box::new(|s: &DiffSide| s.label.clone())),
+        (
+            "verdict",
+            Box::new(|s: &DiffSide| s.verdict.as_str().to_string()),
+        ),
+        (
+            "growth",
+            Box::new(|s: &DiffSide| {
+                s.growth
+                    .as_ref()
+                    .map(fmt_rate)
+                    .unwrap_or_else(|| "-".into())
+            }),
+        ),
+        (
+            "interval",
+            Box::new(|s: &DiffSide| {
+                s.growth
+                    .as_ref()
+                    .map(|g| {
+                        format!(
+                            "{:.0}%: {} .. {}",
+                            g.confidence * 100.0,
+                            fmt_rate_value(g.lo, g),
+                            fmt_rate_value(g.hi, g)
+                        )
+                    })
+                    .unwrap_or_else(|| "-".into())
+            }),
+        ),
+        (
+            "R², n",
+            Box::new(|s: &DiffSide| {
+                s.growth
+                    .as_ref()
+                    .map(|g| format!("{:.2}, {}", g.r2, g.n))
+                    .unwrap_or_else(|| "-".into())
+            }),
+        ),
+        ("shape", Box::new(|s: &DiffSide| s.shape_text.clone())),
+        (
+            "run",
+            Box::new(|s: &DiffSide| format!("{:.1} s, {} steps", s.duration_s, s.steps)),
+        ),
+    ];
+    let cells: Vec<(&str, String, String)> = rows
+        .iter()
+        .map(|(k, f)| (*k, f(&c.before), f(&c.after)))
+        .collect();
+    let w = cells
+        .iter()
+        .map(|(_, b, _)| b.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    let _ = writeln!(out, "  {:<10} {:<w$}   after", "", "before");
+    for (k, b, a) in &cells {
+        let _ = writeln!(out, "  {k:<10} {b:<w$}   {a}");
+    }
+    if let Some(r) = c.ratio {
+        let _ = writeln!(out, "  ratio after/before: {r:.2}");
+    }
+    sanitize(&out)
 }
