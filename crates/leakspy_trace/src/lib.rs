@@ -16,5 +16,8 @@ pub use event::{
     CgroupSample, Event, Exit, GpuDevice, GpuProc, GpuSample, Header, MemTotals, Note, NoteLevel,
     ProcSample, Sample, Step, StepSource, FORMAT_NAME, FORMAT_VERSION,
 };
-pub use reader::{parse_trace, parse_trace_bytes, read_trace, read_trace_from, Trace};
+pub use reader::{
+    parse_trace, parse_trace_bytes, read_trace, read_trace_from, read_trace_from_with,
+    read_trace_with, Downsampling, ReadOptions, Trace,
+};
 pub use writer::TraceWriter;

@@ -27,6 +27,58 @@ pub struct Trace {
     pub warnings: Vec<String>,
     /// Events of kinds this version does not know, by kind.
     pub unknown_kinds: BTreeMap<String, usize>,
+    /// Set when the reader thinned a long trace to bound its memory (see [`ReadOptions`]).
+    pub downsampled: Option<Downsampling>,
+}
+
+/// Limits that keep a long trace's memory bounded. A 24-hour run at 10 Hz
+/// has 864 000 samples; held whole that is hundreds of MB. Past the limits
+/// the reader keeps, per window of consecutive samples, the one with the
+/// lowest and the one with the highest total RSS (trends are fitted on
+/// windowed minima; peaks are shown), plus the first with PSS; and every
+/// k-th step (step numbers carry the count). Short traces are read whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Most samples kept (0: no limit).
+    pub max_samples: usize,
+    /// Most step events kept (0: no limit). The last step is always kept.
+    pub max_steps: usize,
+    /// Most GPU events kept (0: no limit).
+    pub max_gpu: usize,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            max_samples: 30_000,
+            max_steps: 30_000,
+            max_gpu: 10_000,
+        }
+    }
+}
+
+impl ReadOptions {
+    /// Keep every event.
+    pub fn unlimited() -> Self {
+        ReadOptions {
+            max_samples: 0,
+            max_steps: 0,
+            max_gpu: 0,
+        }
+    }
+}
+
+/// How a long trace was thinned while reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Downsampling {
+    /// Samples in the file, and samples per window at the end of reading.
+    pub samples_in_file: usize,
+    pub sample_window: usize,
+    /// Step events in the file, and one kept in `step_stride`.
+    pub steps_in_file: usize,
+    pub step_stride: usize,
+    pub gpu_in_file: usize,
+    pub gpu_stride: usize,
 }
 
 impl Trace {
@@ -87,24 +139,39 @@ impl Trace {
         self.events.iter().map(Event::t).fold(0.0, f64::max)
     }
 
+    /// Samples in the file (more than `samples()` yields when downsampled).
     pub fn sample_count(&self) -> usize {
-        self.samples().count()
+        match self.downsampled {
+            Some(d) => d.samples_in_file,
+            None => self.samples().count(),
+        }
     }
 
+    /// Step events in the file (more than `steps()` yields when downsampled).
     pub fn step_count(&self) -> usize {
-        self.steps().count()
+        match self.downsampled {
+            Some(d) => d.steps_in_file,
+            None => self.steps().count(),
+        }
     }
 }
 
-/// Reads a trace file, streaming (the file is never held whole in memory).
+/// Reads a trace file, streaming (the file is never held whole in memory),
+/// with the default [`ReadOptions`] limits.
 pub fn read_trace(path: impl AsRef<Path>) -> Result<Trace, TraceError> {
+    read_trace_with(path, &ReadOptions::default())
+}
+
+/// Reads a trace file with explicit limits.
+pub fn read_trace_with(path: impl AsRef<Path>, opts: &ReadOptions) -> Result<Trace, TraceError> {
     let path = path.as_ref();
     let read_err = |source| TraceError::Read {
         path: path.to_path_buf(),
         source,
     };
     let file = File::open(path).map_err(read_err)?;
-    read_trace_from(BufReader::new(file), &path.display().to_string()).map_err(|e| match e {
+    let reader = BufReader::with_capacity(1 << 16, file);
+    read_trace_from_with(reader, &path.display().to_string(), opts).map_err(|e| match e {
         // Re-attach the path to I/O errors raised while streaming.
         TraceError::Read { source, .. } => read_err(source),
         other => other,
@@ -122,8 +189,17 @@ pub fn parse_trace_bytes(bytes: &[u8]) -> Result<Trace, TraceError> {
 }
 
 /// Reads a trace from any buffered reader; `origin` names it in messages.
-pub fn read_trace_from(mut input: impl BufRead, origin: &str) -> Result<Trace, TraceError> {
-    let mut state = ReadState::default();
+pub fn read_trace_from(input: impl BufRead, origin: &str) -> Result<Trace, TraceError> {
+    read_trace_from_with(input, origin, &ReadOptions::default())
+}
+
+/// [`read_trace_from`] with explicit limits.
+pub fn read_trace_from_with(
+    mut input: impl BufRead,
+    origin: &str,
+    opts: &ReadOptions,
+) -> Result<Trace, TraceError> {
+    let mut state = ReadState::new(*opts);
     let mut header: Option<Header> = None;
     let mut buf = Vec::with_capacity(1024);
     let mut line_no = 0usize;
@@ -157,11 +233,13 @@ pub fn read_trace_from(mut input: impl BufRead, origin: &str) -> Result<Trace, T
             .warnings
             .push(format!("... and {} more skipped lines", state.suppressed));
     }
+    let (events, downsampled) = state.finish();
     Ok(Trace {
         header,
-        events: state.events,
+        events,
         warnings: state.warnings,
         unknown_kinds: state.unknown_kinds,
+        downsampled,
     })
 }
 
@@ -217,15 +295,32 @@ fn parse_header(raw: &[u8], line: usize, origin: &str) -> Result<Header, TraceEr
     }
 }
 
-#[derive(Default)]
 struct ReadState {
-    events: Vec<Event>,
+    opts: ReadOptions,
+    /// Events other than samples, steps and GPU, with their line numbers.
+    others: Vec<(usize, Event)>,
+    samples: SampleThinner,
+    steps: Thinner,
+    gpu: Thinner,
     warnings: Vec<String>,
     suppressed: usize,
     unknown_kinds: BTreeMap<String, usize>,
 }
 
 impl ReadState {
+    fn new(opts: ReadOptions) -> Self {
+        ReadState {
+            opts,
+            others: Vec::new(),
+            samples: SampleThinner::new(opts.max_samples),
+            steps: Thinner::new(opts.max_steps),
+            gpu: Thinner::new(opts.max_gpu),
+            warnings: Vec::new(),
+            suppressed: 0,
+            unknown_kinds: BTreeMap::new(),
+        }
+    }
+
     fn warn(&mut self, message: String) {
         if self.warnings.len() < MAX_WARNINGS {
             self.warnings.push(message);
@@ -235,6 +330,17 @@ impl ReadState {
     }
 
     fn line(&mut self, raw: &[u8], line: usize, complete: bool) {
+        // The common case first: a well-formed event of a known kind.
+        if let Ok(event) = serde_json::from_slice::<Event>(raw) {
+            match event {
+                Event::Header(_) => self.warn(format!("line {line}: a second header, skipped")),
+                Event::Sample(s) => self.samples.push(line, s),
+                e @ Event::Step(_) => self.steps.push(line, e),
+                e @ Event::Gpu(_) => self.gpu.push(line, e),
+                e => self.others.push((line, e)),
+            }
+            return;
+        }
         if std::str::from_utf8(raw).is_err() {
             self.warn(format!("line {line}: not valid UTF-8, skipped"));
             return;
@@ -260,14 +366,203 @@ impl ReadState {
             *self.unknown_kinds.entry(kind.to_string()).or_default() += 1;
             return;
         }
-        if kind == "header" {
-            self.warn(format!("line {line}: a second header, skipped"));
+        let err = serde_json::from_value::<Event>(value.clone())
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        self.warn(format!(
+            "line {line}: invalid {kind} event ({err}), skipped"
+        ));
+    }
+
+    /// All kept events in file order, and how they were thinned.
+    fn finish(&mut self) -> (Vec<Event>, Option<Downsampling>) {
+        let samples_in_file = self.samples.seen;
+        let sample_window = self.samples.window;
+        let (steps_in_file, step_stride) = (self.steps.seen, self.steps.stride);
+        let (gpu_in_file, gpu_stride) = (self.gpu.seen, self.gpu.stride);
+        let mut all: Vec<(usize, Event)> = std::mem::take(&mut self.others);
+        all.extend(
+            std::mem::replace(&mut self.samples, SampleThinner::new(self.opts.max_samples))
+                .into_kept()
+                .into_iter()
+                .map(|(l, s)| (l, Event::Sample(s))),
+        );
+        all.extend(std::mem::replace(&mut self.steps, Thinner::new(0)).into_kept());
+        all.extend(std::mem::replace(&mut self.gpu, Thinner::new(0)).into_kept());
+        all.sort_by_key(|(line, _)| *line);
+        let thinned = sample_window > 1 || step_stride > 1 || gpu_stride > 1;
+        let info = thinned.then_some(Downsampling {
+            samples_in_file,
+            sample_window,
+            steps_in_file,
+            step_stride,
+            gpu_in_file,
+            gpu_stride,
+        });
+        (all.into_iter().map(|(_, e)| e).collect(), info)
+    }
+}
+
+/// Keeps one event in `stride`, doubling the stride whenever more than `cap`
+/// are kept; the last event seen is always kept.
+struct Thinner {
+    cap: usize,
+    stride: usize,
+    seen: usize,
+    kept: Vec<(usize, usize, Event)>,
+    last: Option<(usize, usize, Event)>,
+}
+
+impl Thinner {
+    fn new(cap: usize) -> Self {
+        Thinner {
+            cap,
+            stride: 1,
+            seen: 0,
+            kept: Vec::new(),
+            last: None,
+        }
+    }
+
+    fn push(&mut self, line: usize, event: Event) {
+        let index = self.seen;
+        self.seen += 1;
+        if index % self.stride != 0 {
+            self.last = Some((index, line, event));
             return;
         }
-        let kind = kind.to_string();
-        match serde_json::from_value::<Event>(value) {
-            Ok(event) => self.events.push(event),
-            Err(e) => self.warn(format!("line {line}: invalid {kind} event ({e}), skipped")),
+        self.last = None;
+        self.kept.push((index, line, event));
+        if self.cap > 0 && self.kept.len() > self.cap {
+            self.stride *= 2;
+            let stride = self.stride;
+            self.kept.retain(|(i, _, _)| i % stride == 0);
         }
+    }
+
+    fn into_kept(mut self) -> Vec<(usize, Event)> {
+        if let Some(last) = self.last.take() {
+            self.kept.push(last);
+        }
+        self.kept.into_iter().map(|(_, l, e)| (l, e)).collect()
+    }
+}
+
+/// One window of consecutive samples reduced to its extremes.
+struct Bucket {
+    len: usize,
+    min: (usize, Sample),
+    max: Option<(usize, Sample)>,
+    /// First sample of the window with PSS/USS (read only every few seconds).
+    pss: Option<(usize, Sample)>,
+}
+
+impl Bucket {
+    fn one(line: usize, s: Sample) -> Self {
+        Bucket {
+            len: 1,
+            min: (line, s),
+            max: None,
+            pss: None,
+        }
+    }
+
+    fn samples(self) -> impl Iterator<Item = (usize, Sample)> {
+        std::iter::once(self.min).chain(self.max).chain(self.pss)
+    }
+
+    fn merge(self, other: Bucket) -> Bucket {
+        let len = self.len + other.len;
+        let mut all: Vec<(usize, Sample)> = self.samples().chain(other.samples()).collect();
+        all.sort_by_key(|(l, _)| *l);
+        let rss = |s: &Sample| s.total.rss;
+        let imin = (0..all.len()).min_by_key(|&i| rss(&all[i].1)).unwrap_or(0);
+        let imax = (0..all.len()).max_by_key(|&i| rss(&all[i].1)).unwrap_or(0);
+        let ipss = (0..all.len()).find(|&i| all[i].1.total.pss.is_some());
+        let mut take = |i: usize| std::mem::replace(&mut all[i], (usize::MAX, placeholder()));
+        let min = take(imin);
+        let max = (imax != imin).then(|| take(imax));
+        let pss = ipss.filter(|&i| i != imin && i != imax).map(&mut take);
+        Bucket { len, min, max, pss }
+    }
+}
+
+fn placeholder() -> Sample {
+    Sample {
+        t: 0.0,
+        procs: Vec::new(),
+        total: Default::default(),
+        mem_available: None,
+        cgroup: None,
+    }
+}
+
+/// Streaming reduction of samples to at most `cap` (about: up to 3 per
+/// window), doubling the window when over.
+struct SampleThinner {
+    cap: usize,
+    window: usize,
+    seen: usize,
+    kept_samples: usize,
+    buckets: Vec<Bucket>,
+}
+
+impl SampleThinner {
+    fn new(cap: usize) -> Self {
+        SampleThinner {
+            cap,
+            window: 1,
+            seen: 0,
+            kept_samples: 0,
+            buckets: Vec::new(),
+        }
+    }
+
+    fn count(b: &Bucket) -> usize {
+        1 + usize::from(b.max.is_some()) + usize::from(b.pss.is_some())
+    }
+
+    fn push(&mut self, line: usize, s: Sample) {
+        self.seen += 1;
+        let new = Bucket::one(line, s);
+        match self.buckets.pop() {
+            Some(open) if open.len < self.window => {
+                self.kept_samples -= Self::count(&open);
+                let merged = open.merge(new);
+                self.kept_samples += Self::count(&merged);
+                self.buckets.push(merged);
+            }
+            Some(full) => {
+                self.buckets.push(full);
+                self.kept_samples += 1;
+                self.buckets.push(new);
+            }
+            None => {
+                self.kept_samples += 1;
+                self.buckets.push(new);
+            }
+        }
+        if self.cap > 0 && self.kept_samples > self.cap {
+            self.window *= 2;
+            let old = std::mem::take(&mut self.buckets);
+            let mut it = old.into_iter();
+            self.kept_samples = 0;
+            while let Some(a) = it.next() {
+                let b = match it.next() {
+                    Some(b) => a.merge(b),
+                    None => a,
+                };
+                self.kept_samples += Self::count(&b);
+                self.buckets.push(b);
+            }
+        }
+    }
+
+    fn into_kept(self) -> Vec<(usize, Sample)> {
+        let mut out: Vec<(usize, Sample)> =
+            self.buckets.into_iter().flat_map(Bucket::samples).collect();
+        out.sort_by_key(|(l, _)| *l);
+        out
     }
 }
