@@ -428,7 +428,7 @@ impl Thinner {
     fn push(&mut self, line: usize, event: Event) {
         let index = self.seen;
         self.seen += 1;
-        if index % self.stride != 0 {
+        if !index.is_multiple_of(self.stride) {
             self.last = Some((index, line, event));
             return;
         }
@@ -437,7 +437,7 @@ impl Thinner {
         if self.cap > 0 && self.kept.len() > self.cap {
             self.stride *= 2;
             let stride = self.stride;
-            self.kept.retain(|(i, _, _)| i % stride == 0);
+            self.kept.retain(|(i, _, _)| i.is_multiple_of(stride));
         }
     }
 
