@@ -53,6 +53,60 @@ fn sigint_to_leakspy_stops_the_child_and_still_writes_the_report() {
 }
 
 #[test]
+fn ctrl_c_at_a_terminal_interrupts_the_child_once_and_the_report_is_written() {
+    // script(1) runs leakspy on a pseudo-terminal; writing ^C to it makes the
+    // kernel send SIGINT to the foreground process group (leakspy and Python),
+    // as a person pressing Ctrl-C does. leakspy must not forward it again.
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.jsonl");
+    let report = dir.path().join("r.json");
+    let inner = format!(
+        "{} run --trace {} --report-json {} -- python3 {} idle 60",
+        leakspy().display(),
+        trace.display(),
+        report.display(),
+        workload().display()
+    );
+    let mut child = Command::new("script")
+        .args(["-qec", &inner, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("script(1) from util-linux");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the child was never sampled"
+        );
+        let seen = leakspy_trace::read_trace(&trace)
+            .map(|t| {
+                t.samples()
+                    .filter(|s| s.procs.iter().any(|p| p.name.starts_with("python")))
+                    .count()
+            })
+            .unwrap_or(0);
+        if seen >= 5 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.stdin.as_mut().unwrap().write_all(b"\x03").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(130), "{text}");
+    assert_eq!(
+        text.matches("KeyboardInterrupt").count(),
+        1,
+        "one interrupt, not two: {text}"
+    );
+    let t = leakspy_trace::read_trace(&trace).unwrap();
+    assert_eq!(t.exit().unwrap().status, 130);
+    assert!(report.exists(), "{text}");
+}
+
+#[test]
 fn sigterm_to_leakspy_is_forwarded() {
     let dir = tempfile::tempdir().unwrap();
     let (child, trace, _report, pid) = start_background(dir.path(), "idle", "60");

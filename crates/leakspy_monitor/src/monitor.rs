@@ -218,6 +218,10 @@ impl Monitor {
 
     fn note(&mut self, level: NoteLevel, message: String) {
         let t = self.t();
+        self.note_at(t, level, message);
+    }
+
+    fn note_at(&mut self, t: f64, level: NoteLevel, message: String) {
         self.notes.push(message.clone());
         self.emit(&Event::Note(Note { t, level, message }));
     }
@@ -343,11 +347,12 @@ impl Monitor {
             } else {
                 format!("killed by {name}")
             };
-            self.note(NoteLevel::Warn, message);
+            self.note_at(t, NoteLevel::Warn, message);
         }
         let interrupted = self.forwarder.received();
         if interrupted > 0 {
-            self.note(
+            self.note_at(
+                t,
                 NoteLevel::Info,
                 format!("leakspy was interrupted ({interrupted} signal(s)); the child was stopped"),
             );
