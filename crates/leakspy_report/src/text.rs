@@ -144,55 +144,14 @@ pub fn render_diff_text(c: &Comparison) -> String {
             crate::model::Basis::Second => "second",
         }
     );
-    let rows: Vec<(&str, Box<dyn Fn(&DiffSide) -> String>)> = vec![
-        ("trace", Box::new(|s: &DiffSide| s.label.clone())),
-        (
-            "verdict",
-            Box::new(|s: &DiffSide| s.verdict.as_str().to_string()),
-        ),
-        (
-            "growth",
-            Box::new(|s: &DiffSide| {
-                s.growth
-                    .as_ref()
-                    .map(fmt_rate)
-                    .unwrap_or_else(|| "-".into())
-            }),
-        ),
-        (
-            "interval",
-            Box::new(|s: &DiffSide| {
-                s.growth
-                    .as_ref()
-                    .map(|g| {
-                        format!(
-                            "{:.0}%: {} .. {}",
-                            g.confidence * 100.0,
-                            fmt_rate_value(g.lo, g),
-                            fmt_rate_value(g.hi, g)
-                        )
-                    })
-                    .unwrap_or_else(|| "-".into())
-            }),
-        ),
-        (
-            "R², n",
-            Box::new(|s: &DiffSide| {
-                s.growth
-                    .as_ref()
-                    .map(|g| format!("{:.2}, {}", g.r2, g.n))
-                    .unwrap_or_else(|| "-".into())
-            }),
-        ),
-        ("shape", Box::new(|s: &DiffSide| s.shape_text.clone())),
-        (
-            "run",
-            Box::new(|s: &DiffSide| format!("{:.1} s, {} steps", s.duration_s, s.steps)),
-        ),
+    const LABELS: [&str; 7] = [
+        "trace", "verdict", "growth", "interval", "R², n", "shape", "run",
     ];
-    let cells: Vec<(&str, String, String)> = rows
+    let (before, after) = (side_cells(&c.before), side_cells(&c.after));
+    let cells: Vec<(&str, String, String)> = LABELS
         .iter()
-        .map(|(k, f)| (*k, f(&c.before), f(&c.after)))
+        .zip(before.into_iter().zip(after))
+        .map(|(k, (b, a))| (*k, b, a))
         .collect();
     let w = cells
         .iter()
@@ -208,4 +167,31 @@ pub fn render_diff_text(c: &Comparison) -> String {
         let _ = writeln!(out, "  ratio after/before: {r:.2}");
     }
     sanitize(&out)
+}
+
+/// The column of one side of a diff, in the order of the row labels.
+fn side_cells(s: &DiffSide) -> Vec<String> {
+    let dash = || "-".to_string();
+    vec![
+        s.label.clone(),
+        s.verdict.as_str().to_string(),
+        s.growth.as_ref().map(fmt_rate).unwrap_or_else(dash),
+        s.growth
+            .as_ref()
+            .map(|g| {
+                format!(
+                    "{:.0}%: {} .. {}",
+                    g.confidence * 100.0,
+                    fmt_rate_value(g.lo, g),
+                    fmt_rate_value(g.hi, g)
+                )
+            })
+            .unwrap_or_else(dash),
+        s.growth
+            .as_ref()
+            .map(|g| format!("{:.2}, {}", g.r2, g.n))
+            .unwrap_or_else(dash),
+        s.shape_text.clone(),
+        format!("{:.1} s, {} steps", s.duration_s, s.steps),
+    ]
 }

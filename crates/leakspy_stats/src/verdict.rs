@@ -146,6 +146,9 @@ pub struct SeriesAnalysis {
     pub flat_since: Option<f64>,
     /// Median swing above the floor within a window.
     pub swing: f64,
+    /// Samples dropped at the end because the process was tearing down
+    /// (memory falling steeply as the interpreter exits).
+    pub teardown_trimmed: usize,
     /// Why: slope, interval, R², n, window, shape.
     pub evidence: Vec<String>,
     #[serde(skip)]
@@ -172,6 +175,7 @@ pub fn analyze(xs: &[f64], ys: &[f64], opts: &VerdictOptions) -> SeriesAnalysis 
         level: 0.0,
         flat_since: None,
         swing: 0.0,
+        teardown_trimmed: 0,
         evidence: Vec::new(),
         minima: Windowed::default(),
     };
@@ -180,7 +184,10 @@ pub fn analyze(xs: &[f64], ys: &[f64], opts: &VerdictOptions) -> SeriesAnalysis 
         a.evidence.push(a.shape_text.clone());
         return a;
     }
-    let win = window_minima(&xs[..n], &ys[..n], window_size_for(n));
+    let kept = teardown_start(&ys[..n], opts.min_growth_abs);
+    a.teardown_trimmed = n - kept;
+    let n_used = kept;
+    let win = window_minima(&xs[..n_used], &ys[..n_used], window_size_for(n_used));
     a.window = win.window;
     let k = win.xs.len();
     let span_all = win.xs[k - 1] - win.xs[0];
@@ -322,9 +329,44 @@ pub fn analyze(xs: &[f64], ys: &[f64], opts: &VerdictOptions) -> SeriesAnalysis 
             fmt_value(a.warmup_rise, u)
         ));
     }
+    if a.teardown_trimmed > 0 {
+        a.evidence.push(format!(
+            "exit teardown: the last {} sample(s) fell to {} and were left out",
+            a.teardown_trimmed,
+            fmt_value(ys[n - 1], u)
+        ));
+    }
     a.evidence.push(format!("shape: {}", a.shape_text));
     a.minima = win;
     a
+}
+
+/// Length of the series without its exit teardown: the trailing samples
+/// that fell steeply (below 3/4 of the peak before them, by more than
+/// `min_drop`) as the interpreter freed everything on its way out. At most
+/// 5 % of the samples (and at least 2) are dropped.
+fn teardown_start(ys: &[f64], min_drop: f64) -> usize {
+    let n = ys.len();
+    let cap = (n / 20).max(2).min(n.saturating_sub(1));
+    // prefix_max[j] = max of ys[..tail + j], for the tail that may be cut.
+    let tail = n - cap;
+    let mut prefix_max = Vec::with_capacity(cap + 1);
+    prefix_max.push(ys[..tail].iter().copied().fold(f64::NEG_INFINITY, f64::max));
+    for &y in &ys[tail..] {
+        let last = prefix_max[prefix_max.len() - 1];
+        prefix_max.push(f64::max(last, y));
+    }
+    let mut k = n;
+    while k > 1 && n - k < cap {
+        let before = prefix_max[k - 1 - tail];
+        let y = ys[k - 1];
+        if y < 0.75 * before && before - y > min_drop {
+            k -= 1;
+        } else {
+            break;
+        }
+    }
+    k
 }
 
 /// Index of the first window minimum after the warm-up: at least

@@ -233,3 +233,27 @@ fn day_long_trace_is_analysed() {
     assert_eq!(a.verdict, Verdict::Leak, "{:#?}", a.evidence);
     assert!(a.n_fit <= 200);
 }
+
+#[test]
+fn exit_teardown_does_not_hide_a_leak() {
+    // As recorded by `leakspy run`: 16 MiB/s for 6 s, then the last sample
+    // taken while the interpreter exits shows most memory gone.
+    let xs = times(60, 10.0);
+    let mut ys: Vec<f64> = xs.iter().map(|t| 15.0 * MIB + 16.0 * MIB * t).collect();
+    ys[59] = 15.0 * MIB;
+    let a = analyze(&xs, &ys, &secs());
+    assert_eq!(a.verdict, Verdict::Leak, "{:#?}", a.evidence);
+    assert_eq!(a.teardown_trimmed, 1);
+    assert!(a.trend.unwrap().r2 > 0.9);
+}
+
+#[test]
+fn a_last_sawtooth_trough_is_not_a_teardown_of_note() {
+    let xs = times(600, 10.0);
+    let ys: Vec<f64> = (0..600)
+        .map(|i| 300.0 * MIB + f64::from(i % 7) * 33.0 * MIB)
+        .collect();
+    let a = analyze(&xs, &ys, &secs());
+    assert_eq!(a.verdict, Verdict::NoLeak);
+    assert!(a.teardown_trimmed <= 30);
+}
