@@ -68,10 +68,12 @@ pub fn finished(output: Output, trace: &Path, report: &Path) -> Finished {
 
 /// Starts leakspy in the background on a long workload, and waits until its
 /// trace shows the Python child sampled (bounded wait, not a timing assertion).
+// The child is handed to the caller, which waits for it.
+#[allow(clippy::zombie_processes)]
 pub fn start_background(dir: &Path, mode: &str, seconds: &str) -> (Child, PathBuf, PathBuf, u32) {
     let trace = dir.join(format!("{mode}.jsonl"));
     let report = dir.join(format!("{mode}.json"));
-    let child = Command::new(leakspy())
+    let mut child = Command::new(leakspy())
         .arg("run")
         .arg("--quiet")
         .arg("--trace")
@@ -89,7 +91,11 @@ pub fn start_background(dir: &Path, mode: &str, seconds: &str) -> (Child, PathBu
         .expect("leakspy starts");
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        assert!(Instant::now() < deadline, "the child was never sampled");
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the child was never sampled");
+        }
         if let Ok(t) = leakspy_trace::read_trace(&trace) {
             let python_seen = t
                 .samples()
