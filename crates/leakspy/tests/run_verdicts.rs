@@ -33,13 +33,25 @@ fn assert_rate(f: &Finished, key: &str, truth: f64) {
 #[test]
 fn steady_fast_leak_is_found_at_its_rate_and_fails_ci() {
     let dir = tempfile::tempdir().unwrap();
-    let f = run_workload(dir.path(), &["--fail-on-leak"], "leak", &["5", "16"]);
+    let html = dir.path().join("report.html");
+    let f = run_workload(
+        dir.path(),
+        &["--fail-on-leak", "--report-html", html.to_str().unwrap()],
+        "leak",
+        &["5", "16"],
+    );
     assert_eq!(verdict(&f), "leak", "{}", f.stderr);
     assert_rate(&f, "growth_per_second", 16.0 * MIB);
     assert!(f.stderr.contains("LEAK"), "{}", f.stderr);
     // The child exited 0; --fail-on-leak turns the leak into exit 1.
     assert_eq!(f.code, Some(1), "{}", f.stderr);
     assert_eq!(f.trace.exit().unwrap().status, 0);
+    let page = std::fs::read_to_string(&html).expect("HTML report written");
+    assert!(
+        page.starts_with("<!DOCTYPE html>"),
+        "{}",
+        &page[..page.len().min(200)]
+    );
 }
 
 #[test]

@@ -22,6 +22,7 @@ const REDRAW_EVERY: Duration = Duration::from_millis(250);
 
 #[derive(Args)]
 #[command(
+    override_usage = "leakspy run [OPTIONS] -- CMD [ARGS...]",
     after_help = "Exit status: the command's own status (128+N when signal N killed it; \
 137 after an OOM kill); 1 with --fail-on-leak when a leak is found and the command exited 0; \
 2 when leakspy itself fails (command not found, trace not writable)."
