@@ -335,3 +335,23 @@ fn bad_arguments_are_tool_errors() {
         );
     }
 }
+
+#[test]
+fn gpu_is_sampled_or_its_absence_is_a_note_never_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = run_workload(dir.path(), &[], "idle", &["1.5"]);
+    assert_eq!(f.code, Some(0), "{}", f.stderr);
+    let noted = f.trace.notes().any(|n| {
+        n.message
+            .starts_with("no NVIDIA GPU/driver: GPU memory not sampled")
+    });
+    let sampled = f.trace.gpu().count() > 0;
+    assert!(
+        noted != sampled,
+        "exactly one of a GPU note ({noted}) or GPU samples ({sampled})"
+    );
+    if sampled {
+        let g = f.trace.gpu().next().unwrap();
+        assert!(g.devices.iter().all(|d| d.total > 0 && d.used <= d.total));
+    }
+}
