@@ -92,8 +92,8 @@ impl Chart {
             YAxis::Bytes => ((y0 - pad).max(0.0), y1 + pad),
             YAxis::StepsPerSecond => (0.0, y1 + pad),
         };
-        let yt = ticks(ylo, yhi, self.y);
-        let xt = ticks(x0, x1, YAxis::StepsPerSecond);
+        let yt = ticks(ylo, yhi, self.y, 5.0);
+        let xt = ticks(x0, x1, YAxis::StepsPerSecond, 8.0);
         let (ylo, yhi) = (
             ylo.min(yt.first().copied().unwrap_or(ylo)),
             yhi.max(yt.last().copied().unwrap_or(yhi)),
@@ -273,13 +273,13 @@ fn thin(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
 
 /// Round tick values covering `lo..hi`: 1, 2, 5 times a power of ten (of
 /// 1024-based units for bytes, so ticks read "512 MiB", "1.5 GiB").
-fn ticks(lo: f64, hi: f64, y: YAxis) -> Vec<f64> {
+fn ticks(lo: f64, hi: f64, y: YAxis, target: f64) -> Vec<f64> {
     let span = (hi - lo).max(f64::MIN_POSITIVE);
     let unit = match y {
         YAxis::Bytes => byte_unit(hi.abs().max(lo.abs())).1,
         YAxis::StepsPerSecond => 1.0,
     };
-    let raw = span / unit / 5.0;
+    let raw = span / unit / target;
     let mag = 10f64.powf(raw.log10().floor());
     let step = [1.0, 2.0, 2.5, 5.0, 10.0]
         .iter()
@@ -348,14 +348,14 @@ mod tests {
     #[test]
     fn byte_ticks_are_round() {
         let mib = 1024.0 * 1024.0;
-        let t = ticks(100.0 * mib, 180.0 * mib, YAxis::Bytes);
+        let t = ticks(100.0 * mib, 180.0 * mib, YAxis::Bytes, 5.0);
         let labels: Vec<String> = t.iter().map(|v| fmt_tick(*v, &t, YAxis::Bytes)).collect();
         assert_eq!(
             labels,
             ["100 MiB", "120 MiB", "140 MiB", "160 MiB", "180 MiB"]
         );
         let g = 1024.0 * mib;
-        let t = ticks(1.2 * g, 2.1 * g, YAxis::Bytes);
+        let t = ticks(1.2 * g, 2.1 * g, YAxis::Bytes, 5.0);
         let labels: Vec<String> = t.iter().map(|v| fmt_tick(*v, &t, YAxis::Bytes)).collect();
         assert_eq!(
             labels,
@@ -365,7 +365,7 @@ mod tests {
 
     #[test]
     fn step_ticks() {
-        let t = ticks(0.0, 120.0, YAxis::StepsPerSecond);
+        let t = ticks(0.0, 120.0, YAxis::StepsPerSecond, 5.0);
         assert_eq!(t, [0.0, 25.0, 50.0, 75.0, 100.0, 125.0]);
         assert_eq!(fmt_tick(2.5, &[0.0, 2.5], YAxis::StepsPerSecond), "2.5");
         assert_eq!(fmt_tick(0.25, &[0.0, 0.25], YAxis::StepsPerSecond), "0.25");

@@ -157,6 +157,13 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     if exit.killed || exit.oom_killed {
         notes.push(exit.message.clone());
     }
+    if let Some(ds) = trace.downsampled {
+        notes.push(format!(
+            "long trace: read thinned to the lowest and highest of every {} samples ({} in the \
+             file) and one step event in {}; fits use window minima, so they are unaffected",
+            ds.sample_window, ds.samples_in_file, ds.step_stride
+        ));
+    }
     for w in &trace.warnings {
         notes.push(format!("trace: {w}"));
     }
@@ -181,15 +188,13 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
         (_, None) => "inconclusive: the trace holds no memory samples".to_string(),
     };
 
-    let samples: Vec<_> = trace.samples().collect();
-    let peak_rss = samples.iter().map(|s| s.total.rss).max().unwrap_or(0);
-    let last_rss = samples.last().map(|s| s.total.rss).unwrap_or(0);
-    let mut pids: Vec<u32> = samples
-        .iter()
-        .flat_map(|s| s.procs.iter().map(|p| p.pid))
-        .collect();
-    pids.sort_unstable();
-    pids.dedup();
+    let (mut peak_rss, mut last_rss) = (0, 0);
+    let mut pids = std::collections::HashSet::new();
+    for s in trace.samples() {
+        peak_rss = peak_rss.max(s.total.rss);
+        last_rss = s.total.rss;
+        pids.extend(s.procs.iter().map(|p| p.pid));
+    }
 
     Diagnosis {
         verdict,
@@ -206,7 +211,7 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
         run: RunInfo {
             command: trace.header.command.clone(),
             duration_s: trace.duration(),
-            samples: samples.len(),
+            samples: trace.sample_count(),
             steps: trace.step_count(),
             sample_interval_s: trace.header.sample_interval_s,
             processes: pids.len(),

@@ -133,6 +133,7 @@ impl StepClock {
 
     /// Steps done at time `t`; `None` before the first or after the last
     /// step event (imports before training, evaluation or exit after it).
+    #[cfg(test)]
     pub fn step_at(&self, t: f64) -> Option<f64> {
         let n = self.t.len();
         if n < 2 || t < self.t[0] || t > self.t[n - 1] {
@@ -148,14 +149,33 @@ impl StepClock {
     }
 
     /// `(t, steps)` pairs of the series samples that fall inside the steps.
+    /// `t` must be sorted (samples are written in time order).
     pub fn map(&self, t: &[f64], y: &[f64]) -> (Vec<f64>, Vec<f64>) {
-        let mut xs = Vec::new();
-        let mut ys = Vec::new();
+        let mut xs = Vec::with_capacity(t.len());
+        let mut ys = Vec::with_capacity(t.len());
+        let n = self.t.len();
+        if n < 2 {
+            return (xs, ys);
+        }
+        // One merge-like walk instead of a search per sample.
+        let mut i = 0;
         for (&ti, &yi) in t.iter().zip(y) {
-            if let Some(s) = self.step_at(ti) {
-                xs.push(s);
-                ys.push(yi);
+            if ti < self.t[0] || ti > self.t[n - 1] {
+                continue;
             }
+            while i + 1 < n && self.t[i + 1] < ti {
+                i += 1;
+            }
+            let j = (i + 1).min(n - 1);
+            let (t0, t1) = (self.t[i], self.t[j]);
+            let (s0, s1) = (self.step[i], self.step[j]);
+            let s = if t1 > t0 {
+                s0 + (ti - t0) / (t1 - t0) * (s1 - s0)
+            } else {
+                s1
+            };
+            xs.push(s);
+            ys.push(yi);
         }
         (xs, ys)
     }
@@ -185,5 +205,11 @@ mod tests {
         assert_eq!(c.step_at(3.0), Some(2.5));
         assert_eq!(c.step_at(4.0), Some(3.0));
         assert_eq!(c.step_at(4.1), None);
+        let (xs, ys) = c.map(
+            &[0.5, 1.0, 1.5, 3.0, 4.0, 4.1],
+            &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        );
+        assert_eq!(xs, vec![1.0, 1.5, 2.5, 3.0]);
+        assert_eq!(ys, vec![2.0, 3.0, 4.0, 5.0]);
     }
 }
