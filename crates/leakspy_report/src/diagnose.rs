@@ -3,7 +3,8 @@
 //! answer with its evidence and with notes on what is not a leak.
 
 use leakspy_stats::{
-    analyze, fmt_bytes, throughput_trend, SeriesAnalysis, Shape, ValueUnit, Verdict, VerdictOptions,
+    analyze, fmt_bytes, fmt_value, throughput_trend, SeriesAnalysis, Shape, ValueUnit, Verdict,
+    VerdictOptions,
 };
 use leakspy_trace::Trace;
 
@@ -131,10 +132,10 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     if let Some(t) = &throughput {
         if t.falling {
             notes.push(format!(
-                "steps/s fell from {:.3} to {:.3} ({:+.0}%) over the run: a symptom of leaks \
+                "steps/s fell from {} to {} ({:+.0}%) over the run: a symptom of leaks \
                  (a growing list walked every step, swapping)",
-                t.start_rate,
-                t.end_rate,
+                fmt_value(t.start_rate, ValueUnit::StepsPerSecond),
+                fmt_value(t.end_rate, ValueUnit::StepsPerSecond),
                 t.change * 100.0
             ));
         }

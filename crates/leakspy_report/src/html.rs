@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use leakspy_stats::{fmt_bytes, step_rates, Verdict};
+use leakspy_stats::{fmt_bytes, fmt_value, step_rates, ValueUnit, Verdict};
 use leakspy_trace::Trace;
 
 use crate::chart::{Chart, Line, XAxis, YAxis};
@@ -399,9 +399,9 @@ fn throughput_section(out: &mut String, d: &Diagnosis, clock: &StepClock) {
             },
             Line {
                 label: format!(
-                    "fitted trend: {:.3} to {:.3} steps/s ({:+.0}%)",
-                    t.start_rate,
-                    t.end_rate,
+                    "fitted trend: {} to {} ({:+.0}%)",
+                    fmt_value(t.start_rate, ValueUnit::StepsPerSecond),
+                    fmt_value(t.end_rate, ValueUnit::StepsPerSecond),
                     t.change * 100.0
                 ),
                 color: if t.falling { FIT_COLOR } else { "#1f2328" },

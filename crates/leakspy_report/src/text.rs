@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use leakspy_stats::{fmt_bytes, Verdict};
+use leakspy_stats::{fmt_bytes, fmt_value, ValueUnit, Verdict};
 use leakspy_trace::Trace;
 
 use crate::diagnose::{fmt_rate, fmt_rate_value};
@@ -43,9 +43,9 @@ pub fn render_text(d: &Diagnosis, trace: &Trace) -> String {
     if let Some(t) = &d.throughput {
         let _ = writeln!(
             out,
-            "  throughput: {:.3} -> {:.3} steps/s ({:+.0}%){}",
-            t.start_rate,
-            t.end_rate,
+            "  throughput: {} -> {} ({:+.0}%){}",
+            fmt_value(t.start_rate, ValueUnit::StepsPerSecond),
+            fmt_value(t.end_rate, ValueUnit::StepsPerSecond),
             t.change * 100.0,
             if t.falling { ", falling" } else { "" }
         );

@@ -56,6 +56,18 @@ fn several_processes_and_gpu_text() {
 }
 
 #[test]
+fn falling_throughput_text() {
+    let t = fixture("slowing.jsonl");
+    let d = diagnose(&t, &DiagnoseOptions::default());
+    assert!(
+        d.throughput.as_ref().is_some_and(|t| t.falling),
+        "{:?}",
+        d.throughput
+    );
+    insta::assert_snapshot!(render_text(&d, &t));
+}
+
+#[test]
 fn fixed_run_json() {
     let t = fixture("fixed.jsonl");
     let d = diagnose(&t, &DiagnoseOptions::default());
