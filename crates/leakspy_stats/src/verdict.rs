@@ -13,6 +13,10 @@ use crate::series::{window_minima, window_size_for, Windowed};
 use crate::theil_sen::{median, theil_sen, Trend};
 use crate::units::{fmt_bytes_as, fmt_value, ValueUnit};
 
+/// Short series (up to this many samples) are also searched for a flat tail
+/// sample by sample, not only window by window.
+const RAW_TAIL_MAX: usize = 600;
+
 /// The answer for one series.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -228,7 +232,21 @@ pub fn analyze(xs: &[f64], ys: &[f64], opts: &VerdictOptions) -> SeriesAnalysis 
     } else {
         None
     };
-    a.flat_since = flat_since(axs, ays, &t, span, a.threshold, opts.confidence);
+    a.flat_since = flat_since(axs, ays, &t, span, a.threshold, opts.confidence, 3);
+    if a.flat_since.is_none() && n_used <= RAW_TAIL_MAX {
+        // In a short run a stall in the last second spans only two or three
+        // windows; the raw samples show it.
+        let from = xs[..n_used].partition_point(|&x| x < axs[0]);
+        a.flat_since = flat_since(
+            &xs[from..n_used],
+            &ys[from..n_used],
+            &t,
+            span,
+            a.threshold,
+            opts.confidence,
+            5,
+        );
+    }
     let flat_cover = a
         .flat_since
         .map(|x| (axs[axs.len() - 1] - x) / span)
@@ -240,7 +258,7 @@ pub fn analyze(xs: &[f64], ys: &[f64], opts: &VerdictOptions) -> SeriesAnalysis 
     let sawtooth = a.swing >= a.threshold.max(2.0 * a.growth.abs());
     let (verdict, shape) = if grew && flat_cover >= opts.flat_tail_min {
         (Verdict::NoLeak, Shape::Saturating)
-    } else if grew && flat_cover > 0.10 {
+    } else if grew && flat_cover > 0.05 {
         (Verdict::Inconclusive, Shape::Saturating)
     } else if a.growth.abs() < a.threshold {
         if sawtooth {
@@ -416,14 +434,15 @@ fn flat_since(
     span: f64,
     threshold: f64,
     confidence: f64,
+    min_tail: usize,
 ) -> Option<f64> {
     let k = xs.len();
-    if k < 8 {
+    if k < 8 || k < 2 * min_tail {
         return None;
     }
     let stride = (k / 40).max(1);
     let mut best = None;
-    let mut s = k - 4;
+    let mut s = k - min_tail;
     loop {
         if let Some(t) = theil_sen(&xs[s..], &ys[s..], confidence) {
             // Noise makes short tails look flat: the tail's interval must
@@ -432,7 +451,7 @@ fn flat_since(
                 && t.slope < 0.25 * overall.slope.max(0.0)
                 && t.hi < overall.slope
             {
-                best = Some(xs[s]);
+                best = Some(s);
             }
         }
         if s < stride {
@@ -440,7 +459,14 @@ fn flat_since(
         }
         s -= stride;
     }
-    best
+    // A robust fit tolerates the end of the rise inside the tail; the
+    // plateau starts where the tail reaches its own level.
+    let mut s = best?;
+    let level = median(&ys[k - min_tail..]);
+    while s + 1 < k && ys[s] < level - threshold / 4.0 {
+        s += 1;
+    }
+    Some(xs[s])
 }
 
 fn fmt_rate(v: f64, unit: ValueUnit, x_unit: &str) -> String {

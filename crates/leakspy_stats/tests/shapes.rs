@@ -257,3 +257,18 @@ fn a_last_sawtooth_trough_is_not_a_teardown_of_note() {
     assert_eq!(a.verdict, Verdict::NoLeak);
     assert!(a.teardown_trimmed <= 30);
 }
+
+#[test]
+fn growth_that_stalls_for_the_last_second_is_not_called_a_leak() {
+    // A 90-item replay buffer filling at 1 MiB per step: full after 5.4 s of
+    // a 6.5 s run. Too little flat tail to call it saturated, too much to
+    // call it a steady leak.
+    let xs = times(65, 10.0);
+    let ys: Vec<f64> = xs
+        .iter()
+        .map(|&t| 14.0 * MIB + 17.0 * MIB * t.min(5.4))
+        .collect();
+    let a = analyze(&xs, &ys, &secs());
+    assert_eq!(a.verdict, Verdict::Inconclusive, "{:#?}", a.evidence);
+    assert_eq!(a.shape, Shape::Saturating);
+}
