@@ -185,7 +185,7 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
             }
         }
         (Verdict::NoLeak, Some((_, r, _))) => format!("no leak: {} is {}", r.what, r.shape_text),
-        (_, Some((_, r, _))) => format!("inconclusive: {}", r.shape_text),
+        (_, Some((_, r, _))) => format!("inconclusive: {} is {}", r.what, r.shape_text),
         (_, None) => "inconclusive: the trace holds no memory samples".to_string(),
     };
 
