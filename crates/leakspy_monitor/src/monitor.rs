@@ -8,7 +8,9 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use leakspy_trace::{Event, Exit, Header, Note, NoteLevel, Sample, Step, StepSource, TraceWriter};
+use leakspy_trace::{
+    CgroupSample, Event, Exit, Header, Note, NoteLevel, Sample, Step, StepSource, TraceWriter,
+};
 use regex::Regex;
 
 use crate::cgroup::CgroupSampler;
@@ -36,6 +38,10 @@ pub struct MonitorConfig {
     pub gpu_every: Duration,
     /// Interval between re-discoveries of the process tree.
     pub tree_every: Duration,
+    /// Interval between reads of MemAvailable and the cgroup (samples in
+    /// between repeat the last values): /proc/meminfo costs the kernel a walk
+    /// over block devices and hugepage pools, too much for 10 Hz.
+    pub system_every: Duration,
     /// Pipe the child's stdout and mark a step for each matching line.
     pub step_regex: Option<Regex>,
     /// Where the piped stdout is re-emitted (leakspy's stdout), with `step_regex`.
@@ -54,6 +60,7 @@ impl MonitorConfig {
             rollup_every: Duration::from_secs(5),
             gpu_every: Duration::from_secs(1),
             tree_every: Duration::from_secs(1),
+            system_every: Duration::from_secs(1),
             step_regex: None,
             stdout_sink: None,
             gpu: true,
@@ -94,6 +101,8 @@ pub struct Monitor {
     samples: u64,
     next_rollup: f64,
     next_gpu: f64,
+    next_system: f64,
+    system: (Option<u64>, Option<CgroupSample>),
     write_error: Option<String>,
     notes: Vec<String>,
     rollup_noted: bool,
@@ -169,6 +178,8 @@ impl Monitor {
             samples: 0,
             next_rollup: 0.0,
             next_gpu: 0.0,
+            next_system: 0.0,
+            system: (None, None),
             write_error: None,
             notes: Vec::new(),
             rollup_noted: false,
@@ -244,12 +255,19 @@ impl Monitor {
         if procs.is_empty() {
             return;
         }
+        if t >= self.next_system {
+            self.next_system = t + self.config.system_every.as_secs_f64();
+            self.system = (
+                mem_available(),
+                self.cgroup.as_ref().and_then(|c| c.sample()),
+            );
+        }
         let sample = Sample {
             t,
             procs,
             total,
-            mem_available: mem_available(),
-            cgroup: self.cgroup.as_ref().and_then(|c| c.sample()),
+            mem_available: self.system.0,
+            cgroup: self.system.1,
         };
         self.live.on_sample(&sample);
         self.emit(&Event::Sample(sample));
