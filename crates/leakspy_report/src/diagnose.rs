@@ -94,7 +94,8 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
         }
     }
     for (_, r, a) in &analysed {
-        if r.key.starts_with("gpu.") && r.verdict != Verdict::Leak {
+        // A short run has few GPU samples; "too short" there is not news.
+        if r.key.starts_with("gpu.") && r.verdict != Verdict::Leak && a.shape != Shape::TooShort {
             notes.extend(shape_notes(
                 &format!("GPU {}", &r.key[4..r.key.len() - 5]),
                 r,
