@@ -236,7 +236,11 @@ pub fn analyze(xs: &[f64], ys: &[f64], opts: &VerdictOptions) -> SeriesAnalysis 
     if a.flat_since.is_none() && n_used <= RAW_TAIL_MAX {
         // In a short run a stall in the last second spans only two or three
         // windows; the raw samples show it.
-        let from = xs[..n_used].partition_point(|&x| x < axs[0]);
+        // Longer flat tails span enough windows to be found above, so only
+        // the last few windows' samples are searched.
+        let from = xs[..n_used]
+            .partition_point(|&x| x < axs[0])
+            .max(n_used.saturating_sub(6 * win.window).min(n_used));
         a.flat_since = flat_since(
             &xs[from..n_used],
             &ys[from..n_used],

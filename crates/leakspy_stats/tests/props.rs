@@ -3,10 +3,24 @@
 mod common;
 
 use common::Noise;
-use leakspy_stats::theil_sen;
+use common::MIB;
+use leakspy_stats::{analyze, theil_sen, Verdict, VerdictOptions};
 use proptest::prelude::*;
+use proptest::test_runner::{Config, RngSeed};
+
+/// Fixed seeds: the same cases on every run and machine.
+fn config(cases: u32) -> Config {
+    Config {
+        cases,
+        rng_seed: RngSeed::Fixed(0x1ea6_5b7),
+        failure_persistence: None,
+        ..Config::default()
+    }
+}
 
 proptest! {
+    #![proptest_config(config(256))]
+
     #[test]
     fn exact_lines_are_recovered(
         slope in -1e6f64..1e6,
@@ -51,6 +65,54 @@ proptest! {
         let a = theil_sen(&xs, &ys, 0.95).unwrap();
         let b = theil_sen(&xs, &scaled, 0.95).unwrap();
         prop_assert!((a.slope * k - b.slope).abs() <= 1e-9 * b.slope.abs().max(1.0));
+    }
+}
+
+proptest! {
+    #![proptest_config(config(48))]
+
+    /// Noise around any level, however long the run, is never a leak.
+    #[test]
+    fn noise_is_never_a_leak(
+        seed in any::<u64>(),
+        level_mib in 10.0f64..8192.0,
+        sigma_mib in 0.0f64..1.0,
+        n in 20usize..800,
+    ) {
+        let mut noise = Noise::new(seed);
+        let xs: Vec<f64> = (0..n).map(|i| i as f64 / 10.0).collect();
+        let ys: Vec<f64> = xs
+            .iter()
+            .map(|_| (level_mib + sigma_mib * noise.normal()) * MIB)
+            .collect();
+        let a = analyze(&xs, &ys, &VerdictOptions::default());
+        prop_assert_ne!(a.verdict, Verdict::Leak, "{:#?}", a.evidence);
+    }
+
+    /// A steady leak far above the threshold, with noise small next to it,
+    /// is always a leak, and its interval holds the true rate.
+    #[test]
+    fn clear_leaks_are_always_found(
+        seed in any::<u64>(),
+        level_mib in 10.0f64..2048.0,
+        n in 40usize..800,
+        growth_factor in 4.0f64..50.0,
+    ) {
+        let mut noise = Noise::new(seed);
+        let secs = n as f64 / 10.0;
+        let threshold = (4.0 * MIB).max(0.02 * level_mib * MIB * 1.5);
+        let rate = growth_factor * threshold / secs;
+        let sigma = rate * secs / 40.0;
+        let xs: Vec<f64> = (0..n).map(|i| i as f64 / 10.0).collect();
+        let ys: Vec<f64> = xs
+            .iter()
+            .map(|&t| level_mib * MIB + rate * t + sigma * noise.normal())
+            .collect();
+        let a = analyze(&xs, &ys, &VerdictOptions::default());
+        prop_assert_eq!(a.verdict, Verdict::Leak, "{:#?}", a.evidence);
+        let t = a.trend.unwrap();
+        // Minima of noisy windows sit below the line but share its slope.
+        prop_assert!((t.slope - rate).abs() < 0.15 * rate, "{t:?} vs {rate}");
     }
 }
 
