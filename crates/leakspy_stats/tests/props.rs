@@ -12,7 +12,7 @@ use proptest::test_runner::{Config, RngSeed};
 fn config(cases: u32) -> Config {
     Config {
         cases,
-        rng_seed: RngSeed::Fixed(0x1ea6_5b7),
+        rng_seed: RngSeed::Fixed(0x01ea_65b7),
         failure_persistence: None,
         ..Config::default()
     }
