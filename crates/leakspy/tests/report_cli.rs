@@ -213,3 +213,60 @@ fn diff_no_leak_either_and_errors() {
     assert_eq!(o.code, 2);
     assert!(o.stderr.contains("missing.jsonl"), "{}", o.stderr);
 }
+
+/// The whole loop on real Python processes: a history list that keeps
+/// 0.5 MiB per step, then the same loop with a bounded deque; `leakspy run`
+/// records both, `leakspy diff` says the fix worked.
+#[test]
+fn diff_of_real_runs_before_and_after_a_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let workload = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/run/workload.py");
+    let record = |name: &str, mode: &str, rate: &str| {
+        let trace = dir.path().join(format!("{name}.jsonl"));
+        let o = Command::cargo_bin("leakspy")
+            .unwrap()
+            .current_dir(dir.path())
+            .args(["run", "-q", "--trace"])
+            .arg(&trace)
+            .args(["--step-regex", r"^step (\d+)", "--", "python3"])
+            .arg(&workload)
+            .args([mode, "5", rate])
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        trace
+    };
+    let before = record("before", "stepleak", "0.5");
+    let after = record("after", "bounded", "0");
+    let o = leakspy()
+        .arg("diff")
+        .arg(&before)
+        .arg(&after)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["verdict"], "fixed", "{stdout}");
+    assert_eq!(v["basis"], "step", "{stdout}");
+    let g = &v["before"]["growth"];
+    let mib = 1024.0 * 1024.0;
+    let (lo, hi) = (g["lo"].as_f64().unwrap(), g["hi"].as_f64().unwrap());
+    // 0.5 MiB kept per step; RSS may round it up a little (allocator pages).
+    assert!(lo < 0.6 * mib && hi > 0.45 * mib, "{g}");
+    // And the other way round is worse.
+    let o = leakspy()
+        .arg("diff")
+        .arg(&after)
+        .arg(&before)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("leakspy diff: WORSE"));
+}

@@ -23,6 +23,10 @@ pub enum ReportFormat {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0; 1 with --fail-on-leak when the verdict is \"leak\"; \
+2 tool error (unreadable trace, no header)."
+)]
 pub struct ReportArgs {
     /// Trace file written by `leakspy run` (JSON Lines).
     pub trace: PathBuf,
