@@ -1,7 +1,7 @@
 //! Step markers from the child's stdout (`--step-regex`). Every line is
 //! re-emitted unchanged to leakspy's stdout, then matched.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::sync::mpsc::Sender;
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -41,11 +41,16 @@ impl StepMatcher {
     }
 }
 
-/// Reads `input` line by line until EOF, copying each line to `sink` and
-/// sending a mark for each match. A sink that fails (leakspy's stdout closed)
-/// stops the copying but not the reading, so the child never blocks on a full pipe.
+/// Longest line kept for matching; longer ones are matched on their start.
+const MAX_LINE: usize = 64 * 1024;
+
+/// Reads `input` until EOF, copying every chunk to `sink` as soon as it
+/// arrives (progress bars that redraw with `\r` stay live), and sending a
+/// mark for each line (ended by `\n` or `\r`) that matches. A sink that
+/// fails (leakspy's stdout closed) stops the copying but not the reading, so
+/// the child never blocks on a full pipe.
 pub fn spawn_reader(
-    input: impl Read + Send + 'static,
+    mut input: impl Read + Send + 'static,
     mut matcher: StepMatcher,
     start: Instant,
     mut sink: Box<dyn Write + Send>,
@@ -54,24 +59,41 @@ pub fn spawn_reader(
     std::thread::Builder::new()
         .name("leakspy-stdout".into())
         .spawn(move || {
-            let mut reader = BufReader::new(input);
-            let mut line = Vec::with_capacity(256);
+            let mut chunk = vec![0u8; 8192];
+            let mut line: Vec<u8> = Vec::with_capacity(256);
             let mut sink_ok = true;
-            loop {
-                line.clear();
-                match reader.read_until(b'\n', &mut line) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {}
-                }
-                let t = start.elapsed().as_secs_f64();
-                if sink_ok {
-                    sink_ok = sink.write_all(&line).and_then(|()| sink.flush()).is_ok();
-                }
-                let text = String::from_utf8_lossy(&line);
-                if let Some(step) = matcher.step_of(text.trim_end_matches(['\n', '\r'])) {
+            let matched = |line: &[u8], matcher: &mut StepMatcher| {
+                let text = String::from_utf8_lossy(line);
+                if let Some(step) = matcher.step_of(&text) {
+                    let t = start.elapsed().as_secs_f64();
                     // The monitor may be gone (it stopped waiting); nothing to do then.
                     let _ = tx.send(StepMark { t, step });
                 }
+            };
+            loop {
+                let n = match input.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                };
+                let data = &chunk[..n];
+                if sink_ok {
+                    sink_ok = sink.write_all(data).and_then(|()| sink.flush()).is_ok();
+                }
+                for &b in data {
+                    if b == b'\n' || b == b'\r' {
+                        if !line.is_empty() {
+                            matched(&line, &mut matcher);
+                            line.clear();
+                        }
+                    } else if line.len() < MAX_LINE {
+                        line.push(b);
+                    }
+                }
+            }
+            if !line.is_empty() {
+                matched(&line, &mut matcher);
             }
         })
 }
@@ -111,7 +133,8 @@ mod tests {
                 Ok(())
             }
         }
-        let input: &'static [u8] = b"hello\nstep 3\r\n\xffbinary step 4\nno newline step 5";
+        let input: &'static [u8] =
+            b"hello\nstep 3\r\n\xffbinary step 4\nbar step 6\rbar step 7\rno newline step 5";
         let out = Shared::default();
         let (tx, rx) = std::sync::mpsc::channel();
         let m = StepMatcher::new(Regex::new(r"step (\d+)").unwrap());
@@ -121,6 +144,6 @@ mod tests {
             .unwrap();
         assert_eq!(out.0.lock().unwrap().as_slice(), input);
         let steps: Vec<u64> = rx.iter().map(|m| m.step).collect();
-        assert_eq!(steps, vec![3, 4, 5]);
+        assert_eq!(steps, vec![3, 4, 6, 7, 5]);
     }
 }
