@@ -108,7 +108,7 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     match basis {
         Basis::Step => notes.push(format!(
             "growth fitted per step: {} step events",
-            clock.len()
+            trace.step_count()
         )),
         Basis::Second if clock.len() == 0 => notes
             .push("no step events recorded: growth is fitted per second of run time".to_string()),
