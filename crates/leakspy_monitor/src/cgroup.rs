@@ -48,9 +48,7 @@ impl CgroupSampler {
             }
         }
         if let Some(rel) = v2 {
-            // Inside a container the path printed may be relative to a cgroup
-            // namespace root that is mounted as the root: try both.
-            for dir in [root.join(&rel), root.to_path_buf()] {
+            for dir in candidates(root, &rel) {
                 if dir.join("memory.current").exists() {
                     return Some(CgroupSampler {
                         dir,
@@ -60,8 +58,7 @@ impl CgroupSampler {
             }
         }
         if let Some(rel) = v1 {
-            let mount = root.join("memory");
-            for dir in [mount.join(&rel), mount] {
+            for dir in candidates(&root.join("memory"), &rel) {
                 if dir.join("memory.usage_in_bytes").exists() {
                     return Some(CgroupSampler {
                         dir,
@@ -105,6 +102,17 @@ impl CgroupSampler {
             }
         }
     }
+}
+
+/// Where the cgroup `rel` may be mounted: inside a container the path printed
+/// in /proc/PID/cgroup can start with components of the host's hierarchy
+/// that the container's mount does not show, so shorter and shorter suffixes
+/// of it are tried, down to the mount's root.
+fn candidates(mount: &Path, rel: &str) -> Vec<PathBuf> {
+    let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
+    (0..=parts.len())
+        .map(|skip| parts[skip..].iter().fold(mount.to_path_buf(), |d, p| d.join(p)))
+        .collect()
 }
 
 fn read_u64(path: &Path) -> Option<u64> {
@@ -176,6 +184,13 @@ mod tests {
         );
         std::fs::write(v1.join("memory.limit_in_bytes"), "4096\n").unwrap();
         assert_eq!(s.sample().unwrap().limit, Some(4096));
+    }
+
+    #[test]
+    fn host_prefixes_of_the_path_are_dropped() {
+        let c = candidates(Path::new("/m"), "/host/abc/job");
+        let c: Vec<String> = c.iter().map(|p| p.display().to_string()).collect();
+        assert_eq!(c, ["/m/host/abc/job", "/m/abc/job", "/m/job", "/m"]);
     }
 
     #[test]
