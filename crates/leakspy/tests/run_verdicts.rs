@@ -83,6 +83,25 @@ fn per_step_leak_is_found_per_step_with_step_regex() {
 }
 
 #[test]
+fn leak_in_a_worker_process_is_found_in_the_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = run_workload(dir.path(), &[], "workers", &["5", "8"]);
+    assert_eq!(f.code, Some(0), "{}", f.stderr);
+    // Main process and both workers were sampled, workers as children of main.
+    let root = f.trace.header.pid.unwrap();
+    let widest = f.trace.samples().map(|s| s.procs.len()).max().unwrap();
+    assert!(widest >= 3, "at most {widest} processes sampled");
+    let s = f.trace.samples().find(|s| s.procs.len() >= 3).unwrap();
+    assert!(
+        s.procs.iter().filter(|p| p.ppid == root).count() >= 2,
+        "{:?}",
+        s.procs
+    );
+    assert_eq!(verdict(&f), "leak", "{}", f.stderr);
+    assert_rate(&f, "growth_per_second", 8.0 * MIB);
+}
+
+#[test]
 fn bounded_buffer_filling_then_flat_is_not_a_leak() {
     let dir = tempfile::tempdir().unwrap();
     assert_not_leak(&run_workload(dir.path(), &[], "bounded", &["5"]));
