@@ -111,7 +111,11 @@ impl CgroupSampler {
 fn candidates(mount: &Path, rel: &str) -> Vec<PathBuf> {
     let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
     (0..=parts.len())
-        .map(|skip| parts[skip..].iter().fold(mount.to_path_buf(), |d, p| d.join(p)))
+        .map(|skip| {
+            parts[skip..]
+                .iter()
+                .fold(mount.to_path_buf(), |d, p| d.join(p))
+        })
         .collect()
 }
 
