@@ -33,6 +33,12 @@ enum Command {
     Check(commands::check::CheckArgs),
     /// Print the documentation of a rule.
     Rule(commands::rule::RuleArgs),
+    /// Run a command, record its memory, and diagnose leaks.
+    Run(commands::run::RunArgs),
+    /// Render a saved trace again (text, json or html).
+    Report(commands::report::ReportArgs),
+    /// Compare two traces: did the fix work?
+    Diff(commands::diff::DiffArgs),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +57,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check(args) => commands::check::run(args),
         Command::Rule(args) => commands::rule::run(args),
+        Command::Run(args) => commands::run::run(args),
+        Command::Report(args) => commands::report::run(args),
+        Command::Diff(args) => commands::diff::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

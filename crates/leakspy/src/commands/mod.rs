@@ -1,3 +1,6 @@
 //! One file per subcommand.
 pub mod check;
+pub mod diff;
+pub mod report;
 pub mod rule;
+pub mod run;

@@ -1,0 +1,357 @@
+//! `leakspy run [OPTIONS] -- CMD [ARGS...]`: run a command under the monitor,
+//! show a live status line, and end with a diagnosis.
+
+mod status;
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use clap::Args;
+use leakspy_monitor::{LiveStatus, Monitor, MonitorConfig, MonitorError, RunOutcome};
+use leakspy_report::{diagnose, render_html, render_json, render_text, DiagnoseOptions};
+use leakspy_trace::{read_trace, TraceWriter};
+
+use crate::{EXIT_ERROR, EXIT_FINDINGS};
+
+/// Folder of the default trace files, relative to the working directory.
+const RUNS_DIR: &str = "leakspy-runs";
+/// Terminal redraws are capped at this rate: faster is flicker, not information.
+const REDRAW_EVERY: Duration = Duration::from_millis(250);
+
+#[derive(Args)]
+#[command(
+    override_usage = "leakspy run [OPTIONS] -- CMD [ARGS...]",
+    after_help = "Exit status: the command's own status (128+N when signal N killed it; \
+137 after an OOM kill); 1 with --fail-on-leak when a leak is found and the command exited 0; \
+2 when leakspy itself fails (command not found, trace not writable)."
+)]
+pub struct RunArgs {
+    /// Trace file to write [default: leakspy-runs/<YYYYmmdd-HHMMSS>-<command>.jsonl].
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Mean seconds between memory samples (jittered ±20 %).
+    #[arg(long, value_name = "SECS", default_value_t = 0.1)]
+    pub interval: f64,
+    /// No status line (the diagnosis is still printed).
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Also write the diagnosis as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub report_json: Option<PathBuf>,
+    /// Also write a self-contained HTML report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub report_html: Option<PathBuf>,
+    /// Exit 1 when a leak is found (and the command itself exited 0), for CI.
+    #[arg(long)]
+    pub fail_on_leak: bool,
+    /// Mark a step for every line of the command's stdout that matches REGEX
+    /// (its first capture group, when a number, is the step number). The
+    /// command's stdout is then piped through leakspy, unchanged.
+    #[arg(long, value_name = "REGEX")]
+    pub step_regex: Option<String>,
+    /// Seconds between status lines when stderr is not a terminal (logs).
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, hide = true)]
+    pub status_interval: f64,
+    /// The command to run and its arguments (after `--`).
+    #[arg(
+        value_name = "CMD",
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub command: Vec<String>,
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<u8> {
+    if !(args.interval.is_finite() && args.interval >= 0.001 && args.interval <= 3600.0) {
+        bail!(
+            "--interval must be between 0.001 and 3600 seconds, got {}",
+            args.interval
+        );
+    }
+    let step_regex = args
+        .step_regex
+        .as_deref()
+        .map(regex::Regex::new)
+        .transpose()
+        .context("--step-regex is not a valid regular expression")?;
+
+    let trace_path = match &args.trace {
+        Some(p) => p.clone(),
+        None => default_trace_path(&args.command)?,
+    };
+    // The trace must be writable before the child starts: a run that cannot
+    // be recorded is a run wasted.
+    let writer = create_trace(&trace_path)?;
+
+    let mut config = MonitorConfig::new(args.command.clone());
+    config.interval = Duration::from_secs_f64(args.interval);
+    config.step_regex = step_regex;
+    let monitor = match Monitor::start(config, writer) {
+        Ok(m) => m,
+        Err(e) => {
+            // Nothing was recorded; do not leave an empty trace behind.
+            if matches!(
+                e,
+                MonitorError::NotFound { .. } | MonitorError::Spawn { .. }
+            ) {
+                let _ = std::fs::remove_file(&trace_path);
+            }
+            return Err(e.into());
+        }
+    };
+
+    let plain_every = Duration::from_secs_f64(args.status_interval.clamp(0.01, 86_400.0));
+    let mut display = StatusDisplay::new(args.quiet, plain_every);
+    let outcome = monitor.run(|st| display.update(st))?;
+    display.finish();
+    finish(&args, &outcome)
+}
+
+/// Diagnosis, reports and the exit status once the child has ended.
+fn finish(args: &RunArgs, outcome: &RunOutcome) -> anyhow::Result<u8> {
+    let child_status = u8::try_from(outcome.exit.status.clamp(0, 255)).unwrap_or(EXIT_ERROR);
+    let mut stderr = std::io::stderr().lock();
+    let mut tool_failed = false;
+    if let Some(err) = &outcome.write_error {
+        let _ = writeln!(stderr, "leakspy: error: the trace is incomplete: {err}");
+        tool_failed = true;
+    }
+    let trace = match read_trace(&outcome.trace_path) {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = writeln!(stderr, "leakspy: error: cannot read back the trace: {e}");
+            return Ok(if child_status == 0 {
+                EXIT_ERROR
+            } else {
+                child_status
+            });
+        }
+    };
+    let diagnosis = diagnose(&trace, &DiagnoseOptions::default());
+    let _ = write!(stderr, "{}", render_text(&diagnosis, &trace));
+    let _ = writeln!(stderr, "trace: {}", outcome.trace_path.display());
+    if let Some(path) = &args.report_json {
+        match std::fs::write(path, render_json(&diagnosis)) {
+            Ok(()) => {
+                let _ = writeln!(stderr, "report: {}", path.display());
+            }
+            Err(e) => {
+                let _ = writeln!(
+                    stderr,
+                    "leakspy: error: cannot write {}: {e}",
+                    path.display()
+                );
+                tool_failed = true;
+            }
+        }
+    }
+    if let Some(path) = &args.report_html {
+        match std::fs::write(path, render_html(&diagnosis, &trace)) {
+            Ok(()) => {
+                let _ = writeln!(stderr, "report: {}", path.display());
+            }
+            Err(e) => {
+                let _ = writeln!(
+                    stderr,
+                    "leakspy: error: cannot write {}: {e}",
+                    path.display()
+                );
+                tool_failed = true;
+            }
+        }
+    }
+    let leak = matches!(diagnosis.verdict, leakspy_stats::Verdict::Leak);
+    Ok(if child_status != 0 {
+        child_status
+    } else if tool_failed {
+        EXIT_ERROR
+    } else if args.fail_on_leak && leak {
+        EXIT_FINDINGS
+    } else {
+        0
+    })
+}
+
+/// Creates the trace file (and its folder), failing with what to do.
+fn create_trace(path: &Path) -> anyhow::Result<TraceWriter> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| {
+            format!(
+                "cannot create the folder {} for the trace file (choose a writable path with --trace FILE)",
+                dir.display()
+            )
+        })?;
+    }
+    if path.is_dir() {
+        bail!(
+            "the trace path {} is a folder; give a file name with --trace FILE",
+            path.display()
+        );
+    }
+    Ok(TraceWriter::create(path)?)
+}
+
+/// `leakspy-runs/20260121-093000-train.jsonl`, never overwriting an existing trace.
+fn default_trace_path(command: &[String]) -> anyhow::Result<PathBuf> {
+    let stamp = local_timestamp();
+    let name = command_name(command);
+    let dir = Path::new(RUNS_DIR);
+    let mut path = dir.join(format!("{stamp}-{name}.jsonl"));
+    let mut n = 2;
+    while path.exists() {
+        path = dir.join(format!("{stamp}-{name}-{n}.jsonl"));
+        n += 1;
+    }
+    Ok(path)
+}
+
+/// The command's name for file names: the script for `python script.py`.
+fn command_name(command: &[String]) -> String {
+    let stem = |s: &str| {
+        Path::new(s)
+            .file_stem()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let program = command.first().map(|p| stem(p)).unwrap_or_default();
+    let mut name = program.clone();
+    if program.starts_with("python") {
+        if let Some(script) = command.iter().skip(1).find(|a| !a.starts_with('-')) {
+            name = stem(script);
+        }
+    }
+    let clean: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    if clean.is_empty() {
+        "run".into()
+    } else {
+        clean
+    }
+}
+
+/// YYYYmmdd-HHMMSS in local time.
+fn local_timestamp() -> String {
+    // SAFETY: time(2) and localtime_r(3) with pointers to locals.
+    unsafe {
+        let now = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&now, &mut tm).is_null() {
+            return format!("{now}");
+        }
+        format!(
+            "{:04}{:02}{:02}-{:02}{:02}{:02}",
+            tm.tm_year + 1900,
+            tm.tm_mon + 1,
+            tm.tm_mday,
+            tm.tm_hour,
+            tm.tm_min,
+            tm.tm_sec
+        )
+    }
+}
+
+/// Where the status goes: a redrawn line on a terminal, periodic plain lines
+/// otherwise (logs), nothing with --quiet.
+struct StatusDisplay {
+    mode: Mode,
+    plain_every: Duration,
+    last: Option<Instant>,
+    drawn: bool,
+}
+
+#[derive(PartialEq)]
+enum Mode {
+    Terminal,
+    Plain,
+    Quiet,
+}
+
+impl StatusDisplay {
+    fn new(quiet: bool, plain_every: Duration) -> Self {
+        let mode = if quiet {
+            Mode::Quiet
+        } else if std::io::stderr().is_terminal() {
+            Mode::Terminal
+        } else {
+            Mode::Plain
+        };
+        StatusDisplay {
+            mode,
+            plain_every,
+            last: None,
+            drawn: false,
+        }
+    }
+
+    fn update(&mut self, st: &LiveStatus) {
+        let every = match self.mode {
+            Mode::Quiet => return,
+            Mode::Terminal => REDRAW_EVERY,
+            Mode::Plain => self.plain_every,
+        };
+        let now = Instant::now();
+        if self.mode == Mode::Plain && self.last.is_none() {
+            // The first plain line after one interval, not at t=0 (it would say nothing).
+            self.last = Some(now);
+            return;
+        }
+        if self.last.is_some_and(|l| now.duration_since(l) < every) {
+            return;
+        }
+        self.last = Some(now);
+        let line = status::line(st);
+        let mut err = std::io::stderr().lock();
+        let _ = match self.mode {
+            Mode::Terminal => write!(err, "\r\x1b[K{line}"),
+            _ => writeln!(err, "{line}"),
+        };
+        let _ = err.flush();
+        self.drawn = true;
+    }
+
+    fn finish(&mut self) {
+        if self.mode == Mode::Terminal && self.drawn {
+            let _ = write!(std::io::stderr(), "\r\x1b[K");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_names_for_trace_files() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            command_name(&v(&["python", "-u", "scripts/train.py", "--lr", "1"])),
+            "train"
+        );
+        assert_eq!(command_name(&v(&["/usr/bin/python3.11", "x.py"])), "x");
+        assert_eq!(
+            command_name(&v(&["torchrun", "--nproc", "2", "t.py"])),
+            "torchrun"
+        );
+        assert_eq!(command_name(&v(&["./my job"])), "my_job");
+        assert_eq!(command_name(&v(&["python"])), "python");
+    }
+
+    #[test]
+    fn timestamp_shape() {
+        let s = local_timestamp();
+        assert_eq!(s.len(), 15, "{s}");
+        assert_eq!(&s[8..9], "-");
+    }
+}

@@ -1,0 +1,125 @@
+//! Helpers shared by the `leakspy run` integration tests: they run the real
+//! binary on the real Python programs of tests/fixtures/run/workload.py.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn leakspy() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("leakspy")
+}
+
+pub fn workload() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/run/workload.py")
+}
+
+pub const MIB: f64 = 1048576.0;
+
+pub struct Finished {
+    pub output: Output,
+    pub report: serde_json::Value,
+    pub trace: leakspy_trace::Trace,
+    pub stderr: String,
+    pub stdout: String,
+    pub code: Option<i32>,
+}
+
+/// `leakspy run -q --trace T --report-json R [extra] -- python3 workload.py MODE ARGS...`
+pub fn run_workload(dir: &Path, extra: &[&str], mode: &str, args: &[&str]) -> Finished {
+    let trace = dir.join(format!("{mode}.jsonl"));
+    let report = dir.join(format!("{mode}.json"));
+    let output = Command::new(leakspy())
+        .arg("run")
+        .arg("--quiet")
+        .arg("--trace")
+        .arg(&trace)
+        .arg("--report-json")
+        .arg(&report)
+        .args(extra)
+        .arg("--")
+        .arg("python3")
+        .arg(workload())
+        .arg(mode)
+        .args(args)
+        .output()
+        .expect("leakspy runs");
+    finished(output, &trace, &report)
+}
+
+pub fn finished(output: Output, trace: &Path, report: &Path) -> Finished {
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let report_text = std::fs::read_to_string(report).unwrap_or_else(|e| {
+        panic!(
+            "no JSON report {}: {e}\nstderr:\n{stderr}",
+            report.display()
+        )
+    });
+    Finished {
+        report: serde_json::from_str(&report_text).expect("report is JSON"),
+        trace: leakspy_trace::read_trace(trace).expect("trace reads"),
+        code: output.status.code(),
+        output,
+        stderr,
+        stdout,
+    }
+}
+
+/// Starts leakspy in the background on a long workload, and waits until its
+/// trace shows the Python child sampled (bounded wait, not a timing assertion).
+// The child is handed to the caller, which waits for it.
+#[allow(clippy::zombie_processes)]
+pub fn start_background(dir: &Path, mode: &str, seconds: &str) -> (Child, PathBuf, PathBuf, u32) {
+    let trace = dir.join(format!("{mode}.jsonl"));
+    let report = dir.join(format!("{mode}.json"));
+    let mut child = Command::new(leakspy())
+        .arg("run")
+        .arg("--quiet")
+        .arg("--trace")
+        .arg(&trace)
+        .arg("--report-json")
+        .arg(&report)
+        .arg("--")
+        .arg("python3")
+        .arg(workload())
+        .arg(mode)
+        .arg(seconds)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("leakspy starts");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the child was never sampled");
+        }
+        if let Ok(t) = leakspy_trace::read_trace(&trace) {
+            let python_seen = t
+                .samples()
+                .any(|s| s.procs.iter().any(|p| p.name.starts_with("python")));
+            if python_seen && t.sample_count() >= 5 {
+                let pid = t.header.pid.expect("header has the child's pid");
+                return (child, trace, report, pid);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+pub fn kill(pid: u32, sig: i32) {
+    // SAFETY: plain kill(2).
+    let rc = unsafe { libc::kill(pid as i32, sig) };
+    assert_eq!(rc, 0, "kill({pid}, {sig})");
+}
+
+pub fn alive(pid: u32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    unsafe { libc::kill(pid as i32, 0) == 0 }
+}
+
+pub fn verdict(f: &Finished) -> &str {
+    f.report["verdict"].as_str().expect("verdict is a string")
+}

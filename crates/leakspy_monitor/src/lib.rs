@@ -1,0 +1,23 @@
+//! leakspy's monitor: spawns a command, forwards signals to it, samples the
+//! memory of its whole process tree (/proc, cgroup, NVML) on a jittered clock
+//! and streams everything to a trace. One sampler source per file.
+
+mod cgroup;
+mod child;
+mod error;
+mod gpu;
+mod jitter;
+mod live;
+mod monitor;
+mod proc;
+mod steps;
+
+pub use cgroup::CgroupSampler;
+pub use child::{signal_name, ChildExit};
+pub use error::MonitorError;
+pub use gpu::{GpuSampler, NO_GPU_NOTE};
+pub use jitter::Jitter;
+pub use live::{theil_sen, LiveStatus};
+pub use monitor::{Monitor, MonitorConfig, RunOutcome};
+pub use proc::{mem_available, ProcSampler};
+pub use steps::{StepMark, StepMatcher};

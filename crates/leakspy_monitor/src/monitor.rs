@@ -1,0 +1,435 @@
+//! The run loop: spawn the child, sample its tree on a jittered clock, stream
+//! events to the trace, keep live figures, and record how the child ended.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::Child;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use leakspy_trace::{
+    CgroupSample, Event, Exit, Header, Note, NoteLevel, Sample, Step, StepSource, TraceWriter,
+};
+use regex::Regex;
+
+use crate::cgroup::CgroupSampler;
+use crate::child::{signal_name, spawn, ChildExit, SignalForwarder};
+use crate::gpu::GpuSampler;
+use crate::jitter::{seed_from_env, Jitter};
+use crate::live::{LiveEstimator, LiveStatus};
+use crate::proc::{mem_available, ProcSampler};
+use crate::steps::{spawn_reader, StepMark, StepMatcher};
+use crate::MonitorError;
+
+/// How long to wait, after the child ended, for the last lines of its stdout.
+const STDOUT_DRAIN: Duration = Duration::from_secs(2);
+
+pub struct MonitorConfig {
+    /// argv of the child.
+    pub command: Vec<String>,
+    /// Mean interval between samples.
+    pub interval: Duration,
+    /// Relative jitter of the interval (0.2: ±20 %).
+    pub jitter: f64,
+    /// Interval between smaps_rollup reads (PSS/USS).
+    pub rollup_every: Duration,
+    /// Interval between GPU samples.
+    pub gpu_every: Duration,
+    /// Interval between re-discoveries of the process tree.
+    pub tree_every: Duration,
+    /// Interval between reads of MemAvailable and the cgroup (samples in
+    /// between repeat the last values): /proc/meminfo costs the kernel a walk
+    /// over block devices and hugepage pools, too much for 10 Hz.
+    pub system_every: Duration,
+    /// Pipe the child's stdout and mark a step for each matching line.
+    pub step_regex: Option<Regex>,
+    /// Where the piped stdout is re-emitted (leakspy's stdout), with `step_regex`.
+    pub stdout_sink: Option<Box<dyn Write + Send>>,
+    /// Try NVML at all.
+    pub gpu: bool,
+    pub seed: u64,
+}
+
+impl MonitorConfig {
+    pub fn new(command: Vec<String>) -> Self {
+        MonitorConfig {
+            command,
+            interval: Duration::from_millis(100),
+            jitter: 0.2,
+            rollup_every: Duration::from_secs(5),
+            gpu_every: Duration::from_secs(1),
+            tree_every: Duration::from_secs(1),
+            system_every: Duration::from_secs(1),
+            step_regex: None,
+            stdout_sink: None,
+            gpu: true,
+            seed: seed_from_env(),
+        }
+    }
+}
+
+/// What a finished run tells its caller.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    pub exit: Exit,
+    /// Interrupts (SIGINT/SIGTERM/SIGHUP) leakspy received during the run.
+    pub interrupted: usize,
+    pub trace_path: PathBuf,
+    pub samples: u64,
+    /// First failure to write the trace, if any (the run went on regardless).
+    pub write_error: Option<String>,
+    /// Notes written to the trace (also useful to print).
+    pub notes: Vec<String>,
+}
+
+pub struct Monitor {
+    config: MonitorConfig,
+    writer: TraceWriter,
+    start: Instant,
+    child: Child,
+    pid: u32,
+    forwarder: SignalForwarder,
+    procs: ProcSampler,
+    cgroup: Option<CgroupSampler>,
+    oom_kill_start: Option<u64>,
+    gpu: Option<GpuSampler>,
+    steps_rx: Option<Receiver<StepMark>>,
+    reader: Option<JoinHandle<()>>,
+    live: LiveEstimator,
+    jitter: Jitter,
+    samples: u64,
+    next_rollup: f64,
+    next_gpu: f64,
+    next_system: f64,
+    system: (Option<u64>, Option<CgroupSample>),
+    write_error: Option<String>,
+    notes: Vec<String>,
+    rollup_noted: bool,
+}
+
+impl Monitor {
+    /// Spawns the child and writes the trace header. The writer is created by
+    /// the caller, so an unwritable trace is reported before anything starts.
+    pub fn start(mut config: MonitorConfig, writer: TraceWriter) -> Result<Self, MonitorError> {
+        let forwarder = SignalForwarder::install()?;
+        let start = Instant::now();
+        let started_at = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
+        let pipe = config.step_regex.is_some();
+        let mut child = spawn(&config.command, pipe)?;
+        let pid = child.id();
+        forwarder.set_child(pid);
+
+        let (steps_rx, reader) = match (config.step_regex.take(), child.stdout.take()) {
+            (Some(re), Some(out)) => {
+                let (tx, rx) = std::sync::mpsc::channel();
+                let sink = config
+                    .stdout_sink
+                    .take()
+                    .unwrap_or_else(|| Box::new(std::io::stdout()));
+                let h =
+                    spawn_reader(out, StepMatcher::new(re), start, sink, tx).map_err(|source| {
+                        MonitorError::Spawn {
+                            program: "stdout reader thread".into(),
+                            source,
+                        }
+                    })?;
+                (Some(rx), Some(h))
+            }
+            _ => (None, None),
+        };
+
+        let interval = config.interval.max(Duration::from_millis(1));
+        let tree_calls = (config.tree_every.as_secs_f64() / interval.as_secs_f64()).round() as u64;
+        let cgroup = CgroupSampler::for_pid(pid);
+        let oom_kill_start = cgroup.as_ref().and_then(|c| c.sample()).map(|s| s.oom_kill);
+        let jitter = Jitter::new(interval, config.jitter, config.seed);
+
+        let mut header = Header::new(
+            config.command.clone(),
+            Some(pid),
+            started_at,
+            interval.as_secs_f64(),
+        );
+        header.cwd = std::env::current_dir()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        header.hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default();
+
+        let mut m = Monitor {
+            writer,
+            start,
+            child,
+            pid,
+            forwarder,
+            procs: ProcSampler::new(pid, tree_calls),
+            cgroup,
+            oom_kill_start,
+            gpu: None,
+            steps_rx,
+            reader,
+            live: LiveEstimator::default(),
+            jitter,
+            samples: 0,
+            next_rollup: 0.0,
+            next_gpu: 0.0,
+            next_system: 0.0,
+            system: (None, None),
+            write_error: None,
+            notes: Vec::new(),
+            rollup_noted: false,
+            config,
+        };
+        // A header that cannot be written means no trace at all: stop the
+        // child rather than run it unrecorded.
+        if let Err(e) = m.writer.write_header(&header) {
+            let _ = m.child.kill();
+            let _ = m.child.wait();
+            return Err(e.into());
+        }
+        if m.cgroup.is_none() {
+            m.note(
+                NoteLevel::Info,
+                "cgroup memory figures not readable: OOM kills cannot be confirmed, time to OOM uses MemAvailable only".into(),
+            );
+        }
+        if m.config.gpu {
+            match GpuSampler::init() {
+                Ok(g) => m.gpu = Some(g),
+                Err(msg) => m.note(NoteLevel::Info, msg),
+            }
+        }
+        Ok(m)
+    }
+
+    pub fn child_pid(&self) -> u32 {
+        self.pid
+    }
+
+    pub fn status(&self) -> &LiveStatus {
+        self.live.status()
+    }
+
+    fn t(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    fn emit(&mut self, event: &Event) {
+        if let Err(e) = self.writer.write(event) {
+            // Keep monitoring (the child must not suffer from a full disk);
+            // the caller reports the first failure at the end.
+            self.write_error.get_or_insert_with(|| e.to_string());
+        }
+    }
+
+    fn note(&mut self, level: NoteLevel, message: String) {
+        let t = self.t();
+        self.note_at(t, level, message);
+    }
+
+    fn note_at(&mut self, t: f64, level: NoteLevel, message: String) {
+        self.notes.push(message.clone());
+        self.emit(&Event::Note(Note { t, level, message }));
+    }
+
+    /// Takes one sample of everything due now.
+    fn sample(&mut self) {
+        let t = self.t();
+        let rollup = t >= self.next_rollup;
+        if rollup {
+            self.next_rollup = t + self.config.rollup_every.as_secs_f64();
+        }
+        let (procs, total) = self.procs.sample(rollup);
+        if rollup && self.procs.rollup_denied() && !self.rollup_noted {
+            self.rollup_noted = true;
+            self.note(
+                NoteLevel::Warn,
+                "smaps_rollup not readable for some processes: PSS/USS missing for them".into(),
+            );
+        }
+        if procs.is_empty() {
+            return;
+        }
+        if t >= self.next_system {
+            self.next_system = t + self.config.system_every.as_secs_f64();
+            self.system = (
+                mem_available(),
+                self.cgroup.as_ref().and_then(|c| c.sample()),
+            );
+        }
+        let sample = Sample {
+            t,
+            procs,
+            total,
+            mem_available: self.system.0,
+            cgroup: self.system.1,
+        };
+        self.live.on_sample(&sample);
+        self.emit(&Event::Sample(sample));
+        self.samples += 1;
+        if t >= self.next_gpu {
+            self.next_gpu = t + self.config.gpu_every.as_secs_f64();
+            if let Some(gpu) = &self.gpu {
+                let g = gpu.sample(t, self.procs.pids());
+                let used = g
+                    .devices
+                    .iter()
+                    .flat_map(|d| &d.procs)
+                    .map(|p| p.used)
+                    .sum();
+                self.live.on_gpu(used);
+                self.emit(&Event::Gpu(g));
+            }
+        }
+    }
+
+    fn record_step(&mut self, mark: StepMark) {
+        self.live.on_step(mark.t, mark.step);
+        self.emit(&Event::Step(Step {
+            t: mark.t,
+            step: mark.step,
+            source: StepSource::Regex,
+            pid: None,
+        }));
+    }
+
+    /// Sleeps until `deadline`, recording step marks as they arrive.
+    fn wait_until(&mut self, deadline: Instant) {
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return;
+            }
+            let Some(rx) = &self.steps_rx else {
+                std::thread::sleep(deadline - now);
+                return;
+            };
+            match rx.recv_timeout(deadline - now) {
+                Ok(mark) => self.record_step(mark),
+                Err(RecvTimeoutError::Timeout) => return,
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.steps_rx = None;
+                }
+            }
+        }
+    }
+
+    /// Runs until the child ends. `on_status` is called after every sample.
+    pub fn run(
+        mut self,
+        mut on_status: impl FnMut(&LiveStatus),
+    ) -> Result<RunOutcome, MonitorError> {
+        self.sample();
+        on_status(self.live.status());
+        loop {
+            let deadline = Instant::now() + self.jitter.next_interval();
+            self.wait_until(deadline);
+            if exited_without_reaping(self.pid) {
+                break;
+            }
+            self.sample();
+            on_status(self.live.status());
+        }
+        // Stop forwarding before reaping: once reaped, the pid may be reused.
+        self.forwarder.set_child(0);
+        let status = self.child.wait().map_err(MonitorError::Wait)?;
+        let exit = ChildExit::from(status);
+        self.drain_steps();
+        let t = self.t();
+        self.live.set_elapsed(t);
+
+        let oom_now = self
+            .cgroup
+            .as_ref()
+            .and_then(|c| c.sample())
+            .map(|s| s.oom_kill);
+        let oom_killed = matches!((self.oom_kill_start, oom_now), (Some(a), Some(b)) if b > a)
+            && exit.signal == Some(libc::SIGKILL);
+        if let Some(sig) = exit.signal {
+            let name = signal_name(sig);
+            let message = if oom_killed {
+                format!(
+                    "killed by {name} from the OOM killer (cgroup oom_kill counter rose from {} to {})",
+                    self.oom_kill_start.unwrap_or(0),
+                    oom_now.unwrap_or(0)
+                )
+            } else if sig == libc::SIGKILL && oom_now.is_none() {
+                format!("killed by {name} (possibly the OOM killer; its cgroup counter is not readable)")
+            } else if sig == libc::SIGKILL {
+                format!("killed by {name} (not by the OOM killer: the cgroup oom_kill counter did not change)")
+            } else {
+                format!("killed by {name}")
+            };
+            self.note_at(t, NoteLevel::Warn, message);
+        }
+        let interrupted = self.forwarder.received();
+        if interrupted > 0 {
+            self.note_at(
+                t,
+                NoteLevel::Info,
+                format!("leakspy was interrupted ({interrupted} signal(s)); the child was stopped"),
+            );
+        }
+        let exit = Exit {
+            t,
+            code: exit.code,
+            signal: exit.signal,
+            status: exit.status,
+            oom_killed,
+        };
+        self.emit(&Event::Exit(exit));
+        if let Err(e) = self.writer.sync() {
+            self.write_error.get_or_insert_with(|| e.to_string());
+        }
+        Ok(RunOutcome {
+            exit,
+            interrupted,
+            trace_path: self.writer.path().to_path_buf(),
+            samples: self.samples,
+            write_error: self.write_error.take(),
+            notes: std::mem::take(&mut self.notes),
+        })
+    }
+
+    /// Records the step lines the child printed just before it ended. A
+    /// grandchild holding the pipe open must not hang leakspy: bounded wait.
+    fn drain_steps(&mut self) {
+        let deadline = Instant::now() + STDOUT_DRAIN;
+        while let Some(rx) = &self.steps_rx {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            match rx.recv_timeout(deadline - now) {
+                Ok(mark) => self.record_step(mark),
+                Err(_) => self.steps_rx = None,
+            }
+        }
+        if self.steps_rx.is_none() {
+            if let Some(h) = self.reader.take() {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+/// Whether the child has ended, leaving it unreaped (so its pid stays ours).
+fn exited_without_reaping(pid: u32) -> bool {
+    // SAFETY: waitid writes only into the zeroed siginfo we own.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let rc = libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        );
+        // rc < 0: not our child any more (already reaped): treat as ended.
+        rc < 0 || info.si_pid() != 0
+    }
+}

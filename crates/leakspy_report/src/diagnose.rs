@@ -1,0 +1,463 @@
+//! From a trace to a diagnosis: every memory series is fitted per step (when
+//! steps are known) and per second, and the verdicts are combined into one
+//! answer with its evidence and with notes on what is not a leak.
+
+use leakspy_stats::{
+    analyze, fmt_bytes, fmt_value, throughput_trend, SeriesAnalysis, Shape, ValueUnit, Verdict,
+    VerdictOptions,
+};
+use leakspy_trace::Trace;
+
+use crate::extract::{memory_series, Series, StepClock};
+use crate::model::{
+    Basis, DiagnoseOptions, Diagnosis, ExitInfo, Finding, Fit, Growth, RunInfo, SeriesReport,
+    ThroughputReport,
+};
+
+/// Diagnoses a trace (complete, or cut short by a kill).
+pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
+    let clock = StepClock::from_trace(trace);
+    let basis = if clock.len() >= opts.min_steps.max(2) {
+        Basis::Step
+    } else {
+        Basis::Second
+    };
+    let series = memory_series(trace, opts.max_processes);
+    let analysed: Vec<(Series, SeriesReport, SeriesAnalysis)> = series
+        .into_iter()
+        .map(|s| {
+            let (report, main) = analyse_series(&s, &clock, basis, opts);
+            (s, report, main)
+        })
+        .collect();
+
+    let exit = exit_info(trace);
+    let mut notes = Vec::new();
+    let mut findings = Vec::new();
+    let rss_leaks = analysed
+        .iter()
+        .any(|(_, r, _)| r.key == "total.rss" && r.verdict == Verdict::Leak);
+    for (_, r, _) in &analysed {
+        if r.verdict != Verdict::Leak {
+            continue;
+        }
+        // Anonymous memory rising with RSS is the same leak: one finding,
+        // with the anon fit as extra evidence.
+        if r.key == "total.anon" && rss_leaks {
+            continue;
+        }
+        let mut evidence = r.evidence.clone();
+        if r.key == "total.rss" {
+            if let Some((_, anon, _)) = analysed.iter().find(|(_, a, _)| a.key == "total.anon") {
+                if let Some(g) = anon.per_step.as_ref().or(anon.per_second.as_ref()) {
+                    evidence.push(format!(
+                        "anonymous memory: {} ({})",
+                        fmt_rate(g),
+                        anon.verdict.as_str()
+                    ));
+                }
+            }
+        }
+        findings.push(Finding {
+            what: r.what.clone(),
+            series: r.key.clone(),
+            per_step: r.per_step.clone(),
+            per_second: r.per_second.clone(),
+            evidence,
+            holder: None,
+            location: None,
+        });
+    }
+
+    let rss = analysed.iter().find(|(_, r, _)| r.key == "total.rss");
+    let verdict = if !findings.is_empty() {
+        Verdict::Leak
+    } else {
+        match rss {
+            Some((_, r, _)) if r.verdict == Verdict::NoLeak => Verdict::NoLeak,
+            _ => Verdict::Inconclusive,
+        }
+    };
+
+    if let Some((_, r, a)) = rss {
+        notes.extend(shape_notes("RSS", r, a, basis));
+        if r.verdict == Verdict::Leak {
+            if let Some((_, anon, _)) = analysed.iter().find(|(_, a, _)| a.key == "total.anon") {
+                if anon.verdict == Verdict::NoLeak {
+                    notes.push(
+                        "RSS grows but anonymous memory does not: file-backed or shared pages \
+                         (mapped files, libraries), not the heap"
+                            .to_string(),
+                    );
+                }
+            }
+        }
+    }
+    for (_, r, a) in &analysed {
+        // A short run has few GPU samples; "too short" there is not news.
+        if r.key.starts_with("gpu.") && r.verdict != Verdict::Leak && a.shape != Shape::TooShort {
+            notes.extend(shape_notes(
+                &format!("GPU {}", &r.key[4..r.key.len() - 5]),
+                r,
+                a,
+                basis,
+            ));
+        }
+    }
+
+    match basis {
+        Basis::Step => notes.push(format!(
+            "growth fitted per step: {} step events",
+            trace.step_count()
+        )),
+        Basis::Second if clock.len() == 0 => notes
+            .push("no step events recorded: growth is fitted per second of run time".to_string()),
+        Basis::Second => notes.push(format!(
+            "only {} step events (fewer than {}): growth is fitted per second",
+            clock.len(),
+            opts.min_steps
+        )),
+    }
+
+    let throughput = throughput_trend(&clock.events(), opts.confidence).map(|t| ThroughputReport {
+        start_rate: t.start_rate,
+        end_rate: t.end_rate,
+        change: t.change,
+        falling: t.falling,
+        slope: t.trend.slope,
+        lo: t.trend.lo,
+        hi: t.trend.hi,
+        t_start: t.trend.x_start,
+        t_end: t.trend.x_end,
+    });
+    if let Some(t) = &throughput {
+        if t.falling {
+            notes.push(format!(
+                "steps/s fell from {} to {} ({:+.0}%) over the run: a symptom of leaks \
+                 (a growing list walked every step, swapping)",
+                fmt_value(t.start_rate, ValueUnit::StepsPerSecond),
+                fmt_value(t.end_rate, ValueUnit::StepsPerSecond),
+                t.change * 100.0
+            ));
+        }
+    }
+
+    let headline_key = findings
+        .first()
+        .map(|f| f.series.clone())
+        .unwrap_or_else(|| "total.rss".to_string());
+    let headline = analysed.iter().find(|(_, r, _)| r.key == headline_key);
+    let (growth_per_step, growth_per_second) = headline
+        .map(|(_, r, _)| (r.per_step.clone(), r.per_second.clone()))
+        .unwrap_or((None, None));
+
+    if verdict == Verdict::Leak {
+        if let Some(note) = time_to_oom(trace, growth_per_second.as_ref()) {
+            notes.push(note);
+        }
+    }
+    if exit.killed || exit.oom_killed {
+        notes.push(exit.message.clone());
+    }
+    if let Some(ds) = trace.downsampled {
+        notes.push(format!(
+            "long trace: read thinned to the lowest and highest of every {} samples ({} in the \
+             file) and one step event in {}; fits use window minima, so they are unaffected",
+            ds.sample_window, ds.samples_in_file, ds.step_stride
+        ));
+    }
+    for w in &trace.warnings {
+        notes.push(format!("trace: {w}"));
+    }
+
+    let summary = match (verdict, headline) {
+        (Verdict::Leak, Some((_, r, _))) => {
+            let g = r.per_step.as_ref().or(r.per_second.as_ref());
+            match g {
+                Some(g) => format!(
+                    "leak: {} grows {} ({:.0}% interval {} to {})",
+                    r.what,
+                    fmt_rate(g),
+                    g.confidence * 100.0,
+                    fmt_rate_value(g.lo, g),
+                    fmt_rate_value(g.hi, g)
+                ),
+                None => format!("leak: {} grows", r.what),
+            }
+        }
+        (Verdict::NoLeak, Some((_, r, _))) => format!("no leak: {} is {}", r.what, r.shape_text),
+        (_, Some((_, r, _))) => format!("inconclusive: {} is {}", r.what, r.shape_text),
+        (_, None) => "inconclusive: the trace holds no memory samples".to_string(),
+    };
+
+    let (mut peak_rss, mut last_rss) = (0, 0);
+    let mut pids = std::collections::HashSet::new();
+    for s in trace.samples() {
+        peak_rss = peak_rss.max(s.total.rss);
+        last_rss = s.total.rss;
+        pids.extend(s.procs.iter().map(|p| p.pid));
+    }
+
+    Diagnosis {
+        verdict,
+        summary,
+        basis,
+        headline: headline_key,
+        growth_per_step,
+        growth_per_second,
+        findings,
+        notes,
+        killed: exit.killed,
+        exit,
+        throughput,
+        run: RunInfo {
+            command: trace.header.command.clone(),
+            duration_s: trace.duration(),
+            samples: trace.sample_count(),
+            steps: trace.step_count(),
+            sample_interval_s: trace.header.sample_interval_s,
+            processes: pids.len(),
+            peak_rss,
+            last_rss,
+            trace_warnings: trace.warnings.clone(),
+        },
+        series: analysed.into_iter().map(|(_, r, _)| r).collect(),
+    }
+}
+
+fn analyse_series(
+    s: &Series,
+    clock: &StepClock,
+    basis: Basis,
+    opts: &DiagnoseOptions,
+) -> (SeriesReport, SeriesAnalysis) {
+    let vopts = |x_unit: &str| VerdictOptions {
+        confidence: opts.confidence,
+        min_growth_abs: opts.min_growth_bytes as f64,
+        min_growth_rel: opts.min_growth_rel,
+        unit: ValueUnit::Bytes,
+        x_unit: x_unit.to_string(),
+        ..VerdictOptions::default()
+    };
+    let per_second = analyze(&s.t, &s.y, &vopts("s"));
+    let per_step = match basis {
+        Basis::Step => {
+            let (xs, ys) = clock.map(&s.t, &s.y);
+            Some(analyze(&xs, &ys, &vopts("step")))
+        }
+        Basis::Second => None,
+    };
+    // A series with too few samples inside the steps falls back to seconds.
+    let (main, basis) = match per_step {
+        Some(a) if a.shape != Shape::TooShort => (a, Basis::Step),
+        _ => (per_second.clone(), Basis::Second),
+    };
+    let growth = |a: &SeriesAnalysis, unit: &str| {
+        a.trend.map(|t| Growth {
+            slope: t.slope,
+            lo: t.lo,
+            hi: t.hi,
+            unit: format!("bytes/{unit}"),
+            confidence: t.confidence,
+            r2: t.r2,
+            n: t.n,
+        })
+    };
+    let report = SeriesReport {
+        key: s.key.clone(),
+        what: s.what.clone(),
+        verdict: main.verdict,
+        shape: main.shape,
+        shape_text: main.shape_text.clone(),
+        basis,
+        per_step: if basis == Basis::Step {
+            growth(&main, "step")
+        } else {
+            None
+        },
+        per_second: growth(&per_second, "s"),
+        fit: main.trend.map(|t| Fit {
+            x_start: t.x_start,
+            x_end: t.x_end,
+            intercept: t.intercept,
+            slope: t.slope,
+        }),
+        warmup_end: main.warmup_end,
+        warmup_rise: main.warmup_rise,
+        flat_since: main.flat_since,
+        growth: main.growth,
+        threshold: main.threshold,
+        first: s.y.first().copied().unwrap_or(0.0),
+        peak: s.y.iter().copied().fold(0.0, f64::max),
+        last: s.y.last().copied().unwrap_or(0.0),
+        evidence: main.evidence.clone(),
+    };
+    (report, main)
+}
+
+/// Why a series that does not leak looks the way it does.
+fn shape_notes(name: &str, r: &SeriesReport, a: &SeriesAnalysis, basis: Basis) -> Vec<String> {
+    let at = |x: f64| match basis_of(r, basis) {
+        Basis::Step => format!("step {x:.0}"),
+        Basis::Second => format!("{x:.1} s"),
+    };
+    let first = |x: f64| match basis_of(r, basis) {
+        Basis::Step => format!("first {x:.0} steps"),
+        Basis::Second => format!("first {x:.1} s"),
+    };
+    let mut notes = Vec::new();
+    // The trimmed start of a steady leak also "rises"; only a rise well
+    // above what the fitted slope explains is warm-up.
+    let explained = match (a.trend, a.warmup_end, a.minima.xs.first()) {
+        (Some(t), Some(end), Some(&x0)) => t.slope.max(0.0) * (end - x0),
+        _ => 0.0,
+    };
+    let warm = a.warmup_rise >= a.threshold.max(2.0 * explained);
+    match a.shape {
+        Shape::Flat | Shape::Sawtooth if warm => notes.push(format!(
+            "{name} rose {} in the {} then stayed flat: warm-up, not a leak",
+            fmt_bytes(a.warmup_rise),
+            first(a.warmup_end.unwrap_or(0.0))
+        )),
+        _ if warm => notes.push(format!(
+            "{name} rose {} during warm-up (up to {}): imports and first-step work, left out of the fit",
+            fmt_bytes(a.warmup_rise),
+            at(a.warmup_end.unwrap_or(0.0))
+        )),
+        _ => {}
+    }
+    match a.shape {
+        Shape::Saturating if a.verdict == Verdict::NoLeak => notes.push(format!(
+            "{name} grew, then stayed flat since {}: a buffer or cache filling up, or data loaded \
+             once, not a leak",
+            at(a.flat_since.unwrap_or(0.0))
+        )),
+        Shape::Saturating => notes.push(format!(
+            "{name} grew, then stayed flat since {}, but only for the end of the run: a longer \
+             run would tell a leak from a filling buffer",
+            at(a.flat_since.unwrap_or(0.0))
+        )),
+        Shape::Sawtooth => notes.push(format!(
+            "{name} swings by {} as temporaries are allocated and freed; the minima stay flat: \
+             not a leak",
+            fmt_bytes(a.swing)
+        )),
+        Shape::Slowing => notes.push(format!(
+            "{name} growth slows down toward the end: it may be saturating; a longer run would tell"
+        )),
+        Shape::Noisy => notes.push(format!(
+            "{name} changes too noisily to call: the slope's interval includes zero"
+        )),
+        Shape::TooShort => notes.push(format!("{name}: {}", a.shape_text)),
+        Shape::Flat if !warm && a.verdict == Verdict::NoLeak && a.growth.abs() > 0.0 => {
+            notes.push(format!(
+                "{name} changed by {} over the analysed span, below the {} a leak needs",
+                fmt_bytes(a.growth),
+                fmt_bytes(a.threshold)
+            ))
+        }
+        _ => {}
+    }
+    notes
+}
+
+fn basis_of(r: &SeriesReport, _fallback: Basis) -> Basis {
+    r.basis
+}
+
+fn exit_info(trace: &Trace) -> ExitInfo {
+    let Some(x) = trace.exit() else {
+        return ExitInfo {
+            recorded: false,
+            code: None,
+            signal: None,
+            status: None,
+            oom_killed: false,
+            killed: true,
+            message: "trace ends without an exit event: leakspy itself was killed or the trace \
+                      is cut"
+                .to_string(),
+        };
+    };
+    let message = match (x.signal, x.code) {
+        (Some(9), _) if x.oom_killed => {
+            "killed by SIGKILL from the OOM killer (the cgroup's oom_kill counter rose)".to_string()
+        }
+        (Some(9), _) => "killed by SIGKILL (the OOM killer, or kill -9)".to_string(),
+        (Some(sig), _) => format!("killed by signal {sig}{}", signal_name(sig)),
+        (None, Some(code)) if x.oom_killed => {
+            format!("exited with code {code} after the OOM killer fired in its cgroup")
+        }
+        (None, Some(code)) => format!("exited with code {code}"),
+        (None, None) => format!("ended with status {}", x.status),
+    };
+    ExitInfo {
+        recorded: true,
+        code: x.code,
+        signal: x.signal,
+        status: Some(x.status),
+        oom_killed: x.oom_killed,
+        killed: x.signal.is_some(),
+        message,
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        1 => " (SIGHUP)",
+        2 => " (SIGINT, Ctrl-C)",
+        6 => " (SIGABRT)",
+        11 => " (SIGSEGV)",
+        15 => " (SIGTERM)",
+        _ => "",
+    }
+}
+
+/// How long the memory left lasts at the fitted rate.
+fn time_to_oom(trace: &Trace, per_second: Option<&Growth>) -> Option<String> {
+    let g = per_second?;
+    if g.slope <= 0.0 {
+        return None;
+    }
+    let last = trace.samples().last()?;
+    let (left, what) = match last.cgroup.and_then(|c| c.limit.map(|l| (l, c.usage))) {
+        Some((limit, usage)) => (limit.saturating_sub(usage), "the cgroup's memory limit"),
+        None => (last.mem_available?, "the machine's available memory"),
+    };
+    let secs = left as f64 / g.slope;
+    Some(format!(
+        "at {}/s, {what} ({} left at the end) runs out in about {}",
+        fmt_bytes(g.slope),
+        fmt_bytes(left as f64),
+        fmt_duration(secs)
+    ))
+}
+
+pub(crate) fn fmt_duration(secs: f64) -> String {
+    if secs < 90.0 {
+        format!("{secs:.0} s")
+    } else if secs < 5400.0 {
+        format!("{:.0} min", secs / 60.0)
+    } else if secs < 172_800.0 {
+        format!("{:.1} h", secs / 3600.0)
+    } else {
+        format!("{:.1} days", secs / 86400.0)
+    }
+}
+
+/// `"+1.00 MiB/step"`.
+pub(crate) fn fmt_rate(g: &Growth) -> String {
+    fmt_rate_value(g.slope, g)
+}
+
+/// A rate in the unit of the growth's slope, so an interval reads in one unit.
+pub(crate) fn fmt_rate_value(v: f64, g: &Growth) -> String {
+    let unit = g.unit.strip_prefix("bytes/").unwrap_or(&g.unit);
+    let reference = if g.slope != 0.0 {
+        g.slope
+    } else {
+        g.lo.abs().max(g.hi.abs())
+    };
+    let sign = if v > 0.0 { "+" } else { "" };
+    format!("{sign}{}/{unit}", leakspy_stats::fmt_bytes_as(v, reference))
+}

@@ -1,0 +1,23 @@
+//! JSON renderer: the diagnosis as written by `--report-json` and
+//! `leakspy report --format json`.
+
+use crate::diff::Comparison;
+use crate::model::Diagnosis;
+
+/// The diagnosis as pretty-printed JSON, ending with a newline.
+pub fn render_json(diagnosis: &Diagnosis) -> String {
+    // Serializing plain data with string keys cannot fail; non-finite floats
+    // become null.
+    let mut s = serde_json::to_string_pretty(diagnosis)
+        .unwrap_or_else(|e| format!("{{\"error\":{}}}", serde_json::Value::String(e.to_string())));
+    s.push('\n');
+    s
+}
+
+/// A `leakspy diff` comparison as pretty-printed JSON, ending with a newline.
+pub fn render_diff_json(comparison: &Comparison) -> String {
+    let mut s = serde_json::to_string_pretty(comparison)
+        .unwrap_or_else(|e| format!("{{\"error\":{}}}", serde_json::Value::String(e.to_string())));
+    s.push('\n');
+    s
+}

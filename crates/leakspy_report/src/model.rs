@@ -1,0 +1,195 @@
+//! The diagnosis: what every renderer shows and `--report-json` writes.
+
+use leakspy_stats::{Shape, Verdict};
+use serde::Serialize;
+
+/// Knobs of [`crate::diagnose`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DiagnoseOptions {
+    /// Confidence level of the slope intervals.
+    pub confidence: f64,
+    /// Fit per step when the trace has at least this many step events.
+    pub min_steps: usize,
+    /// Processes analysed on their own (the biggest by peak RSS).
+    pub max_processes: usize,
+    /// Smallest growth over the analysed span that can be a leak, in bytes.
+    pub min_growth_bytes: u64,
+    /// Same, relative to the memory level (0.02 = 2 %).
+    pub min_growth_rel: f64,
+}
+
+impl Default for DiagnoseOptions {
+    fn default() -> Self {
+        DiagnoseOptions {
+            confidence: 0.95,
+            min_steps: 20,
+            max_processes: 3,
+            min_growth_bytes: 4 * 1024 * 1024,
+            min_growth_rel: 0.02,
+        }
+    }
+}
+
+/// What the x axis of the fits counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Basis {
+    /// Training steps (enough step events were recorded).
+    Step,
+    /// Seconds since the start.
+    Second,
+}
+
+impl Basis {
+    /// `"step"` or `"s"`, as written after a slash.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Basis::Step => "step",
+            Basis::Second => "s",
+        }
+    }
+}
+
+/// A fitted growth rate with its interval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Growth {
+    /// Bytes per unit.
+    pub slope: f64,
+    pub lo: f64,
+    pub hi: f64,
+    /// `"bytes/step"` or `"bytes/s"`.
+    pub unit: String,
+    pub confidence: f64,
+    pub r2: f64,
+    /// Window minima fitted.
+    pub n: usize,
+}
+
+/// The fitted line, for drawing: `y = intercept + slope * x` over `x_start..x_end`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Fit {
+    pub x_start: f64,
+    pub x_end: f64,
+    pub intercept: f64,
+    pub slope: f64,
+}
+
+/// One analysed memory series (total RSS, anon, a process, a GPU).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SeriesReport {
+    /// Stable key: `total.rss`, `total.anon`, `proc.<pid>.rss`, `gpu.<index>.used`.
+    pub key: String,
+    /// What it is, in words.
+    pub what: String,
+    pub verdict: Verdict,
+    pub shape: Shape,
+    pub shape_text: String,
+    pub basis: Basis,
+    pub per_step: Option<Growth>,
+    pub per_second: Option<Growth>,
+    /// The fit the verdict rests on (in `basis` units).
+    pub fit: Option<Fit>,
+    /// End of the trimmed warm-up (in `basis` units).
+    pub warmup_end: Option<f64>,
+    /// Rise during the warm-up, bytes.
+    pub warmup_rise: f64,
+    /// Where it went flat (in `basis` units).
+    pub flat_since: Option<f64>,
+    /// Fitted growth over the analysed span, bytes.
+    pub growth: f64,
+    /// Growth needed to call a leak, bytes.
+    pub threshold: f64,
+    /// First, peak and last sample, bytes.
+    pub first: f64,
+    pub peak: f64,
+    pub last: f64,
+    pub evidence: Vec<String>,
+}
+
+/// Something that leaks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    /// What grows.
+    pub what: String,
+    /// Key of the series in `Diagnosis::series`.
+    pub series: String,
+    pub per_step: Option<Growth>,
+    pub per_second: Option<Growth>,
+    pub evidence: Vec<String>,
+    /// Who holds it (owner path); filled by the in-process probe.
+    pub holder: Option<serde_json::Value>,
+    /// Where it is made (file:line); filled by the probe and `check`.
+    pub location: Option<serde_json::Value>,
+}
+
+/// How the run ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExitInfo {
+    /// True when the trace has an exit event.
+    pub recorded: bool,
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    pub status: Option<i32>,
+    pub oom_killed: bool,
+    /// The child was killed by a signal, or the trace was cut.
+    pub killed: bool,
+    /// One line for people.
+    pub message: String,
+}
+
+/// Steps per second over the run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThroughputReport {
+    pub start_rate: f64,
+    pub end_rate: f64,
+    /// `(end - start) / start`.
+    pub change: f64,
+    pub falling: bool,
+    /// Fitted change of steps/s per second, with its interval.
+    pub slope: f64,
+    pub lo: f64,
+    pub hi: f64,
+    /// Seconds where the fitted rates start and end.
+    pub t_start: f64,
+    pub t_end: f64,
+}
+
+/// Facts about the run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunInfo {
+    pub command: Vec<String>,
+    pub duration_s: f64,
+    pub samples: usize,
+    pub steps: usize,
+    pub sample_interval_s: f64,
+    pub processes: usize,
+    pub peak_rss: u64,
+    pub last_rss: u64,
+    pub trace_warnings: Vec<String>,
+}
+
+/// leakspy's answer for a trace.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Diagnosis {
+    /// `"leak"`, `"no-leak"` or `"inconclusive"`.
+    pub verdict: Verdict,
+    /// The verdict in one sentence.
+    pub summary: String,
+    /// Whether the fits are per step or per second.
+    pub basis: Basis,
+    /// Key of the series the headline growth comes from.
+    pub headline: String,
+    /// Headline growth per step (null without step events).
+    pub growth_per_step: Option<Growth>,
+    /// Headline growth per second.
+    pub growth_per_second: Option<Growth>,
+    pub findings: Vec<Finding>,
+    /// What is not a leak and why, and what the reader should know.
+    pub notes: Vec<String>,
+    /// Shortcut for `exit.killed`.
+    pub killed: bool,
+    pub exit: ExitInfo,
+    pub throughput: Option<ThroughputReport>,
+    pub run: RunInfo,
+    pub series: Vec<SeriesReport>,
+}

@@ -1,0 +1,197 @@
+//! Terminal renderer: verdict line, growth with intervals in human units,
+//! findings with their evidence, notes.
+
+use std::fmt::Write;
+
+use leakspy_stats::{fmt_bytes, fmt_value, ValueUnit, Verdict};
+use leakspy_trace::Trace;
+
+use crate::diagnose::{fmt_rate, fmt_rate_value};
+use crate::diff::{Comparison, DiffSide};
+use crate::model::{Diagnosis, Growth};
+
+/// The diagnosis for a terminal (plain text, no colour codes).
+pub fn render_text(d: &Diagnosis, trace: &Trace) -> String {
+    let mut out = String::new();
+    let tag = match d.verdict {
+        Verdict::Leak => "LEAK",
+        Verdict::NoLeak => "NO LEAK",
+        Verdict::Inconclusive => "INCONCLUSIVE",
+    };
+    let _ = writeln!(out, "leakspy: {tag}: {}", strip_verdict(&d.summary));
+    let cmd = shell_words(&trace.header.command);
+    let _ = writeln!(
+        out,
+        "  run: {} | {:.1} s | {} samples | {} steps | peak RSS {} | {}",
+        if cmd.is_empty() {
+            "(unknown command)".to_string()
+        } else {
+            cmd
+        },
+        d.run.duration_s,
+        d.run.samples,
+        d.run.steps,
+        fmt_bytes(d.run.peak_rss as f64),
+        d.exit.message
+    );
+    if let Some(g) = &d.growth_per_step {
+        let _ = writeln!(out, "  growth per step:   {}", growth_line(g));
+    }
+    if let Some(g) = &d.growth_per_second {
+        let _ = writeln!(out, "  growth per second: {}", growth_line(g));
+    }
+    if let Some(t) = &d.throughput {
+        let _ = writeln!(
+            out,
+            "  throughput: {} -> {} ({:+.0}%){}",
+            fmt_value(t.start_rate, ValueUnit::StepsPerSecond),
+            fmt_value(t.end_rate, ValueUnit::StepsPerSecond),
+            t.change * 100.0,
+            if t.falling { ", falling" } else { "" }
+        );
+    }
+    if !d.findings.is_empty() {
+        let _ = writeln!(out, "findings:");
+        for (i, f) in d.findings.iter().enumerate() {
+            let rate = f
+                .per_step
+                .as_ref()
+                .or(f.per_second.as_ref())
+                .map(fmt_rate)
+                .unwrap_or_default();
+            let _ = writeln!(out, "  {}. {} grows {rate}", i + 1, f.what);
+            for e in &f.evidence {
+                let _ = writeln!(out, "     - {e}");
+            }
+        }
+    } else if let Some(s) = d.series.iter().find(|s| s.key == d.headline) {
+        let _ = writeln!(out, "evidence ({}):", s.what);
+        for e in &s.evidence {
+            let _ = writeln!(out, "  - {e}");
+        }
+    }
+    if !d.notes.is_empty() {
+        let _ = writeln!(out, "notes:");
+        for n in &d.notes {
+            let _ = writeln!(out, "  - {n}");
+        }
+    }
+    sanitize(&out)
+}
+
+/// Control characters from the trace (a command line, a process name) must
+/// not drive the terminal: they are shown escaped.
+fn sanitize(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+fn strip_verdict(summary: &str) -> &str {
+    summary.split_once(": ").map_or(summary, |(_, rest)| rest)
+}
+
+fn growth_line(g: &Growth) -> String {
+    format!(
+        "{}  ({:.0}% interval {} .. {}, R² {:.2}, n = {})",
+        fmt_rate(g),
+        g.confidence * 100.0,
+        fmt_rate_value(g.lo, g),
+        fmt_rate_value(g.hi, g),
+        g.r2,
+        g.n
+    )
+}
+
+/// The command as a shell would show it (arguments with spaces quoted).
+pub(crate) fn shell_words(cmd: &[String]) -> String {
+    cmd.iter()
+        .map(|a| {
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+            {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A `leakspy diff` comparison for a terminal: both sides in columns.
+pub fn render_diff_text(c: &Comparison) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "leakspy diff: {}: {}",
+        c.verdict.as_str().to_uppercase(),
+        c.reason
+    );
+    let _ = writeln!(
+        out,
+        "  compared: {}, per {}",
+        c.what,
+        match c.basis {
+            crate::model::Basis::Step => "step",
+            crate::model::Basis::Second => "second",
+        }
+    );
+    const LABELS: [&str; 7] = [
+        "trace", "verdict", "growth", "interval", "R², n", "shape", "run",
+    ];
+    let (before, after) = (side_cells(&c.before), side_cells(&c.after));
+    let cells: Vec<(&str, String, String)> = LABELS
+        .iter()
+        .zip(before.into_iter().zip(after))
+        .map(|(k, (b, a))| (*k, b, a))
+        .collect();
+    let w = cells
+        .iter()
+        .map(|(_, b, _)| b.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    let _ = writeln!(out, "  {:<10} {:<w$}   after", "", "before");
+    for (k, b, a) in &cells {
+        let _ = writeln!(out, "  {k:<10} {b:<w$}   {a}");
+    }
+    if let Some(r) = c.ratio {
+        let _ = writeln!(out, "  ratio after/before: {r:.2}");
+    }
+    sanitize(&out)
+}
+
+/// The column of one side of a diff, in the order of the row labels.
+fn side_cells(s: &DiffSide) -> Vec<String> {
+    let dash = || "-".to_string();
+    vec![
+        s.label.clone(),
+        s.verdict.as_str().to_string(),
+        s.growth.as_ref().map(fmt_rate).unwrap_or_else(dash),
+        s.growth
+            .as_ref()
+            .map(|g| {
+                format!(
+                    "{:.0}%: {} .. {}",
+                    g.confidence * 100.0,
+                    fmt_rate_value(g.lo, g),
+                    fmt_rate_value(g.hi, g)
+                )
+            })
+            .unwrap_or_else(dash),
+        s.growth
+            .as_ref()
+            .map(|g| format!("{:.2}, {}", g.r2, g.n))
+            .unwrap_or_else(dash),
+        s.shape_text.clone(),
+        format!("{:.1} s, {} steps", s.duration_s, s.steps),
+    ]
+}

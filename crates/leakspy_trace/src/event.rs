@@ -1,0 +1,264 @@
+//! Event types of trace format v1. All sizes are bytes; `t` is seconds since
+//! the start of the run. Optional fields default when absent so that traces
+//! written by other producers (the probe, older writers) still read.
+
+use serde::{Deserialize, Serialize};
+
+/// Value of the header's `format` field.
+pub const FORMAT_NAME: &str = "leakspy-trace";
+/// The trace format version this crate writes and the newest it reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// One line of a trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Event {
+    Header(Header),
+    Sample(Sample),
+    Gpu(GpuSample),
+    Step(Step),
+    /// Reserved for the in-process probe; kept raw (without `kind`) so later
+    /// work can give it a schema without a format change.
+    Census(serde_json::Map<String, serde_json::Value>),
+    /// Reserved for the in-process probe, kept raw like `Census`.
+    Suspect(serde_json::Map<String, serde_json::Value>),
+    Note(Note),
+    Exit(Exit),
+}
+
+impl Event {
+    /// Seconds since start, for every kind (raw kinds read their `t` field).
+    pub fn t(&self) -> f64 {
+        match self {
+            Event::Header(h) => h.t,
+            Event::Sample(s) => s.t,
+            Event::Gpu(g) => g.t,
+            Event::Step(s) => s.t,
+            Event::Census(m) | Event::Suspect(m) => m
+                .get("t")
+                .and_then(serde_json::Value::as_f64)
+                .unwrap_or(0.0),
+            Event::Note(n) => n.t,
+            Event::Exit(e) => e.t,
+        }
+    }
+
+    /// The `kind` string of this event as written in the trace.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::Header(_) => "header",
+            Event::Sample(_) => "sample",
+            Event::Gpu(_) => "gpu",
+            Event::Step(_) => "step",
+            Event::Census(_) => "census",
+            Event::Suspect(_) => "suspect",
+            Event::Note(_) => "note",
+            Event::Exit(_) => "exit",
+        }
+    }
+
+    /// Whether `kind` is a kind this version of the format knows.
+    pub fn is_known_kind(kind: &str) -> bool {
+        matches!(
+            kind,
+            "header" | "sample" | "gpu" | "step" | "census" | "suspect" | "note" | "exit"
+        )
+    }
+}
+
+/// First line of every trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// Always [`FORMAT_NAME`].
+    pub format: String,
+    pub version: u32,
+    #[serde(default)]
+    pub leakspy_version: String,
+    #[serde(default)]
+    pub t: f64,
+    /// Unix time (seconds) when the run started.
+    #[serde(default)]
+    pub started_at: f64,
+    #[serde(default)]
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub cwd: String,
+    #[serde(default)]
+    pub hostname: String,
+    /// Pid of the child (the root of the sampled process tree).
+    #[serde(default)]
+    pub pid: Option<u32>,
+    /// Nominal interval between samples (the real one is jittered).
+    #[serde(default)]
+    pub sample_interval_s: f64,
+}
+
+impl Header {
+    /// A v1 header with the fixed fields filled in.
+    pub fn new(command: Vec<String>, pid: Option<u32>, started_at: f64, interval: f64) -> Self {
+        Header {
+            format: FORMAT_NAME.to_string(),
+            version: FORMAT_VERSION,
+            leakspy_version: env!("CARGO_PKG_VERSION").to_string(),
+            t: 0.0,
+            started_at,
+            command,
+            cwd: String::new(),
+            hostname: String::new(),
+            pid,
+            sample_interval_s: interval,
+        }
+    }
+}
+
+/// Memory of the sampled process tree at one instant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub t: f64,
+    #[serde(default)]
+    pub procs: Vec<ProcSample>,
+    pub total: MemTotals,
+    /// `MemAvailable` of /proc/meminfo.
+    #[serde(default)]
+    pub mem_available: Option<u64>,
+    /// The child's cgroup (v2), when readable.
+    #[serde(default)]
+    pub cgroup: Option<CgroupSample>,
+}
+
+/// One process of the tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcSample {
+    pub pid: u32,
+    #[serde(default)]
+    pub ppid: u32,
+    #[serde(default)]
+    pub name: String,
+    pub rss: u64,
+    #[serde(default)]
+    pub anon: u64,
+    #[serde(default)]
+    pub swap: u64,
+    /// From smaps_rollup, which is read rarely: null in most samples.
+    #[serde(default)]
+    pub pss: Option<u64>,
+    #[serde(default)]
+    pub uss: Option<u64>,
+}
+
+/// Sums over the processes of a sample. `pss`/`uss` are present only when
+/// they were read for every process of that sample.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemTotals {
+    pub rss: u64,
+    #[serde(default)]
+    pub anon: u64,
+    #[serde(default)]
+    pub swap: u64,
+    #[serde(default)]
+    pub pss: Option<u64>,
+    #[serde(default)]
+    pub uss: Option<u64>,
+}
+
+/// cgroup v2 memory figures of the child's cgroup.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CgroupSample {
+    /// `memory.max`; null when "max" (no limit).
+    #[serde(default)]
+    pub limit: Option<u64>,
+    /// `memory.current`.
+    pub usage: u64,
+    /// `oom_kill` counter of `memory.events`.
+    #[serde(default)]
+    pub oom_kill: u64,
+}
+
+/// GPU memory of every visible device at one instant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuSample {
+    pub t: f64,
+    #[serde(default)]
+    pub devices: Vec<GpuDevice>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuDevice {
+    pub index: u32,
+    #[serde(default)]
+    pub name: String,
+    pub used: u64,
+    pub total: u64,
+    /// Processes of the sampled tree that use this device.
+    #[serde(default)]
+    pub procs: Vec<GpuProc>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct GpuProc {
+    pub pid: u32,
+    pub used: u64,
+}
+
+/// A unit of work done (a training step).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    pub t: f64,
+    pub step: u64,
+    #[serde(default)]
+    pub source: StepSource,
+    #[serde(default)]
+    pub pid: Option<u32>,
+}
+
+/// Where a step marker came from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepSource {
+    /// An optimizer post-hook of the in-process probe.
+    Optimizer,
+    /// `leakspy.step()` called by the user.
+    #[default]
+    Manual,
+    /// A line of the child's stdout that matched `--step-regex`.
+    Regex,
+    /// A source this version does not know.
+    #[serde(other)]
+    Other,
+}
+
+/// Something the reader of a report should know (a sampler that could not run, ...).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Note {
+    pub t: f64,
+    #[serde(default)]
+    pub level: NoteLevel,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NoteLevel {
+    #[default]
+    Info,
+    Warn,
+    #[serde(other)]
+    Other,
+}
+
+/// How the child ended. Absent from a trace whose monitor died too.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Exit {
+    pub t: f64,
+    /// Exit code when the child exited normally.
+    #[serde(default)]
+    pub code: Option<i32>,
+    /// Signal number when a signal killed the child.
+    #[serde(default)]
+    pub signal: Option<i32>,
+    /// Shell-style status: `code`, or 128 + `signal`.
+    pub status: i32,
+    /// Whether the cgroup's oom_kill counter rose during the run.
+    #[serde(default)]
+    pub oom_killed: bool,
+}

@@ -1,0 +1,238 @@
+use std::io::Write;
+
+use leakspy_trace::{
+    parse_trace, parse_trace_bytes, read_trace, CgroupSample, Event, Exit, Header, MemTotals, Note,
+    NoteLevel, ProcSample, Sample, Step, StepSource, TraceError, TraceWriter,
+};
+
+fn header() -> Header {
+    let mut h = Header::new(
+        vec!["python".into(), "train.py".into()],
+        Some(42),
+        1.7e9,
+        0.1,
+    );
+    h.cwd = "/tmp".into();
+    h.hostname = "box".into();
+    h
+}
+
+fn sample(t: f64, rss: u64) -> Event {
+    Event::Sample(Sample {
+        t,
+        procs: vec![ProcSample {
+            pid: 42,
+            ppid: 1,
+            name: "python".into(),
+            rss,
+            anon: rss / 2,
+            swap: 0,
+            pss: None,
+            uss: None,
+        }],
+        total: MemTotals {
+            rss,
+            anon: rss / 2,
+            swap: 0,
+            pss: None,
+            uss: None,
+        },
+        mem_available: Some(8 << 30),
+        cgroup: Some(CgroupSample {
+            limit: None,
+            usage: rss,
+            oom_kill: 0,
+        }),
+    })
+}
+
+const HEADER_LINE: &str = r#"{"kind":"header","format":"leakspy-trace","version":1,"leakspy_version":"0.1.0","t":0.0,"started_at":1.0,"command":["python"],"cwd":"/","hostname":"h","pid":7,"sample_interval_s":0.1}"#;
+const SAMPLE_LINE: &str = r#"{"kind":"sample","t":0.1,"procs":[{"pid":7,"ppid":1,"name":"python","rss":100,"anon":50,"swap":0,"pss":null,"uss":null}],"total":{"rss":100,"anon":50,"swap":0,"pss":null,"uss":null},"mem_available":null,"cgroup":null}"#;
+
+#[test]
+fn written_events_read_back_equal() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    let mut w = TraceWriter::create(&path).unwrap();
+    w.write_header(&header()).unwrap();
+    let events = vec![
+        sample(0.1, 1000),
+        Event::Step(Step {
+            t: 0.15,
+            step: 1,
+            source: StepSource::Regex,
+            pid: None,
+        }),
+        sample(0.2, 2000),
+        Event::Note(Note {
+            t: 0.2,
+            level: NoteLevel::Info,
+            message: "no NVIDIA GPU/driver: GPU memory not sampled".into(),
+        }),
+        Event::Census(
+            serde_json::json!({"t": 0.3, "objects": {"Tensor": 3}})
+                .as_object()
+                .unwrap()
+                .clone(),
+        ),
+        Event::Exit(Exit {
+            t: 0.4,
+            code: None,
+            signal: Some(9),
+            status: 137,
+            oom_killed: false,
+        }),
+    ];
+    for e in &events {
+        w.write(e).unwrap();
+    }
+    drop(w);
+    let trace = read_trace(&path).unwrap();
+    assert_eq!(trace.header, header());
+    assert_eq!(trace.events, events);
+    assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+    assert_eq!(trace.sample_count(), 2);
+    assert_eq!(trace.step_count(), 1);
+    assert_eq!(trace.exit().unwrap().status, 137);
+    assert_eq!(trace.census().count(), 1);
+    assert_eq!(trace.census().next().unwrap()["objects"]["Tensor"], 3);
+    assert_eq!(trace.duration(), 0.4);
+}
+
+#[test]
+fn census_keeps_kind_out_of_raw_map_and_writes_it_once() {
+    let line = serde_json::to_string(&Event::Census(
+        serde_json::json!({"t": 1.0, "n": 2})
+            .as_object()
+            .unwrap()
+            .clone(),
+    ))
+    .unwrap();
+    assert_eq!(line.matches("\"kind\"").count(), 1, "{line}");
+    let trace = parse_trace(&format!("{HEADER_LINE}\n{line}\n")).unwrap();
+    let raw = trace.census().next().unwrap();
+    assert!(!raw.contains_key("kind"));
+    assert_eq!(raw["n"], 2);
+}
+
+#[test]
+fn torn_last_line_is_skipped_with_a_warning() {
+    let torn = &SAMPLE_LINE[..SAMPLE_LINE.len() / 2];
+    let trace = parse_trace(&format!("{HEADER_LINE}\n{SAMPLE_LINE}\n{torn}")).unwrap();
+    assert_eq!(trace.sample_count(), 1);
+    assert_eq!(trace.warnings.len(), 1);
+    assert!(
+        trace.warnings[0].contains("line 3: torn last line"),
+        "{:?}",
+        trace.warnings
+    );
+}
+
+#[test]
+fn complete_last_line_without_newline_is_kept() {
+    let trace = parse_trace(&format!("{HEADER_LINE}\n{SAMPLE_LINE}")).unwrap();
+    assert_eq!(trace.sample_count(), 1);
+    assert!(trace.warnings.is_empty());
+}
+
+#[test]
+fn unknown_kinds_are_counted_not_failed() {
+    let text = format!(
+        "{HEADER_LINE}\n{{\"kind\":\"future\",\"t\":1}}\n{SAMPLE_LINE}\n{{\"kind\":\"future\",\"t\":2}}\n{{\"kind\":\"other\"}}\n"
+    );
+    let trace = parse_trace(&text).unwrap();
+    assert_eq!(trace.sample_count(), 1);
+    assert_eq!(trace.unknown_kinds.get("future"), Some(&2));
+    assert_eq!(trace.unknown_kinds.get("other"), Some(&1));
+    assert!(trace.warnings.is_empty());
+}
+
+#[test]
+fn non_utf8_garbage_in_the_middle_is_skipped_with_a_warning() {
+    let mut bytes = Vec::new();
+    writeln!(bytes, "{HEADER_LINE}").unwrap();
+    writeln!(bytes, "{SAMPLE_LINE}").unwrap();
+    bytes.extend_from_slice(&[0xff, 0xfe, 0x00, 0x80, b'{', b'\n']);
+    writeln!(bytes, "{SAMPLE_LINE}").unwrap();
+    let trace = parse_trace_bytes(&bytes).unwrap();
+    assert_eq!(trace.sample_count(), 2);
+    assert_eq!(
+        trace.warnings,
+        vec!["line 3: not valid UTF-8, skipped".to_string()]
+    );
+}
+
+#[test]
+fn invalid_json_and_invalid_event_in_the_middle_are_skipped() {
+    let text = format!("{HEADER_LINE}\nnot json\n{{\"kind\":\"sample\",\"t\":1}}\n{SAMPLE_LINE}\n");
+    let trace = parse_trace(&text).unwrap();
+    assert_eq!(trace.sample_count(), 1);
+    assert_eq!(trace.warnings.len(), 2, "{:?}", trace.warnings);
+    assert!(trace.warnings[0].starts_with("line 2: not valid JSON"));
+    assert!(trace.warnings[1].starts_with("line 3: invalid sample event"));
+}
+
+#[test]
+fn missing_header_is_an_error() {
+    let err = parse_trace(&format!("{SAMPLE_LINE}\n")).unwrap_err();
+    assert!(
+        matches!(err, TraceError::MissingHeader { line: 1, .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("found an event of kind \"sample\""),
+        "{err}"
+    );
+    let err = parse_trace("hello world\n").unwrap_err();
+    assert!(matches!(err, TraceError::MissingHeader { .. }), "{err}");
+}
+
+#[test]
+fn empty_file_is_an_error() {
+    let err = parse_trace("\n\n").unwrap_err();
+    assert!(matches!(err, TraceError::Empty { .. }), "{err}");
+}
+
+#[test]
+fn newer_version_is_refused() {
+    let text = HEADER_LINE.replace("\"version\":1", "\"version\":2");
+    let err = parse_trace(&text).unwrap_err();
+    assert!(
+        matches!(err, TraceError::UnsupportedVersion { found: 2, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("upgrade leakspy"));
+}
+
+#[test]
+fn unknown_step_source_and_missing_optional_fields_read() {
+    let text = format!(
+        "{HEADER_LINE}\n{{\"kind\":\"step\",\"t\":1.0,\"step\":5,\"source\":\"telepathy\"}}\n{{\"kind\":\"sample\",\"t\":1.0,\"total\":{{\"rss\":9}}}}\n"
+    );
+    let trace = parse_trace(&text).unwrap();
+    let step = trace.steps().next().unwrap();
+    assert_eq!(step.source, StepSource::Other);
+    assert_eq!(step.pid, None);
+    let s = trace.samples().next().unwrap();
+    assert_eq!(s.total.rss, 9);
+    assert!(s.procs.is_empty());
+}
+
+#[test]
+fn unwritable_path_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("no-such-folder").join("t.jsonl");
+    let err = TraceWriter::create(&path).err().unwrap();
+    let msg = err.to_string();
+    assert!(msg.contains("cannot create trace file"), "{msg}");
+    assert!(msg.contains("no-such-folder"), "{msg}");
+}
+
+#[test]
+fn unreadable_path_is_a_clear_error() {
+    let err = read_trace("/nonexistent/trace.jsonl").unwrap_err();
+    assert!(err
+        .to_string()
+        .contains("cannot read trace file /nonexistent/trace.jsonl"));
+}
