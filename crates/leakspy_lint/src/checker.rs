@@ -159,17 +159,38 @@ impl<'a> Checker<'a> {
     /// Runs the analysis on a module and returns its diagnostics.
     pub fn check_module(mut self, suite: &'a [Stmt]) -> Vec<Diagnostic> {
         self.hook_functions = collect_hook_functions(suite);
-        // First a silent walk to learn what this file's functions return, then the real one.
-        for emit in [false, true] {
-            self.emit = emit;
+        // Silent walks learn what this file's functions return and which parameters receive
+        // graphs; a graph passed on through two calls (`trainer -> agent.update(x) ->
+        // normalizer.update(x)`) needs a second one. Then the walk that reports.
+        let mut known = usize::MAX;
+        for _ in 0..3 {
+            let taints = self.taint_count();
+            if taints == known {
+                break;
+            }
+            known = taints;
+            self.emit = false;
             self.scopes.push(Scope::new(ScopeKind::Module, suite));
             self.walk_body(suite);
             self.scopes.pop();
         }
+        self.emit = true;
+        self.scopes.push(Scope::new(ScopeKind::Module, suite));
+        self.walk_body(suite);
+        self.scopes.pop();
         let mut diagnostics = self.diagnostics;
         diagnostics.sort_by_key(|d| (d.range.start(), d.rule));
         diagnostics.dedup_by(|a, b| a.rule == b.rule && a.range == b.range);
         diagnostics
+    }
+
+    /// How many (function, parameter) pairs are known to receive graphs.
+    fn taint_count(&self) -> usize {
+        self.param_taint
+            .borrow()
+            .values()
+            .map(|v| v.iter().filter(|t| t.is_some()).count())
+            .sum()
     }
 
     // ----- questions rules ask ---------------------------------------------------------------
@@ -889,8 +910,17 @@ impl<'a> Checker<'a> {
                 return self.call_of_value(call, &Value::no_graph(held), grad);
             }
         }
-        // A method of a class of this file, on an instance whose class is known.
+        // A method of a class of this file, on an instance whose class is known; or an
+        // attribute of it that holds a module (`agent.actor(obs)`).
         if let Some(class) = self.class_of(recv_expr) {
+            let held = self
+                .facts
+                .class(&class)
+                .and_then(|c| c.attrs.get(method))
+                .map(|p| p.init);
+            if let Some(kind @ (Kind::Module | Kind::LossFn)) = held {
+                return self.call_of_value(call, &Value::no_graph(kind), grad);
+            }
             if self
                 .facts
                 .class(&class)

@@ -91,6 +91,14 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     let Some(container_key) = container_key else {
         return;
     };
+    // Running statistics (`self.mean`, `M2`, `ema`) have their own rule, LS011.
+    if checker.enabled(Rule::LS011)
+        && crate::rules::ls011_running_stat_graph::is_stat_name(
+            container_key.rsplit('.').next().unwrap_or(&container_key),
+        )
+    {
+        return;
+    }
     if checker.consumed_by_backward(&container_key) {
         return;
     }

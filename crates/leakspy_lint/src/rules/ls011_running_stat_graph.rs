@@ -51,7 +51,7 @@
 //! Updates under `torch.no_grad()`/`inference_mode()`, from detached values (`x.detach()`,
 //! `.item()`), or from inputs the analysis cannot see carrying a graph; counters such as
 //! `self.count += x.shape[0]`. A plain `self.total += loss` is reported by LS001 instead when that
-//! rule is enabled.
+//! rule is enabled; a statistic named as one (`mean`, `var`, `M2`, `ema`...) is reported here.
 
 use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
@@ -353,14 +353,16 @@ fn scaled(expr: &Expr, key: &str) -> bool {
 
 /// Would LS001 (accumulate-graph-tensor) report `target += added` here? Then it is left to it.
 fn ls001_reports(checker: &Checker, target: &Expr, added: &Expr, key: &str) -> bool {
-    checker.enabled(Rule::LS001)
+    // A statistic (`self.mean`, `running_var`) is this rule's, whatever the form.
+    !is_stat_name(last_segment(key))
+        && checker.enabled(Rule::LS001)
         && checker.per_step()
         && checker.value(added).has_graph()
         && checker.lifetime(target).is_some()
         && !checker.consumed_by_backward(key)
 }
 
-fn is_stat_name(name: &str) -> bool {
+pub(crate) fn is_stat_name(name: &str) -> bool {
     let n = name.trim_start_matches('_').to_ascii_lowercase();
     n == "m2"
         || n.starts_with("m2_")

@@ -177,6 +177,13 @@ impl ModuleFacts {
                                         place.init =
                                             init_kind(&assign.value, &self.imports, &self.classes);
                                         place.init_offset = Some(assign.start());
+                                        let (class, elem) = instance_classes(
+                                            &assign.value,
+                                            &self.imports,
+                                            &self.classes,
+                                        );
+                                        place.class = class;
+                                        place.elem_class = elem;
                                     }
                                 }
                             }
