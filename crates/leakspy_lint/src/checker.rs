@@ -8,6 +8,8 @@ use ruff_python_ast::visitor::{walk_expr, Visitor};
 use ruff_python_ast::{Expr, ExprCall, Stmt, StmtClassDef, StmtFunctionDef};
 use ruff_source_file::LineIndex;
 use ruff_text_size::{Ranged, TextRange, TextSize};
+use std::rc::Rc;
+
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::diagnostic::Diagnostic;
@@ -62,7 +64,7 @@ pub enum ScopeKind<'a> {
 
 pub struct LoopFrame<'a> {
     pub stmt: &'a Stmt,
-    pub facts: BlockFacts,
+    pub facts: Rc<BlockFacts>,
     /// Offset of the loop header, for messages.
     pub offset: TextSize,
 }
@@ -77,7 +79,7 @@ pub struct Scope<'a> {
     pub bound_depth: FxHashMap<String, usize>,
     pub params: FxHashSet<String>,
     pub declared_global: FxHashSet<String>,
-    pub body_facts: BlockFacts,
+    pub body_facts: Rc<BlockFacts>,
     /// Join of the values returned so far; `None` before the first `return`.
     pub returned: Option<Value>,
     /// Locals known to hold an instance of a class of this file.
@@ -85,7 +87,7 @@ pub struct Scope<'a> {
 }
 
 impl<'a> Scope<'a> {
-    fn new(kind: ScopeKind<'a>, body: &'a [Stmt]) -> Self {
+    fn new(kind: ScopeKind<'a>, body_facts: Rc<BlockFacts>) -> Self {
         Self {
             kind,
             env: FxHashMap::default(),
@@ -94,12 +96,14 @@ impl<'a> Scope<'a> {
             bound_depth: FxHashMap::default(),
             params: FxHashSet::default(),
             declared_global: FxHashSet::default(),
-            body_facts: BlockFacts::scan(body),
+            body_facts,
             returned: None,
             instances: FxHashMap::default(),
         }
     }
 }
+
+const SILENT_PASSES: usize = 3;
 
 pub struct Checker<'a> {
     pub source: &'a str,
@@ -121,6 +125,7 @@ pub struct Checker<'a> {
     param_taint: std::cell::RefCell<FxHashMap<String, Vec<Option<std::rc::Rc<Origin>>>>>,
     /// Positional argument count of the call being evaluated, for arity matching.
     current_call_args: std::cell::Cell<usize>,
+    block_cache: std::cell::RefCell<FxHashMap<(usize, usize), Rc<BlockFacts>>>,
 }
 
 impl<'a> Checker<'a> {
@@ -153,6 +158,7 @@ impl<'a> Checker<'a> {
             hook_functions: FxHashSet::default(),
             param_taint: Default::default(),
             current_call_args: Default::default(),
+            block_cache: Default::default(),
         }
     }
 
@@ -163,25 +169,42 @@ impl<'a> Checker<'a> {
         // graphs; a graph passed on through two calls (`trainer -> agent.update(x) ->
         // normalizer.update(x)`) needs a second one. Then the walk that reports.
         let mut known = usize::MAX;
-        for _ in 0..3 {
+        for _ in 0..SILENT_PASSES {
             let taints = self.taint_count();
             if taints == known {
                 break;
             }
             known = taints;
             self.emit = false;
-            self.scopes.push(Scope::new(ScopeKind::Module, suite));
+            self.scopes.push(Scope::new(
+                ScopeKind::Module,
+                self.cached_facts(suite, || BlockFacts::scan(suite)),
+            ));
             self.walk_body(suite);
             self.scopes.pop();
         }
         self.emit = true;
-        self.scopes.push(Scope::new(ScopeKind::Module, suite));
+        self.scopes.push(Scope::new(
+            ScopeKind::Module,
+            self.cached_facts(suite, || BlockFacts::scan(suite)),
+        ));
         self.walk_body(suite);
         self.scopes.pop();
         let mut diagnostics = self.diagnostics;
         diagnostics.sort_by_key(|d| (d.range.start(), d.rule));
         diagnostics.dedup_by(|a, b| a.rule == b.rule && a.range == b.range);
         diagnostics
+    }
+
+    /// The scan of a block, made once and shared by every pass over it.
+    fn cached_facts(&self, body: &[Stmt], scan: impl FnOnce() -> BlockFacts) -> Rc<BlockFacts> {
+        let key = (body.as_ptr() as usize, body.len());
+        if let Some(f) = self.block_cache.borrow().get(&key) {
+            return f.clone();
+        }
+        let f = Rc::new(scan());
+        self.block_cache.borrow_mut().insert(key, f.clone());
+        f
     }
 
     /// How many (function, parameter) pairs are known to receive graphs.
@@ -1412,17 +1435,20 @@ impl<'a> Checker<'a> {
     }
 
     fn walk_loop(&mut self, stmt: &'a Stmt, body: &'a [Stmt], target: Option<(&'a Expr, Value)>) {
-        let mut facts = BlockFacts::scan(body);
-        if let Some((t, _)) = &target {
-            // The loop target is rebound by every iteration.
-            for key in crate::semantic::scan::keys_in(t) {
-                facts
-                    .changes
-                    .entry(key)
-                    .or_default()
-                    .push(crate::semantic::mutation::Mutation::Rebind);
+        let facts = self.cached_facts(body, || {
+            let mut facts = BlockFacts::scan(body);
+            if let Some((t, _)) = &target {
+                // The loop target is rebound by every iteration.
+                for key in crate::semantic::scan::keys_in(t) {
+                    facts
+                        .changes
+                        .entry(key)
+                        .or_default()
+                        .push(crate::semantic::mutation::Mutation::Rebind);
+                }
             }
-        }
+            facts
+        });
         let frame = LoopFrame {
             stmt,
             facts,
@@ -1435,7 +1461,8 @@ impl<'a> Checker<'a> {
         let depth = self.scope().loops.len();
         let emit = self.emit;
         // Walk twice only near the top: deeper loops are walked often enough by their parents.
-        let passes = if depth <= 2 { 2 } else { 1 };
+        // Summary passes need no second walk: what they learn converges over their own repeats.
+        let passes = if emit && depth <= 2 { 2 } else { 1 };
         for pass in 0..passes {
             self.emit = emit && pass == passes - 1;
             if let Some((t, v)) = &target {
@@ -1469,7 +1496,7 @@ impl<'a> Checker<'a> {
                 per_step,
                 hook,
             },
-            &def.body,
+            self.cached_facts(&def.body, || BlockFacts::scan(&def.body)),
         );
         for p in def.parameters.iter() {
             let pname = p.name().as_str().to_string();
@@ -1562,11 +1589,24 @@ impl<'a> Checker<'a> {
         {
             scope.no_grad = 1;
         }
+        // A summary pass learns return values and the graphs passed to this file's functions:
+        // a function that returns nothing and calls none of them teaches it nothing.
+        let teaches = self.emit || scope.body_facts.returns_value || {
+            let facts = self.facts;
+            let owners = &self.method_owners;
+            scope.body_facts.callees.iter().any(|c| {
+                facts.functions.contains(c)
+                    || owners.contains_key(c)
+                    || facts.classes.contains_key(c)
+            })
+        };
         self.scopes.push(scope);
         if self.emit {
             rules::analyze_function(self, def);
         }
-        self.walk_body(&def.body);
+        if teaches {
+            self.walk_body(&def.body);
+        }
         let scope = self.scopes.pop().expect("pushed above");
         if !self.emit {
             let key = match class {

@@ -88,8 +88,8 @@ impl Rule {
     /// Documentation page, shown as `url` in JSON and SARIF output.
     pub fn url(self) -> String {
         format!(
-            "https://github.com/leakspy/leakspy/blob/main/docs/rules/{}.md",
-            self.code()
+            "https://github.com/leakspy/leakspy/blob/main/docs/rules.md#{}",
+            self.code().to_ascii_lowercase()
         )
     }
 }

@@ -283,10 +283,11 @@ mod tests {
         let root = child.id();
         // The shell forks its two sleeps right away, but give it a moment.
         let mut found = Vec::new();
-        for _ in 0..50 {
+        for _ in 0..250 {
             let mut s = ProcSampler::new(root, 1);
             let (procs, totals) = s.sample(true);
-            if procs.len() == 3 {
+            // A forked child is named `sh` until it has exec'd `sleep`: wait for both.
+            if procs.len() == 3 && procs[1..].iter().all(|p| p.name == "sleep") {
                 found = procs;
                 assert_eq!(totals.rss, found.iter().map(|p| p.rss).sum::<u64>());
                 assert!(totals.rss > 0);

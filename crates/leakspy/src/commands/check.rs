@@ -316,11 +316,22 @@ fn check_file(path: &Path, rules: &RuleSet, fix: Option<Applicability>, write: b
         }
     }
     let display = path.strip_prefix("./").unwrap_or(path).to_path_buf();
+    // A clean file's text is not needed for the output: drop it now rather than hold every
+    // source of a large tree until the end.
+    let clean = result.diagnostics.is_empty() && result.syntax_error.is_none() && applied == 0;
+    let (current, line_index) = if clean {
+        (
+            String::new(),
+            ruff_source_file::LineIndex::from_source_text(""),
+        )
+    } else {
+        (current, result.line_index)
+    };
     Outcome::Checked(Box::new(FileResult {
         path: display,
-        fix_log: fix.is_some().then_some((source, applied)),
+        fix_log: (fix.is_some() && applied > 0).then_some((source, applied)),
         source: current,
-        line_index: result.line_index,
+        line_index,
         diagnostics: result.diagnostics,
         syntax_error: result.syntax_error,
     }))

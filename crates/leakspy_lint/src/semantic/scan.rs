@@ -24,6 +24,10 @@ pub struct BlockFacts {
     /// `plt.close(...)`/`fig.clf()`-style closing happens in the block.
     pub closes_figures: FxHashSet<String>,
     pub closes_all_figures: bool,
+    /// A `return` with a value somewhere in the block.
+    pub returns_value: bool,
+    /// The last name of every callee (`f` of `f(x)`, `update` of `agent.update(x)`).
+    pub callees: FxHashSet<String>,
 }
 
 impl BlockFacts {
@@ -167,7 +171,12 @@ impl CallScan<'_> {
             Stmt::Assign(a) => vec![&a.value],
             Stmt::AugAssign(a) => vec![&a.value],
             Stmt::AnnAssign(a) => a.value.as_deref().into_iter().collect(),
-            Stmt::Return(r) => r.value.as_deref().into_iter().collect(),
+            Stmt::Return(r) => {
+                if r.value.is_some() {
+                    self.facts.returns_value = true;
+                }
+                r.value.as_deref().into_iter().collect()
+            }
             Stmt::If(i) => vec![&i.test],
             Stmt::While(w) => vec![&w.test],
             Stmt::For(f) => vec![&f.iter],
@@ -182,6 +191,17 @@ impl CallScan<'_> {
 
 impl<'a> Visitor<'a> for CallScan<'_> {
     fn visit_expr(&mut self, expr: &'a Expr) {
+        if let Expr::Call(call) = expr {
+            match &*call.func {
+                Expr::Name(n) => {
+                    self.facts.callees.insert(n.id.as_str().to_string());
+                }
+                Expr::Attribute(a) => {
+                    self.facts.callees.insert(a.attr.as_str().to_string());
+                }
+                _ => {}
+            }
+        }
         if let Expr::Call(call) = expr {
             if let Expr::Attribute(attr) = &*call.func {
                 let method = attr.attr.as_str();
