@@ -164,7 +164,10 @@ impl<'a> Checker<'a> {
 
     /// Runs the analysis on a module and returns its diagnostics.
     pub fn check_module(mut self, suite: &'a [Stmt]) -> Vec<Diagnostic> {
-        self.hook_functions = collect_hook_functions(suite);
+        // Only files that register hooks need the walk that finds them.
+        if self.source.contains("register_") {
+            self.hook_functions = collect_hook_functions(suite);
+        }
         // Silent walks learn what this file's functions return and which parameters receive
         // graphs; a graph passed on through two calls (`trainer -> agent.update(x) ->
         // normalizer.update(x)`) needs a second one. Then the walk that reports.

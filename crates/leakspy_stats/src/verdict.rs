@@ -366,10 +366,11 @@ pub fn analyze(xs: &[f64], ys: &[f64], opts: &VerdictOptions) -> SeriesAnalysis 
 /// Length of the series without its exit teardown: the trailing samples
 /// that fell steeply (below 3/4 of the peak before them, by more than
 /// `min_drop`) as the interpreter freed everything on its way out. At most
-/// 5 % of the samples (and at least 2) are dropped.
+/// 5 % of the samples are dropped, but always up to 8 (an exit can take 0.8 s
+/// at 10 Hz), and never more than a quarter of the run.
 fn teardown_start(ys: &[f64], min_drop: f64) -> usize {
     let n = ys.len();
-    let cap = (n / 20).max(2).min(n.saturating_sub(1));
+    let cap = (n / 20).max(8).min(n / 4).max(1).min(n.saturating_sub(1));
     // prefix_max[j] = max of ys[..tail + j], for the tail that may be cut.
     let tail = n - cap;
     let mut prefix_max = Vec::with_capacity(cap + 1);

@@ -101,7 +101,6 @@ impl ModuleFacts {
                 Stmt::ClassDef(class) => facts.collect_class(class),
                 Stmt::FunctionDef(func) => {
                     facts.functions.insert(func.name.as_str().to_string());
-                    facts.collect_global_changes(func);
                 }
                 _ => {
                     let imports = &facts.imports;
@@ -126,6 +125,22 @@ impl ModuleFacts {
                         place.class = class;
                         place.elem_class = elem;
                     }
+                }
+            }
+        }
+        // Functions that grow or reset module-level containers (`__all__` and other dunders
+        // are not state); only worth a walk when the module has such a container.
+        let has_state = facts.globals.iter().any(|(name, g)| {
+            !name.starts_with("__")
+                && matches!(
+                    g.init,
+                    Kind::List | Kind::Dict | Kind::Set | Kind::Deque { .. }
+                )
+        });
+        if has_state {
+            for stmt in suite {
+                if let Stmt::FunctionDef(func) = stmt {
+                    facts.collect_global_changes(func);
                 }
             }
         }
