@@ -489,7 +489,11 @@ impl<'a> Checker<'a> {
 
     /// What the analysis knows about the value of `expr` at this point.
     pub fn value(&self, expr: &Expr) -> Value {
-        let v = self.value_inner(expr);
+        let mut v = self.value_inner(expr);
+        // A summary pass's parameter placeholder never reaches a rule as a real graph.
+        if v.origin().is_some_and(|o| o.param.is_some()) && self.emit {
+            v = Value::unknown();
+        }
         if !self.grad_enabled()
             && v.has_graph()
             && !matches!(
@@ -759,15 +763,8 @@ impl<'a> Checker<'a> {
             _ => {
                 // A function of this file.
                 if let Some(name) = dotted(&call.func) {
-                    if let Some(v) = self.summaries.get(&name) {
-                        return if grad {
-                            v.clone()
-                        } else {
-                            Value {
-                                graph: Graph::No,
-                                ..v.clone()
-                            }
-                        };
+                    if let Some(v) = self.summary_call(&name, call, grad) {
+                        return v;
                     }
                     if let Some(c) = self.facts.classes.get(&name) {
                         return Value::of_kind(if c.is_module {
@@ -831,6 +828,16 @@ impl<'a> Checker<'a> {
                 kind: Kind::Tensor,
                 device: false,
             };
+        }
+        // Differentiable operations live in `torch`, `torch.nn.functional`, `torch.linalg`,
+        // `torch.fft` and `torch.special`, and are lowercase functions; classes and utilities
+        // elsewhere in the package (`torch.utils.weak.TensorWeakRef`) are not operations.
+        let op_namespace = matches!(
+            q.rsplit_once('.').map(|(ns, _)| ns),
+            Some("torch" | "torch.nn.functional" | "torch.linalg" | "torch.fft" | "torch.special")
+        ) && last.starts_with(|c: char| c.is_ascii_lowercase());
+        if q.starts_with("torch.") && !op_namespace {
+            return Value::unknown();
         }
         if q.starts_with("torch.") {
             if requires_grad && grad {
@@ -960,15 +967,8 @@ impl<'a> Checker<'a> {
         if matches!(recv_expr, Expr::Name(n) if n.id.as_str() == "self") {
             if let Some(class) = self.class() {
                 let key = format!("{}.{}", class.name.as_str(), method);
-                if let Some(v) = self.summaries.get(&key) {
-                    return if grad {
-                        v.clone()
-                    } else {
-                        Value {
-                            graph: Graph::No,
-                            ..v.clone()
-                        }
-                    };
+                if let Some(v) = self.summary_call(&key, call, grad) {
+                    return v;
                 }
             }
         }
@@ -1230,11 +1230,14 @@ impl<'a> Checker<'a> {
         // A summary whose graph comes from parameter `i` passes the argument's graph through.
         if let Graph::Yes(o) = &v.graph {
             if let Some(i) = o.param {
-                let graph = match args.get(i).map(|a| &a.graph) {
-                    Some(g @ Graph::Yes(_)) => g.clone(),
-                    _ => Graph::Unknown,
-                };
-                return Some(Value { graph, ..v.clone() });
+                return Some(match args.get(i) {
+                    Some(a) if a.has_graph() => Value {
+                        graph: a.graph.clone(),
+                        ..v.clone()
+                    },
+                    // What the summary knew of the result came from the placeholder.
+                    _ => Value::unknown(),
+                });
             }
         }
         Some(v.clone())

@@ -30,7 +30,8 @@
 //! `.item()` is better still for scalars but changes the stored type, so it is only suggested.
 //!
 //! ## Stays silent on
-//! Gradient accumulation consumed by `.backward()` in the same step; values stored under
+//! Gradient accumulation consumed by `.backward()` in the same step; a module's own method
+//! collecting its per-timestep outputs in a local list; values stored under
 //! `torch.no_grad()`/`inference_mode()`; detached values; containers created or cleared in the
 //! same iteration.
 
@@ -82,9 +83,16 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
     };
     // `push`/`store` on a user-defined buffer object: the receiver itself is the container.
     let receiver = &*attr.value;
+    // `self.skip_add.add(out)` is a module's arithmetic (`FloatFunctional`), not a store.
+    if checker.value(receiver).kind == Kind::Module {
+        return;
+    }
     let Some(lifetime) = checker.lifetime(receiver) else {
         return;
     };
+    if builds_model_output(checker, &lifetime) {
+        return;
+    }
     if checker.reset_in_iteration(&lifetime.key) || checker.consumed_by_backward(&lifetime.key) {
         return;
     }
@@ -182,6 +190,9 @@ fn subscript_store(checker: &mut Checker, target: &Expr, value_expr: &Expr) {
     let Some(lifetime) = checker.lifetime(&sub.value) else {
         return;
     };
+    if builds_model_output(checker, &lifetime) {
+        return;
+    }
     if checker.reset_in_iteration(&lifetime.key) || checker.consumed_by_backward(&lifetime.key) {
         return;
     }
@@ -210,4 +221,10 @@ fn subscript_store(checker: &mut Checker, target: &Expr, value_expr: &Expr) {
         ));
     }
     checker.report(diagnostic);
+}
+
+/// A module's own method collecting per-timestep outputs in a local list (`outputs.append(h)`
+/// then `torch.stack(outputs)`): the graph is the model's output and must stay.
+fn builds_model_output(checker: &Checker, lifetime: &crate::checker::Lifetime) -> bool {
+    lifetime.holder == crate::checker::Holder::OuterLocal && checker.in_module_class()
 }

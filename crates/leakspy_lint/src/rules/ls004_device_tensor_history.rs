@@ -164,6 +164,16 @@ fn collected(checker: &Checker, container: &Expr) -> Option<Lifetime> {
     if checker.reset_in_iteration(&lifetime.key) {
         return None;
     }
+    // A local list filled by a loop over dimensions or inputs is a result being built, not a
+    // history: only a loop that does a job's steps (data, a model, training) collects one.
+    if matches!(
+        lifetime.holder,
+        Holder::OuterLocal | Holder::Param | Holder::Closure
+    ) && checker.in_loop()
+        && !is_work_loop(checker)
+    {
+        return None;
+    }
     // A list made afresh by an outer loop (per episode, per epoch) and consumed after the inner
     // loop: bounded by one pass of the inner loop, and freed every outer iteration.
     let loops = checker.loops();
@@ -261,4 +271,89 @@ pub(crate) fn is_own_object(checker: &Checker, container: &Expr) -> bool {
         }
     });
     found
+}
+
+/// The innermost loop steps through a job's work: it trains, iterates data (a loader, batches,
+/// episodes, steps), or calls a model.
+fn is_work_loop(checker: &Checker) -> bool {
+    let Some(frame) = checker.innermost_loop() else {
+        return false;
+    };
+    if frame.facts.calls_backward || frame.facts.steps_optimizer {
+        return true;
+    }
+    let (iter, body) = match frame.stmt {
+        Stmt::For(f) => (Some(&*f.iter), &f.body[..]),
+        Stmt::While(w) => (None, &w.body[..]),
+        _ => return false,
+    };
+    // Names of what a job iterates: parts of a name, or whole names.
+    const DATA_PART: &[&str] = &["loader", "batch", "episode", "rollout", "epoch"];
+    const DATA_NAME: &[&str] = &[
+        "data",
+        "dataset",
+        "env",
+        "envs",
+        "steps",
+        "samples",
+        "num_steps",
+        "n_steps",
+        "iterations",
+    ];
+    if let Some(iter) = iter {
+        let data_like = crate::semantic::scan::keys_in(iter).iter().any(|k| {
+            let last = k.rsplit('.').next().unwrap_or(k).to_ascii_lowercase();
+            DATA_PART.iter().any(|d| last.contains(d)) || DATA_NAME.contains(&last.as_str())
+        });
+        if data_like {
+            return true;
+        }
+    }
+    let mut calls_model = false;
+    crate::semantic::scan::visit_block(body, &mut |stmt| {
+        if calls_model {
+            return;
+        }
+        let exprs: Vec<&Expr> = match stmt {
+            Stmt::Expr(e) => vec![&*e.value],
+            Stmt::Assign(a) => vec![&*a.value],
+            Stmt::AugAssign(a) => vec![&*a.value],
+            Stmt::Return(r) => r.value.as_deref().into_iter().collect(),
+            _ => vec![],
+        };
+        for e in exprs {
+            if calls_module(checker, e) {
+                calls_model = true;
+            }
+        }
+    });
+    calls_model
+}
+
+fn calls_module(checker: &Checker, expr: &Expr) -> bool {
+    use ruff_python_ast::visitor::{walk_expr, Visitor};
+    struct V<'c, 'a> {
+        checker: &'c Checker<'a>,
+        found: bool,
+    }
+    impl<'e> Visitor<'e> for V<'_, '_> {
+        fn visit_expr(&mut self, expr: &'e Expr) {
+            if self.found {
+                return;
+            }
+            if let Expr::Call(call) = expr {
+                if matches!(self.checker.value(&call.func).kind, Kind::Module) {
+                    self.found = true;
+                    return;
+                }
+            }
+            walk_expr(self, expr);
+        }
+    }
+    let mut v = V {
+        checker,
+        found: false,
+    };
+    v.visit_expr(expr);
+    v.found
 }
