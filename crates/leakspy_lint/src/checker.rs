@@ -1136,15 +1136,7 @@ impl<'a> Checker<'a> {
                 }
                 self.facts.globals.get(id).and_then(|g| g.class.clone())
             }
-            Expr::Attribute(a) => {
-                let owner = self.class_of(&a.value)?;
-                self.facts
-                    .class(&owner)?
-                    .attrs
-                    .get(a.attr.as_str())?
-                    .class
-                    .clone()
-            }
+            Expr::Attribute(a) => self.instance_attr(a)?.class.clone(),
             Expr::Call(call) => {
                 let q = self.qualified_function(&call.func)?;
                 self.facts.classes.contains_key(q.as_str()).then_some(q)
@@ -1154,18 +1146,17 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// Facts of `obj.attr` when `obj` is an instance of a class of this file.
+    fn instance_attr(&self, a: &ruff_python_ast::ExprAttribute) -> Option<&'a PlaceFacts> {
+        let owner = self.class_of(&a.value)?;
+        let facts = self.facts;
+        facts.class(&owner)?.attrs.get(a.attr.as_str())
+    }
+
     /// The class of the elements of a list of instances (`self.population`).
     pub fn elem_class_of(&self, expr: &Expr) -> Option<String> {
         match expr {
-            Expr::Attribute(a) => {
-                let owner = self.class_of(&a.value)?;
-                self.facts
-                    .class(&owner)?
-                    .attrs
-                    .get(a.attr.as_str())?
-                    .elem_class
-                    .clone()
-            }
+            Expr::Attribute(a) => self.instance_attr(a)?.elem_class.clone(),
             Expr::Name(n) => {
                 let key = format!("[]{}", n.id.as_str());
                 for scope in self.scopes.iter().rev() {

@@ -133,8 +133,9 @@ fn finish(args: &RunArgs, outcome: &RunOutcome) -> anyhow::Result<u8> {
     let diagnosis = diagnose(&trace, &DiagnoseOptions::default());
     let _ = write!(stderr, "{}", render_text(&diagnosis, &trace));
     let _ = writeln!(stderr, "trace: {}", outcome.trace_path.display());
-    if let Some(path) = &args.report_json {
-        match std::fs::write(path, render_json(&diagnosis)) {
+    // A report that cannot be written is a tool error, but the other report is still tried.
+    let mut write_report =
+        |path: &std::path::Path, content: String| match std::fs::write(path, content) {
             Ok(()) => {
                 let _ = writeln!(stderr, "report: {}", path.display());
             }
@@ -146,22 +147,12 @@ fn finish(args: &RunArgs, outcome: &RunOutcome) -> anyhow::Result<u8> {
                 );
                 tool_failed = true;
             }
-        }
+        };
+    if let Some(path) = &args.report_json {
+        write_report(path, render_json(&diagnosis));
     }
     if let Some(path) = &args.report_html {
-        match std::fs::write(path, render_html(&diagnosis, &trace)) {
-            Ok(()) => {
-                let _ = writeln!(stderr, "report: {}", path.display());
-            }
-            Err(e) => {
-                let _ = writeln!(
-                    stderr,
-                    "leakspy: error: cannot write {}: {e}",
-                    path.display()
-                );
-                tool_failed = true;
-            }
-        }
+        write_report(path, render_html(&diagnosis, &trace));
     }
     let leak = matches!(diagnosis.verdict, leakspy_stats::Verdict::Leak);
     Ok(if child_status != 0 {
