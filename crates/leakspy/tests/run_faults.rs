@@ -325,14 +325,13 @@ fn bad_arguments_are_tool_errors() {
         vec!["run", "--interval", "0", "--", "true"],
         vec!["run", "--step-regex", "step (", "--", "true"],
         vec!["run"],
+        // A mistyped option is named as one, not run as a command `-o`.
+        vec!["run", "-o", "x.jsonl", "--", "true"],
     ] {
         let out = Command::new(leakspy()).args(&args).output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(2),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(!stderr.contains("command not found"), "{args:?}: {stderr}");
     }
 }
 

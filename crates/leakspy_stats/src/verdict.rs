@@ -81,8 +81,9 @@ pub struct VerdictOptions {
     pub warmup_fraction: f64,
     /// Never trim more than this fraction as warm-up.
     pub max_warmup_fraction: f64,
-    /// A leak's late slope is at least this fraction of its overall slope.
-    pub late_ratio_min: f64,
+    /// Growth is "slowing" when the second half's whole 95 % interval lies
+    /// below this fraction of the run's slope.
+    pub late_ratio_slowing: f64,
     /// A flat tail covering this fraction of the analysed span means "stopped growing".
     pub flat_tail_min: f64,
     /// Unit of y.
@@ -101,7 +102,7 @@ impl Default for VerdictOptions {
             min_growth_rel: 0.02,
             warmup_fraction: 0.10,
             max_warmup_fraction: 0.5,
-            late_ratio_min: 0.5,
+            late_ratio_slowing: 0.75,
             flat_tail_min: 0.25,
             unit: ValueUnit::Bytes,
             x_unit: "s".to_string(),
@@ -276,13 +277,21 @@ pub fn analyze(xs: &[f64], ys: &[f64], opts: &VerdictOptions) -> SeriesAnalysis 
         (Verdict::Inconclusive, Shape::Noisy)
     } else {
         match a.late_trend {
-            Some(l) if l.slope < opts.late_ratio_min * t.slope => {
+            // Slowing needs evidence: the second half's interval must lie
+            // below the run's rate by a margin. Five windows of a short run
+            // give an interval as wide as the rate itself, and their point
+            // estimate alone falls far below the true rate of a steady leak
+            // often enough to make a flaky verdict.
+            Some(l) if l.hi < opts.late_ratio_slowing * t.slope => {
                 (Verdict::Inconclusive, Shape::Slowing)
             }
             Some(l) if l.lo > 0.0 && l.slope > 1.5 * t.slope => {
                 (Verdict::Leak, Shape::Accelerating)
             }
             Some(l) if l.lo > 0.0 => (Verdict::Leak, Shape::LinearGrowth),
+            // The second half alone is too short to be significant but agrees
+            // with the whole run's significant rate.
+            Some(l) if l.hi >= t.slope => (Verdict::Leak, Shape::LinearGrowth),
             Some(_) => (Verdict::Inconclusive, Shape::Noisy),
             // Too few late points to check the end on its own: the whole
             // analysed part is significant and large, which is the best

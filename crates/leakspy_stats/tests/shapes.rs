@@ -272,3 +272,37 @@ fn growth_that_stalls_for_the_last_second_is_not_called_a_leak() {
     assert_eq!(a.verdict, Verdict::Inconclusive, "{:#?}", a.evidence);
     assert_eq!(a.shape, Shape::Saturating);
 }
+
+#[test]
+fn short_leak_paced_by_a_loaded_scheduler_stays_a_leak() {
+    // 8 MiB/s for 5.3 s at 10 Hz, as in the worker-process run test, where
+    // each sample finds the leaking process behind by up to 0.5 s of its
+    // allocations (a loaded machine lets it catch up in bursts). Window
+    // minima pick the worst lag of each window, so the second half's five
+    // windows alone are ragged; the run as a whole is not.
+    let xs = times(53, 10.0);
+    for seed in 0..300 {
+        let mut noise = Noise::new(seed);
+        let ys: Vec<f64> = xs
+            .iter()
+            .map(|&t| 60.0 * MIB + 8.0 * MIB * (t - 0.5 * noise.uniform()).max(0.0))
+            .collect();
+        let a = analyze(&xs, &ys, &secs());
+        assert_eq!(a.verdict, Verdict::Leak, "seed {seed}: {:#?}", a.evidence);
+    }
+}
+
+#[test]
+fn growth_that_keeps_slowing_is_not_called_a_leak() {
+    // A cache approaching its bound over a ten-minute run, with no flat tail
+    // yet: the second half's rate is significantly below the whole run's.
+    let xs = times(600, 1.0);
+    let mut noise = Noise::new(5);
+    let ys: Vec<f64> = xs
+        .iter()
+        .map(|&t| {
+            300.0 * MIB + 400.0 * MIB * (1.0 - (-t / 300.0).exp()) + 0.2 * MIB * noise.normal()
+        })
+        .collect();
+    expect(&xs, &ys, &secs(), Verdict::Inconclusive, Shape::Slowing);
+}

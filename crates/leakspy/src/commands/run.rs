@@ -55,12 +55,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "SECS", default_value_t = 10.0, hide = true)]
     pub status_interval: f64,
     /// The command to run and its arguments (after `--`).
-    #[arg(
-        value_name = "CMD",
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
+    // No allow_hyphen_values: a mistyped option before the command must be
+    // an option error, not a command named `-o`. After the first word,
+    // trailing_var_arg passes the command's own options through.
+    #[arg(value_name = "CMD", required = true, trailing_var_arg = true)]
     pub command: Vec<String>,
 }
 
