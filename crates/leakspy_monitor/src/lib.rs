@@ -9,6 +9,7 @@ mod gpu;
 mod jitter;
 mod live;
 mod monitor;
+mod probe;
 mod proc;
 mod steps;
 
@@ -18,6 +19,7 @@ pub use error::MonitorError;
 pub use gpu::{GpuSampler, NO_GPU_NOTE};
 pub use jitter::Jitter;
 pub use live::{theil_sen, LiveStatus};
-pub use monitor::{Monitor, MonitorConfig, RunOutcome};
+pub use monitor::{probe_absent_reason, Monitor, MonitorConfig, RunOutcome};
+pub use probe::{Inbound, ProbeConfig, ProbeMessage, ProbeServer};
 pub use proc::{mem_available, ProcSampler};
 pub use steps::{StepMark, StepMatcher};

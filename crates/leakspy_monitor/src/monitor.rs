@@ -19,6 +19,7 @@ use crate::gpu::GpuSampler;
 use crate::jitter::{seed_from_env, Jitter};
 use crate::live::{LiveEstimator, LiveStatus};
 use crate::proc::{mem_available, ProcSampler};
+use crate::probe::{Inbound, ProbeConfig, ProbeMessage, ProbeServer};
 use crate::steps::{spawn_reader, StepMark, StepMatcher};
 use crate::MonitorError;
 
@@ -48,6 +49,8 @@ pub struct MonitorConfig {
     pub stdout_sink: Option<Box<dyn Write + Send>>,
     /// Try NVML at all.
     pub gpu: bool,
+    /// Inject the in-process probe into Python children.
+    pub probe: Option<ProbeConfig>,
     pub seed: u64,
 }
 
@@ -64,6 +67,7 @@ impl MonitorConfig {
             step_regex: None,
             stdout_sink: None,
             gpu: true,
+            probe: Some(ProbeConfig::default()),
             seed: seed_from_env(),
         }
     }
@@ -94,8 +98,10 @@ pub struct Monitor {
     cgroup: Option<CgroupSampler>,
     oom_kill_start: Option<u64>,
     gpu: Option<GpuSampler>,
-    steps_rx: Option<Receiver<StepMark>>,
+    inbox: Option<Receiver<Inbound>>,
     reader: Option<JoinHandle<()>>,
+    probe: Option<ProbeServer>,
+    probe_pids: Vec<u32>,
     live: LiveEstimator,
     jitter: Jitter,
     samples: u64,
@@ -119,28 +125,45 @@ impl Monitor {
             .map(|d| d.as_secs_f64())
             .unwrap_or(0.0);
         let pipe = config.step_regex.is_some();
-        let mut child = spawn(&config.command, pipe)?;
+        let (tx, inbox) = std::sync::mpsc::channel::<Inbound>();
+        // The probe is a help, never a condition: a folder or socket that
+        // cannot be made leaves a note and a run without it.
+        let mut early_notes = Vec::new();
+        let probe = match config.probe.clone() {
+            Some(pc) => match ProbeServer::start(pc, start, tx.clone()) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    early_notes.push(format!(
+                        "in-process probe not started (cannot prepare its folder or socket: {e}): memory is sampled from /proc only"
+                    ));
+                    None
+                }
+            },
+            None => None,
+        };
+        let env = probe.as_ref().map(ProbeServer::env).unwrap_or_default();
+        let mut child = spawn(&config.command, pipe, &env)?;
         let pid = child.id();
         forwarder.set_child(pid);
 
-        let (steps_rx, reader) = match (config.step_regex.take(), child.stdout.take()) {
+        let reader = match (config.step_regex.take(), child.stdout.take()) {
             (Some(re), Some(out)) => {
-                let (tx, rx) = std::sync::mpsc::channel();
                 let sink = config
                     .stdout_sink
                     .take()
                     .unwrap_or_else(|| Box::new(std::io::stdout()));
                 let h =
-                    spawn_reader(out, StepMatcher::new(re), start, sink, tx).map_err(|source| {
+                    spawn_reader(out, StepMatcher::new(re), start, sink, tx.clone()).map_err(|source| {
                         MonitorError::Spawn {
                             program: "stdout reader thread".into(),
                             source,
                         }
                     })?;
-                (Some(rx), Some(h))
+                Some(h)
             }
-            _ => (None, None),
+            _ => None,
         };
+        drop(tx);
 
         let interval = config.interval.max(Duration::from_millis(1));
         let tree_calls = (config.tree_every.as_secs_f64() / interval.as_secs_f64()).round() as u64;
@@ -171,8 +194,10 @@ impl Monitor {
             cgroup,
             oom_kill_start,
             gpu: None,
-            steps_rx,
+            inbox: Some(inbox),
             reader,
+            probe,
+            probe_pids: Vec::new(),
             live: LiveEstimator::default(),
             jitter,
             samples: 0,
@@ -191,6 +216,9 @@ impl Monitor {
             let _ = m.child.kill();
             let _ = m.child.wait();
             return Err(e.into());
+        }
+        for n in early_notes {
+            m.note(NoteLevel::Warn, n);
         }
         if m.cgroup.is_none() {
             m.note(
@@ -298,22 +326,91 @@ impl Monitor {
         }));
     }
 
-    /// Sleeps until `deadline`, recording step marks as they arrive.
+    fn receive(&mut self, inbound: Inbound) {
+        match inbound {
+            Inbound::Stdout(mark) => self.record_step(mark),
+            Inbound::Probe(msg) => self.record_probe(msg),
+        }
+    }
+
+    /// Turns one probe message into trace events. The probe's own fields are
+    /// kept (raw kinds), with the monitor's clock as `t`.
+    fn record_probe(&mut self, msg: ProbeMessage) {
+        let ProbeMessage { t, mut message } = msg;
+        let pid = message
+            .get("pid")
+            .and_then(serde_json::Value::as_u64)
+            .and_then(|p| u32::try_from(p).ok());
+        let kind = message
+            .remove("kind")
+            .and_then(|k| k.as_str().map(str::to_string))
+            .unwrap_or_default();
+        message.insert("t".into(), t.into());
+        match kind.as_str() {
+            "hello" => {
+                if let Some(pid) = pid {
+                    if !self.probe_pids.contains(&pid) {
+                        self.probe_pids.push(pid);
+                    }
+                }
+                self.emit(&Event::Probe(message));
+            }
+            "step" => {
+                let Some(step) = message.get("step").and_then(serde_json::Value::as_u64) else {
+                    return;
+                };
+                let source = match message.get("source").and_then(serde_json::Value::as_str) {
+                    Some("optimizer") => StepSource::Optimizer,
+                    Some("manual") => StepSource::Manual,
+                    _ => StepSource::Other,
+                };
+                // The live rate follows the child itself; workers' steps are
+                // in the trace for the report to sort out.
+                if pid == Some(self.pid) {
+                    self.live.on_step(t, step);
+                }
+                self.emit(&Event::Step(Step {
+                    t,
+                    step,
+                    source,
+                    pid,
+                }));
+            }
+            "census" => self.emit(&Event::Census(message)),
+            "suspect" => self.emit(&Event::Suspect(message)),
+            "note" => {
+                let level = match message.get("level").and_then(serde_json::Value::as_str) {
+                    Some("warn") => NoteLevel::Warn,
+                    _ => NoteLevel::Info,
+                };
+                let text = message
+                    .get("message")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or_default();
+                let who = pid.map(|p| format!(" (pid {p})")).unwrap_or_default();
+                self.note_at(t, level, format!("probe{who}: {text}"));
+            }
+            _ => {}
+        }
+    }
+
+    /// Sleeps until `deadline`, recording step marks and probe messages as
+    /// they arrive.
     fn wait_until(&mut self, deadline: Instant) {
         loop {
             let now = Instant::now();
             if now >= deadline {
                 return;
             }
-            let Some(rx) = &self.steps_rx else {
+            let Some(rx) = &self.inbox else {
                 std::thread::sleep(deadline - now);
                 return;
             };
             match rx.recv_timeout(deadline - now) {
-                Ok(mark) => self.record_step(mark),
+                Ok(inbound) => self.receive(inbound),
                 Err(RecvTimeoutError::Timeout) => return,
                 Err(RecvTimeoutError::Disconnected) => {
-                    self.steps_rx = None;
+                    self.inbox = None;
                 }
             }
         }
@@ -339,7 +436,7 @@ impl Monitor {
         self.forwarder.set_child(0);
         let status = self.child.wait().map_err(MonitorError::Wait)?;
         let exit = ChildExit::from(status);
-        self.drain_steps();
+        self.drain_inbox();
         let t = self.t();
         self.live.set_elapsed(t);
 
@@ -396,26 +493,101 @@ impl Monitor {
         })
     }
 
-    /// Records the step lines the child printed just before it ended. A
-    /// grandchild holding the pipe open must not hang leakspy: bounded wait.
-    fn drain_steps(&mut self) {
+    /// Records the step lines the child printed and the probe messages it
+    /// sent just before it ended. A grandchild holding the pipe or a probe
+    /// connection open must not hang leakspy: bounded wait.
+    fn drain_inbox(&mut self) {
         let deadline = Instant::now() + STDOUT_DRAIN;
-        while let Some(rx) = &self.steps_rx {
+        if let Some(p) = &self.probe {
+            p.wait_idle(deadline);
+        }
+        // The accept thread holds a sender: stop it so that the inbox can
+        // disconnect once the readers are done.
+        let probe = self.probe.take();
+        let (connections, malformed, refused) = probe
+            .as_ref()
+            .map(|p| (p.connections(), p.malformed(), p.refused()))
+            .unwrap_or_default();
+        if let Some(p) = probe {
+            p.shutdown();
+        }
+        while let Some(rx) = &self.inbox {
             let now = Instant::now();
             if now >= deadline {
+                // Take what already arrived, then stop waiting.
+                while let Ok(inbound) = self.inbox.as_ref().unwrap().try_recv() {
+                    self.receive(inbound);
+                }
                 break;
             }
             match rx.recv_timeout(deadline - now) {
-                Ok(mark) => self.record_step(mark),
-                Err(_) => self.steps_rx = None,
+                Ok(inbound) => self.receive(inbound),
+                Err(_) => self.inbox = None,
             }
         }
-        if self.steps_rx.is_none() {
+        if self.inbox.is_none() {
             if let Some(h) = self.reader.take() {
                 let _ = h.join();
             }
         }
+        if malformed > 0 {
+            self.note(
+                NoteLevel::Warn,
+                format!("{malformed} malformed probe message(s) skipped"),
+            );
+        }
+        if refused > 0 {
+            self.note(
+                NoteLevel::Warn,
+                format!("{refused} probe connection(s) refused: too many processes at once"),
+            );
+        }
+        if self.config.probe.is_some() && connections == 0 {
+            if let Some(why) = probe_absent_reason(&self.config.command) {
+                self.note(NoteLevel::Info, why);
+            }
+        }
     }
+}
+
+/// Why a command that the probe did not report from could not load it,
+/// when the command says so; `None` for commands that are not Python (no
+/// note: they are measured from /proc as usual).
+pub fn probe_absent_reason(command: &[String]) -> Option<String> {
+    let program = command.first()?;
+    let name = std::path::Path::new(program).file_name()?.to_string_lossy();
+    if !name.starts_with("python") {
+        return None;
+    }
+    let mut flags = String::new();
+    for arg in &command[1..] {
+        if arg == "--" || !arg.starts_with('-') || arg.starts_with("--") {
+            break;
+        }
+        // Options with a value end the flag group: `-c CODE`, `-m MOD`, `-W x`, `-X x`.
+        let group = &arg[1..];
+        for (i, c) in group.char_indices() {
+            if matches!(c, 'I' | 'E' | 'S') && !flags.contains(c) {
+                flags.push(c);
+            }
+            if matches!(c, 'c' | 'm' | 'W' | 'X' | 'Q') {
+                let _ = i;
+                break;
+            }
+        }
+        if group.contains(['c', 'm']) {
+            break;
+        }
+    }
+    Some(if flags.is_empty() {
+        "the in-process probe did not report: no census, holders or optimizer steps (the interpreter may not import `site`, or it ended before the probe started)".to_string()
+    } else {
+        let list: Vec<String> = flags.chars().map(|c| format!("-{c}")).collect();
+        format!(
+            "the in-process probe is off: Python was run with {} (which skips `sitecustomize` or PYTHONPATH); memory is measured from /proc only, with no census, holders or optimizer steps",
+            list.join(" ")
+        )
+    })
 }
 
 /// Whether the child has ended, leaving it unreaped (so its pid stays ours).
@@ -431,5 +603,28 @@ fn exited_without_reaping(pid: u32) -> bool {
         );
         // rc < 0: not our child any more (already reaped): treat as ended.
         rc < 0 || info.si_pid() != 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::probe_absent_reason;
+
+    fn v(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn python_flags_that_skip_the_probe_are_named() {
+        let r = probe_absent_reason(&v(&["python3", "-I", "t.py"])).unwrap();
+        assert!(r.contains("with -I "), "{r}");
+        let r = probe_absent_reason(&v(&["/usr/bin/python3.11", "-uES", "t.py"])).unwrap();
+        assert!(r.contains("-E -S"), "{r}");
+        // Flags of the script, not of Python.
+        let r = probe_absent_reason(&v(&["python", "t.py", "-I"])).unwrap();
+        assert!(r.contains("did not report"), "{r}");
+        let r = probe_absent_reason(&v(&["python", "-c", "x", "-S"])).unwrap();
+        assert!(r.contains("did not report"), "{r}");
+        assert_eq!(probe_absent_reason(&v(&["sh", "-c", "true"])), None);
     }
 }

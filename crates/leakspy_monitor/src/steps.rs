@@ -49,12 +49,12 @@ const MAX_LINE: usize = 64 * 1024;
 /// mark for each line (ended by `\n` or `\r`) that matches. A sink that
 /// fails (leakspy's stdout closed) stops the copying but not the reading, so
 /// the child never blocks on a full pipe.
-pub fn spawn_reader(
+pub fn spawn_reader<T: From<StepMark> + Send + 'static>(
     mut input: impl Read + Send + 'static,
     mut matcher: StepMatcher,
     start: Instant,
     mut sink: Box<dyn Write + Send>,
-    tx: Sender<StepMark>,
+    tx: Sender<T>,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("leakspy-stdout".into())
@@ -67,7 +67,7 @@ pub fn spawn_reader(
                 if let Some(step) = matcher.step_of(&text) {
                     let t = start.elapsed().as_secs_f64();
                     // The monitor may be gone (it stopped waiting); nothing to do then.
-                    let _ = tx.send(StepMark { t, step });
+                    let _ = tx.send(StepMark { t, step }.into());
                 }
             };
             loop {
@@ -143,7 +143,7 @@ mod tests {
             .join()
             .unwrap();
         assert_eq!(out.0.lock().unwrap().as_slice(), input);
-        let steps: Vec<u64> = rx.iter().map(|m| m.step).collect();
+        let steps: Vec<u64> = rx.iter().map(|m: StepMark| m.step).collect();
         assert_eq!(steps, vec![3, 4, 6, 7, 5]);
     }
 }

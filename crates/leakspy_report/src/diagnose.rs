@@ -6,12 +6,14 @@ use leakspy_stats::{
     analyze, fmt_bytes, fmt_value, throughput_trend, SeriesAnalysis, Shape, ValueUnit, Verdict,
     VerdictOptions,
 };
+use std::collections::BTreeMap;
+
 use leakspy_trace::Trace;
 
 use crate::extract::{memory_series, Series, StepClock};
 use crate::model::{
-    Basis, DiagnoseOptions, Diagnosis, ExitInfo, Finding, Fit, Growth, RunInfo, SeriesReport,
-    ThroughputReport,
+    Basis, DiagnoseOptions, Diagnosis, ExitInfo, Finding, Fit, Growth, ProbeInfo, RunInfo,
+    SeriesReport, ThroughputReport,
 };
 
 /// Diagnoses a trace (complete, or cut short by a kill).
@@ -66,8 +68,35 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
             evidence,
             holder: None,
             location: None,
+            grows: None,
+            static_findings: None,
         });
     }
+
+    let growth = crate::census::growth_groups(trace);
+    // The leak findings get the clearest in-process explanation: its
+    // holder and creation site.
+    if let Some(top) = growth.first() {
+        for f in &mut findings {
+            let same_process = match f.series.strip_prefix("proc.") {
+                Some(rest) => rest.split('.').next() == Some(&top.pid.to_string()),
+                None => true,
+            };
+            if !same_process {
+                continue;
+            }
+            f.grows = Some(top.headline());
+            f.holder = top
+                .holder
+                .as_ref()
+                .and_then(|h| serde_json::to_value(h).ok());
+            f.location = top
+                .created_at
+                .as_ref()
+                .and_then(|c| serde_json::to_value(c).ok());
+        }
+    }
+    let probe = probe_info(trace);
 
     let rss = analysed.iter().find(|(_, r, _)| r.key == "total.rss");
     let verdict = if !findings.is_empty() {
@@ -105,6 +134,7 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
         }
     }
 
+    notes.extend(non_leak_notes(trace, &growth, verdict));
     match basis {
         Basis::Step => notes.push(format!(
             "growth fitted per step: {} step events",
@@ -206,6 +236,8 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
         growth_per_step,
         growth_per_second,
         findings,
+        growth,
+        probe,
         notes,
         killed: exit.killed,
         exit,
@@ -460,4 +492,127 @@ pub(crate) fn fmt_rate_value(v: f64, g: &Growth) -> String {
     };
     let sign = if v > 0.0 { "+" } else { "" };
     format!("{sign}{}/{unit}", leakspy_stats::fmt_bytes_as(v, reference))
+}
+
+fn probe_info(trace: &Trace) -> ProbeInfo {
+    let mut processes: Vec<u32> = trace
+        .probes()
+        .filter_map(|p| p.get("pid").and_then(serde_json::Value::as_u64))
+        .map(|p| p as u32)
+        .collect();
+    processes.sort_unstable();
+    processes.dedup();
+    ProbeInfo {
+        processes,
+        censuses: trace.census().count(),
+        suspects: trace.suspects().count(),
+        optimizer_steps: trace
+            .steps()
+            .filter(|s| s.source == leakspy_trace::StepSource::Optimizer)
+            .count(),
+    }
+}
+
+/// What grows but is not a leak, said plainly so nobody chases it.
+fn non_leak_notes(
+    trace: &Trace,
+    growth: &[crate::census::GrowthGroup],
+    verdict: Verdict,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    let grows = |key: &str| {
+        growth
+            .iter()
+            .flat_map(|g| &g.growers)
+            .any(|g| g.key == key)
+    };
+    let cuda_seen = trace
+        .census()
+        .any(|c| c.get("cuda").is_some_and(|v| v.is_object()));
+    if cuda_seen && !grows("cuda.allocated") {
+        let reserved = cuda_rise(trace, "reserved");
+        let gpu_used_rises = gpu_rise(trace) > 0.0;
+        if grows("cuda.reserved") || reserved > 0.0 || gpu_used_rises {
+            notes.push(
+                "CUDA reserved (or the GPU's used memory) grows while memory allocated by tensors \
+                 stays flat: the caching allocator keeping freed blocks for reuse, not a leak \
+                 (torch.cuda.empty_cache() returns them, at a speed cost)"
+                    .to_string(),
+            );
+        }
+    }
+    if let Some(note) = copy_on_read_note(trace, verdict) {
+        notes.push(note);
+    }
+    notes
+}
+
+fn cuda_rise(trace: &Trace, key: &str) -> f64 {
+    let vals: Vec<f64> = trace
+        .census()
+        .filter_map(|c| c.get("cuda")?.get(key)?.as_f64())
+        .collect();
+    match (vals.get(1), vals.last()) {
+        (Some(a), Some(b)) if vals.len() >= 3 => b - a,
+        _ => 0.0,
+    }
+}
+
+fn gpu_rise(trace: &Trace) -> f64 {
+    let used: Vec<f64> = trace
+        .gpu()
+        .map(|g| g.devices.iter().map(|d| d.used as f64).sum())
+        .collect();
+    let n = used.len();
+    if n < 6 {
+        return 0.0;
+    }
+    used[n - 1] - used[n / 4]
+}
+
+/// Forked workers whose RSS grows while their private memory (USS) stays
+/// flat touch the parent's pages (reference counts of a Python-object data
+/// set): shared pages counted again, not new memory.
+fn copy_on_read_note(trace: &Trace, verdict: Verdict) -> Option<String> {
+    let root = trace.header.pid?;
+    let mut per: BTreeMap<u32, Vec<(u64, Option<u64>)>> = BTreeMap::new();
+    for s in trace.samples() {
+        for p in s.procs.iter().filter(|p| p.pid != root) {
+            per.entry(p.pid).or_default().push((p.rss, p.uss));
+        }
+    }
+    let mut workers = 0;
+    let (mut rss_rise, mut uss_rise) = (0f64, 0f64);
+    for v in per.values() {
+        let with_uss: Vec<(u64, u64)> = v
+            .iter()
+            .filter_map(|(r, u)| u.map(|u| (*r, u)))
+            .collect();
+        if with_uss.len() < 3 {
+            continue;
+        }
+        let (r0, u0) = with_uss[0];
+        let (r1, u1) = with_uss[with_uss.len() - 1];
+        let dr = r1 as f64 - r0 as f64;
+        let du = u1 as f64 - u0 as f64;
+        if dr > 8.0 * 1024.0 * 1024.0 && du < 0.2 * dr {
+            workers += 1;
+            rss_rise += dr;
+            uss_rise += du;
+        }
+    }
+    (workers > 0).then(|| {
+        format!(
+            "{workers} worker process(es): RSS rose {} but private memory (USS) only {}: \
+             copy-on-read of the parent's pages (Python reference counts touching a \
+             Python-object data set), shared pages counted again, not new memory{}",
+            leakspy_stats::fmt_bytes(rss_rise),
+            leakspy_stats::fmt_bytes(uss_rise.max(0.0)),
+            if verdict == Verdict::Leak {
+                ""
+            } else {
+                "; use numpy arrays or tensors for the data set to avoid it"
+            }
+        )
+    })
 }

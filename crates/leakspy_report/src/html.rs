@@ -151,6 +151,7 @@ pub fn render_html(d: &Diagnosis, trace: &Trace) -> String {
         }
         out.push_str("</ul></section>\n");
     }
+    growth_section(&mut out, d);
     if !d.notes.is_empty() {
         out.push_str("<section><h2>Notes</h2><ul>");
         for n in &d.notes {
@@ -168,6 +169,61 @@ pub fn render_html(d: &Diagnosis, trace: &Trace) -> String {
         escape(&trace.header.leakspy_version)
     );
     out
+}
+
+/// What grows inside the processes, by holder: every name in it came from
+/// the user's process (types, attributes, paths), so all of it is escaped.
+fn growth_section(out: &mut String, d: &Diagnosis) {
+    if d.growth.is_empty() {
+        return;
+    }
+    out.push_str("<section id=\"growth\"><h2>What grows (in-process probe)</h2><table><tr><th>held by</th><th>what grows</th><th>made at</th><th>static check</th></tr>");
+    for g in &d.growth {
+        let holder = match &g.holder {
+            Some(h) => format!(
+                "<strong class=\"mono\">{}</strong><br><small>{} · pid {}</small>",
+                escape(&h.describe()),
+                escape(&h.kind),
+                g.pid
+            ),
+            None => format!("<em>not found</em><br><small>pid {}</small>", g.pid),
+        };
+        let grows: Vec<String> = g
+            .growers
+            .iter()
+            .map(|gr| format!("<span class=\"mono\">{}</span>", escape(&gr.describe())))
+            .collect();
+        let made = g
+            .created_at
+            .as_ref()
+            .map(|c| format!("<span class=\"mono\">{}</span>", escape(&c.describe())))
+            .unwrap_or_default();
+        let checks: Vec<String> = g
+            .static_findings
+            .iter()
+            .map(|m| {
+                let fix = m
+                    .fix
+                    .as_deref()
+                    .map(|f| format!(" <small>fix: {}</small>", escape(f)))
+                    .unwrap_or_default();
+                format!(
+                    "<span class=\"mono\">{} {}:{}</span> {}{fix}",
+                    escape(&m.rule),
+                    escape(&crate::census::short_path(&m.file)),
+                    m.line,
+                    escape(&m.message)
+                )
+            })
+            .collect();
+        let _ = write!(
+            out,
+            "<tr><td>{holder}</td><td>{}</td><td>{made}</td><td>{}</td></tr>",
+            grows.join("<br>"),
+            checks.join("<br>")
+        );
+    }
+    out.push_str("</table></section>\n");
 }
 
 fn verdict_tag(v: Verdict) -> (&'static str, &'static str) {

@@ -1,22 +1,28 @@
 //! leakspy's diagnosis of a trace — does memory leak, by how much per step,
 //! with what evidence — and its renderers: terminal text, JSON, and one
-//! self-contained HTML file with inline SVG charts. No I/O, no printing.
+//! self-contained HTML file with inline SVG charts. No printing; the only
+//! I/O is [`attach_static_findings`], which reads the source files the probe
+//! named (the caller decides whether to).
 
+mod census;
 mod chart;
 mod diagnose;
 mod diff;
 mod extract;
 mod html;
+mod join;
 mod json;
 mod model;
 mod text;
 
+pub use census::{Grower, GrowthGroup, Holder, Location, StaticMatch};
 pub use diagnose::diagnose;
 pub use diff::{compare, Comparison, DiffSide, DiffVerdict};
 pub use html::render_html;
+pub use join::attach_static_findings;
 pub use json::{render_diff_json, render_json};
 pub use model::{
-    Basis, DiagnoseOptions, Diagnosis, ExitInfo, Finding, Fit, Growth, RunInfo, SeriesReport,
+    Basis, DiagnoseOptions, Diagnosis, ExitInfo, Finding, Fit, Growth, ProbeInfo, RunInfo, SeriesReport,
     ThroughputReport,
 };
 pub use text::{render_diff_text, render_text};

@@ -120,6 +120,10 @@ pub struct Finding {
     pub holder: Option<serde_json::Value>,
     /// Where it is made (file:line); filled by the probe and `check`.
     pub location: Option<serde_json::Value>,
+    /// What grows inside the process with it (the probe), in one line.
+    pub grows: Option<String>,
+    /// Findings of `check` on the lines the probe named.
+    pub static_findings: Option<serde_json::Value>,
 }
 
 /// How the run ended.
@@ -154,6 +158,17 @@ pub struct ThroughputReport {
     pub t_end: f64,
 }
 
+/// What the in-process probe did during the run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ProbeInfo {
+    /// Processes where the probe started (pids).
+    pub processes: Vec<u32>,
+    pub censuses: usize,
+    pub suspects: usize,
+    /// Step events counted by the optimizer hook.
+    pub optimizer_steps: usize,
+}
+
 /// Facts about the run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunInfo {
@@ -184,6 +199,11 @@ pub struct Diagnosis {
     /// Headline growth per second.
     pub growth_per_second: Option<Growth>,
     pub findings: Vec<Finding>,
+    /// What grows inside the processes (the in-process probe's censuses),
+    /// grouped by holder, most telling first.
+    pub growth: Vec<crate::census::GrowthGroup>,
+    /// What the in-process probe did.
+    pub probe: ProbeInfo,
     /// What is not a leak and why, and what the reader should know.
     pub notes: Vec<String>,
     /// Shortcut for `exit.killed`.

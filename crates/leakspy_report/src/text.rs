@@ -70,6 +70,7 @@ pub fn render_text(d: &Diagnosis, trace: &Trace) -> String {
             let _ = writeln!(out, "  - {e}");
         }
     }
+    render_growth(&mut out, d);
     if !d.notes.is_empty() {
         let _ = writeln!(out, "notes:");
         for n in &d.notes {
@@ -78,6 +79,70 @@ pub fn render_text(d: &Diagnosis, trace: &Trace) -> String {
     }
     sanitize(&out)
 }
+
+/// What grows inside the processes, by holder: at most a few groups, each
+/// with its series, creation site and the static findings on its lines.
+fn render_growth(out: &mut String, d: &Diagnosis) {
+    if d.growth.is_empty() {
+        return;
+    }
+    let several = d
+        .growth
+        .iter()
+        .any(|g| g.pid != d.growth[0].pid);
+    let _ = writeln!(out, "what grows (in-process probe):");
+    for (i, g) in d.growth.iter().take(MAX_GROUPS).enumerate() {
+        let pid = if several {
+            format!(" [pid {}]", g.pid)
+        } else {
+            String::new()
+        };
+        match &g.holder {
+            Some(h) => {
+                let _ = writeln!(out, "  {}. held by {}{pid}", i + 1, h.describe());
+            }
+            None => {
+                let _ = writeln!(out, "  {}. holder not found{pid}", i + 1);
+            }
+        }
+        for gr in g.growers.iter().take(4) {
+            let _ = writeln!(out, "     - {}", gr.describe());
+        }
+        if let Some(c) = &g.created_at {
+            let func = c
+                .function
+                .as_deref()
+                .map(|f| format!(" in {f}()"))
+                .unwrap_or_default();
+            let _ = writeln!(out, "     made at {}{func}", c.describe());
+        }
+        for m in &g.static_findings {
+            let fix = match (&m.fix, m.safe_fix) {
+                (Some(f), true) => format!(" [fix: {f}]"),
+                (Some(f), false) => format!(" [unsafe fix: {f}]"),
+                (None, _) => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "     check: {} {}:{} {}{fix}",
+                m.rule,
+                crate::census::short_path(&m.file),
+                m.line,
+                m.message
+            );
+        }
+    }
+    if d.growth.len() > MAX_GROUPS {
+        let _ = writeln!(
+            out,
+            "  ({} more in the JSON report)",
+            d.growth.len() - MAX_GROUPS
+        );
+    }
+}
+
+/// Groups shown in the terminal; the JSON and HTML reports have all.
+const MAX_GROUPS: usize = 5;
 
 /// Control characters from the trace (a command line, a process name) must
 /// not drive the terminal: they are shown escaped.

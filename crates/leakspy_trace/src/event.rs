@@ -17,10 +17,13 @@ pub enum Event {
     Sample(Sample),
     Gpu(GpuSample),
     Step(Step),
-    /// Reserved for the in-process probe; kept raw (without `kind`) so later
-    /// work can give it a schema without a format change.
+    /// A process where the in-process probe started (its `hello`): pid,
+    /// Python version, rank. Kept raw (without `kind`) like the other probe
+    /// events, so the probe can add fields without a format change.
+    Probe(serde_json::Map<String, serde_json::Value>),
+    /// Object census of one process at a step boundary (the probe).
     Census(serde_json::Map<String, serde_json::Value>),
-    /// Reserved for the in-process probe, kept raw like `Census`.
+    /// Something the probe saw grow, with its holder and creation site.
     Suspect(serde_json::Map<String, serde_json::Value>),
     Note(Note),
     Exit(Exit),
@@ -34,7 +37,7 @@ impl Event {
             Event::Sample(s) => s.t,
             Event::Gpu(g) => g.t,
             Event::Step(s) => s.t,
-            Event::Census(m) | Event::Suspect(m) => m
+            Event::Probe(m) | Event::Census(m) | Event::Suspect(m) => m
                 .get("t")
                 .and_then(serde_json::Value::as_f64)
                 .unwrap_or(0.0),
@@ -50,6 +53,7 @@ impl Event {
             Event::Sample(_) => "sample",
             Event::Gpu(_) => "gpu",
             Event::Step(_) => "step",
+            Event::Probe(_) => "probe",
             Event::Census(_) => "census",
             Event::Suspect(_) => "suspect",
             Event::Note(_) => "note",
@@ -61,7 +65,15 @@ impl Event {
     pub fn is_known_kind(kind: &str) -> bool {
         matches!(
             kind,
-            "header" | "sample" | "gpu" | "step" | "census" | "suspect" | "note" | "exit"
+            "header"
+                | "sample"
+                | "gpu"
+                | "step"
+                | "probe"
+                | "census"
+                | "suspect"
+                | "note"
+                | "exit"
         )
     }
 }

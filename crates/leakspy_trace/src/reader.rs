@@ -45,6 +45,9 @@ pub struct ReadOptions {
     pub max_steps: usize,
     /// Most GPU events kept (0: no limit).
     pub max_gpu: usize,
+    /// Most census events kept (0: no limit): a day-long run's censuses
+    /// would otherwise take hundreds of MB to hold.
+    pub max_census: usize,
 }
 
 impl Default for ReadOptions {
@@ -53,6 +56,7 @@ impl Default for ReadOptions {
             max_samples: 30_000,
             max_steps: 30_000,
             max_gpu: 10_000,
+            max_census: 3_000,
         }
     }
 }
@@ -64,6 +68,7 @@ impl ReadOptions {
             max_samples: 0,
             max_steps: 0,
             max_gpu: 0,
+            max_census: 0,
         }
     }
 }
@@ -79,6 +84,8 @@ pub struct Downsampling {
     pub step_stride: usize,
     pub gpu_in_file: usize,
     pub gpu_stride: usize,
+    pub census_in_file: usize,
+    pub census_stride: usize,
 }
 
 impl Trace {
@@ -106,6 +113,14 @@ impl Trace {
     pub fn notes(&self) -> impl Iterator<Item = &Note> + '_ {
         self.events.iter().filter_map(|e| match e {
             Event::Note(n) => Some(n),
+            _ => None,
+        })
+    }
+
+    /// Probe `hello` events (one per process where the probe started), raw.
+    pub fn probes(&self) -> impl Iterator<Item = &serde_json::Map<String, Value>> + '_ {
+        self.events.iter().filter_map(|e| match e {
+            Event::Probe(m) => Some(m),
             _ => None,
         })
     }
@@ -302,6 +317,7 @@ struct ReadState {
     samples: SampleThinner,
     steps: Thinner,
     gpu: Thinner,
+    census: Thinner,
     warnings: Vec<String>,
     suppressed: usize,
     unknown_kinds: BTreeMap<String, usize>,
@@ -315,6 +331,7 @@ impl ReadState {
             samples: SampleThinner::new(opts.max_samples),
             steps: Thinner::new(opts.max_steps),
             gpu: Thinner::new(opts.max_gpu),
+            census: Thinner::new(opts.max_census),
             warnings: Vec::new(),
             suppressed: 0,
             unknown_kinds: BTreeMap::new(),
@@ -337,6 +354,7 @@ impl ReadState {
                 Event::Sample(s) => self.samples.push(line, s),
                 e @ Event::Step(_) => self.steps.push(line, e),
                 e @ Event::Gpu(_) => self.gpu.push(line, e),
+                e @ Event::Census(_) => self.census.push(line, e),
                 e => self.others.push((line, e)),
             }
             return;
@@ -381,6 +399,7 @@ impl ReadState {
         let sample_window = self.samples.window;
         let (steps_in_file, step_stride) = (self.steps.seen, self.steps.stride);
         let (gpu_in_file, gpu_stride) = (self.gpu.seen, self.gpu.stride);
+        let (census_in_file, census_stride) = (self.census.seen, self.census.stride);
         let mut all: Vec<(usize, Event)> = std::mem::take(&mut self.others);
         all.extend(
             std::mem::replace(&mut self.samples, SampleThinner::new(self.opts.max_samples))
@@ -390,8 +409,9 @@ impl ReadState {
         );
         all.extend(std::mem::replace(&mut self.steps, Thinner::new(0)).into_kept());
         all.extend(std::mem::replace(&mut self.gpu, Thinner::new(0)).into_kept());
+        all.extend(std::mem::replace(&mut self.census, Thinner::new(0)).into_kept());
         all.sort_by_key(|(line, _)| *line);
-        let thinned = sample_window > 1 || step_stride > 1 || gpu_stride > 1;
+        let thinned = sample_window > 1 || step_stride > 1 || gpu_stride > 1 || census_stride > 1;
         let info = thinned.then_some(Downsampling {
             samples_in_file,
             sample_window,
@@ -399,6 +419,8 @@ impl ReadState {
             step_stride,
             gpu_in_file,
             gpu_stride,
+            census_in_file,
+            census_stride,
         });
         (all.into_iter().map(|(_, e)| e).collect(), info)
     }

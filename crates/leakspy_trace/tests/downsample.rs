@@ -67,6 +67,7 @@ fn long_traces_keep_extremes_order_and_counts_within_limits() {
         max_samples: 300,
         max_steps: 200,
         max_gpu: 10,
+        max_census: 10,
     };
     let t = read_trace_from_with(text.as_bytes(), "long", &opts).unwrap();
     let d = t.downsampled.expect("thinned");

@@ -43,7 +43,8 @@ pub struct ReportArgs {
 
 pub fn run(args: ReportArgs) -> Result<u8> {
     let trace = read_trace(&args.trace)?;
-    let diagnosis = diagnose(&trace, &DiagnoseOptions::default());
+    let mut diagnosis = diagnose(&trace, &DiagnoseOptions::default());
+    leakspy_report::attach_static_findings(&mut diagnosis);
     let rendered = match args.format {
         ReportFormat::Text => render_text(&diagnosis, &trace),
         ReportFormat::Json => render_json(&diagnosis),

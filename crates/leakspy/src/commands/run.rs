@@ -51,6 +51,15 @@ pub struct RunArgs {
     /// command's stdout is then piped through leakspy, unchanged.
     #[arg(long, value_name = "REGEX")]
     pub step_regex: Option<String>,
+    /// Do not inject the in-process probe into Python (memory from /proc only).
+    #[arg(long)]
+    pub no_probe: bool,
+    /// Fraction of the job's wall time the probe's object census may use.
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.01)]
+    pub probe_budget: f64,
+    /// Steps only from the probe: no object census, holders or creation sites.
+    #[arg(long)]
+    pub no_census: bool,
     /// Seconds between status lines when stderr is not a terminal (logs).
     #[arg(long, value_name = "SECS", default_value_t = 10.0, hide = true)]
     pub status_interval: f64,
@@ -67,6 +76,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         bail!(
             "--interval must be between 0.001 and 3600 seconds, got {}",
             args.interval
+        );
+    }
+    if !(args.probe_budget.is_finite() && args.probe_budget > 0.0 && args.probe_budget <= 0.5) {
+        bail!(
+            "--probe-budget must be a fraction above 0 and at most 0.5, got {}",
+            args.probe_budget
         );
     }
     let step_regex = args
@@ -87,6 +102,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     let mut config = MonitorConfig::new(args.command.clone());
     config.interval = Duration::from_secs_f64(args.interval);
     config.step_regex = step_regex;
+    config.probe = (!args.no_probe).then(|| leakspy_monitor::ProbeConfig {
+        budget: args.probe_budget,
+        census: !args.no_census,
+    });
     let monitor = match Monitor::start(config, writer) {
         Ok(m) => m,
         Err(e) => {
@@ -128,7 +147,8 @@ fn finish(args: &RunArgs, outcome: &RunOutcome) -> anyhow::Result<u8> {
             });
         }
     };
-    let diagnosis = diagnose(&trace, &DiagnoseOptions::default());
+    let mut diagnosis = diagnose(&trace, &DiagnoseOptions::default());
+    leakspy_report::attach_static_findings(&mut diagnosis);
     let _ = write!(stderr, "{}", render_text(&diagnosis, &trace));
     let _ = writeln!(stderr, "trace: {}", outcome.trace_path.display());
     // A report that cannot be written is a tool error, but the other report is still tried.

@@ -1,0 +1,158 @@
+//! The zoo (examples/zoo): real torch training programs, each run unmodified
+//! under `leakspy run` with the in-process probe. Leaks must be found with
+//! their holder named; controls (memory that fills and flattens) must not
+//! be called leaks. Expectations live in examples/zoo/manifest.json.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The project's venv python (scripts/venv.sh makes it; CI runs that first).
+fn torch_python() -> PathBuf {
+    let py = repo_root().join(".venv/bin/python");
+    assert!(
+        py.is_file(),
+        "{} missing: the zoo needs torch (run scripts/venv.sh)",
+        py.display()
+    );
+    py
+}
+
+fn manifest_entry(program: &str) -> Value {
+    let text = std::fs::read_to_string(repo_root().join("examples/zoo/manifest.json"))
+        .expect("examples/zoo/manifest.json");
+    let all: Vec<Value> = serde_json::from_str(&text).expect("manifest is JSON");
+    all.into_iter()
+        .find(|e| e["program"] == program)
+        .unwrap_or_else(|| panic!("{program} is not in the manifest"))
+}
+
+struct ZooRun {
+    report: Value,
+    stderr: String,
+    code: Option<i32>,
+}
+
+fn run_zoo(program: &str) -> ZooRun {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.jsonl");
+    let report = dir.path().join("r.json");
+    let output = Command::new(assert_cmd::cargo::cargo_bin("leakspy"))
+        .args(["run", "--quiet", "--probe-budget", "0.2", "--trace"])
+        .arg(&trace)
+        .arg("--report-json")
+        .arg(&report)
+        .arg("--")
+        .arg(torch_python())
+        .arg(repo_root().join("examples/zoo").join(program))
+        .env("ZOO_SECONDS", "8")
+        .output()
+        .expect("leakspy runs");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let text = std::fs::read_to_string(&report)
+        .unwrap_or_else(|e| panic!("no report for {program}: {e}\n{stderr}"));
+    ZooRun {
+        report: serde_json::from_str(&text).unwrap(),
+        stderr,
+        code: output.status.code(),
+    }
+}
+
+fn check(program: &str) {
+    let want = manifest_entry(program);
+    let run = run_zoo(program);
+    let r = &run.report;
+    assert_eq!(run.code, Some(0), "{program}: {}", run.stderr);
+    assert!(
+        r["probe"]["processes"].as_array().is_some_and(|p| !p.is_empty()),
+        "{program}: the probe did not start\n{}",
+        run.stderr
+    );
+    assert!(
+        r["probe"]["optimizer_steps"].as_u64().unwrap_or(0) > 0,
+        "{program}: no optimizer steps\n{}",
+        run.stderr
+    );
+    let groups = r["growth"].as_array().cloned().unwrap_or_default();
+    if want["verdict"] == "leak" {
+        assert_eq!(r["verdict"], "leak", "{program}\n{}", run.stderr);
+        let holder = want["holder"].as_str().unwrap();
+        let named = groups
+            .iter()
+            .find(|g| g["holder"]["path"].as_str() == Some(holder))
+            .unwrap_or_else(|| panic!("{program}: holder {holder} not named\n{}", run.stderr));
+        if let Some(kind) = want["holder_kind"].as_str() {
+            assert_eq!(named["holder"]["kind"], kind, "{program}\n{}", run.stderr);
+        }
+        // The leak finding itself carries the holder.
+        assert_eq!(
+            r["findings"][0]["holder"]["path"].as_str(),
+            Some(holder),
+            "{program}\n{}",
+            run.stderr
+        );
+    } else {
+        assert_eq!(r["verdict"], "no-leak", "{program}\n{}", run.stderr);
+        let held: Vec<&Value> = groups.iter().filter(|g| !g["holder"].is_null()).collect();
+        assert!(held.is_empty(), "{program}: {held:#?}\n{}", run.stderr);
+    }
+}
+
+macro_rules! zoo {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                check(concat!(stringify!($name), ".py"));
+            }
+        )*
+    };
+}
+
+zoo!(
+    loss_list,
+    total_loss,
+    cat_history,
+    normalizer,
+    env_episodes,
+    agent_copies,
+    figures,
+    grad_replay,
+    metrics_dict,
+    cache_dict,
+    bounded_replay,
+    warmup_flat,
+    sawtooth,
+    gc_cycles,
+    big_load,
+    healthy,
+);
+
+/// Every program in the folder is in the manifest and has a test above.
+#[test]
+fn every_zoo_program_is_tested() {
+    let text = std::fs::read_to_string(repo_root().join("examples/zoo/manifest.json")).unwrap();
+    let all: Vec<Value> = serde_json::from_str(&text).unwrap();
+    let listed: Vec<String> = all
+        .iter()
+        .map(|e| e["program"].as_str().unwrap().to_string())
+        .collect();
+    let tested = include_str!("zoo.rs");
+    for entry in std::fs::read_dir(repo_root().join("examples/zoo")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".py") || name == "measure.py" {
+            continue;
+        }
+        assert!(listed.contains(&name), "{name} is not in the manifest");
+        let stem = name.trim_end_matches(".py");
+        assert!(
+            tested.contains(&format!("    {stem},\n")),
+            "{name} has no test in zoo.rs"
+        );
+    }
+}

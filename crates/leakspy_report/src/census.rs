@@ -1,0 +1,542 @@
+//! What grows inside the processes: series of the probe's censuses (object
+//! counts per type, tensors, autograd graphs, modules, arrays, containers,
+//! figures, CUDA), each fitted per step, joined with the probe's suspects
+//! (holder, creation site) and grouped by holder.
+
+use std::collections::BTreeMap;
+
+use leakspy_stats::{fmt_bytes, theil_sen};
+use leakspy_trace::Trace;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Who keeps the growing objects alive, as the probe named it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Holder {
+    /// `attribute`, `global`, `closure`, `local`, `class_attribute`, `pyplot`, `unknown`.
+    #[serde(default)]
+    pub kind: String,
+    /// `Trainer.losses`, `module.name`, `function:var`, ...
+    #[serde(default)]
+    pub path: String,
+    /// Type of the container that holds them (`list`, `dict`, ...).
+    #[serde(default)]
+    pub container: Option<String>,
+    #[serde(default)]
+    pub file: Option<String>,
+    #[serde(default)]
+    pub line: Option<u64>,
+    /// Types from the object up to the root.
+    #[serde(default)]
+    pub chain: Vec<String>,
+}
+
+/// A source line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Location {
+    #[serde(default)]
+    pub file: String,
+    #[serde(default)]
+    pub line: u64,
+    #[serde(default)]
+    pub function: Option<String>,
+}
+
+/// A finding of `check` on a file the probe named.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StaticMatch {
+    pub rule: String,
+    pub file: String,
+    pub line: u64,
+    pub message: String,
+    /// What `--fix` (or `--unsafe-fixes`) would do.
+    pub fix: Option<String>,
+    pub safe_fix: bool,
+}
+
+/// One census series that grows step after step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Grower {
+    pub pid: u32,
+    /// Series key: `type:torch.Tensor`, `tensors:cpu/float32/grad`, `graph`,
+    /// `container:<id>`, `modules:Agent`, `numpy`, `figures`, `cuda.allocated`.
+    pub key: String,
+    /// What it counts, in words.
+    pub what: String,
+    /// `objects`, `tensors`, `nodes`, `items`, `modules`, `arrays`, `figures`, `bytes`.
+    pub unit: String,
+    /// Growth per step (or per second without steps), with its 95 % interval.
+    pub slope: f64,
+    pub lo: f64,
+    pub hi: f64,
+    /// `step` or `s`.
+    pub per: String,
+    /// Bytes per step that come with it, when known (tensors, arrays).
+    pub bytes_slope: Option<f64>,
+    pub first: f64,
+    pub last: f64,
+    pub censuses: usize,
+    pub holder: Option<Holder>,
+    pub created_at: Option<Location>,
+    pub example: Option<Value>,
+}
+
+/// Growers of one holder (or one lone grower), most important first.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GrowthGroup {
+    pub pid: u32,
+    pub holder: Option<Holder>,
+    pub created_at: Option<Location>,
+    pub growers: Vec<Grower>,
+    /// Findings of `check` on the lines named.
+    pub static_findings: Vec<StaticMatch>,
+}
+
+impl GrowthGroup {
+    /// One line: "+96 torch.Tensor/step (...), held by Trainer.losses".
+    pub fn headline(&self) -> String {
+        let g = &self.growers[0];
+        let mut s = g.describe();
+        if let Some(h) = &self.holder {
+            s.push_str(&format!(", held by {}", h.describe()));
+        }
+        if let Some(c) = &self.created_at {
+            s.push_str(&format!(", made at {}", c.describe()));
+        }
+        s
+    }
+}
+
+impl Grower {
+    pub fn describe(&self) -> String {
+        let mut s = format!(
+            "{} {} per {}",
+            fmt_count(self.slope),
+            self.what,
+            self.per
+        );
+        if let Some(b) = self.bytes_slope.filter(|b| *b > 0.0) {
+            s.push_str(&format!(" ({}/{})", fmt_bytes(b), self.per));
+        }
+        s
+    }
+}
+
+impl Holder {
+    pub fn describe(&self) -> String {
+        let mut s = self.path.clone();
+        if let Some(c) = self.container.as_deref().filter(|c| !c.is_empty()) {
+            s.push_str(&format!(" ({c})"));
+        }
+        if let Some(f) = &self.file {
+            match self.line {
+                Some(l) => s.push_str(&format!(" [{}:{l}]", short_path(f))),
+                None => s.push_str(&format!(" [{}]", short_path(f))),
+            }
+        }
+        s
+    }
+}
+
+impl Location {
+    pub fn describe(&self) -> String {
+        format!("{}:{}", short_path(&self.file), self.line)
+    }
+}
+
+/// The file name with its parent folder: enough to find it, short to read.
+pub(crate) fn short_path(p: &str) -> String {
+    let parts: Vec<&str> = p.rsplit('/').take(2).collect();
+    match parts.as_slice() {
+        [name, dir] if !dir.is_empty() => format!("{dir}/{name}"),
+        [name, ..] => name.to_string(),
+        [] => p.to_string(),
+    }
+}
+
+fn fmt_count(v: f64) -> String {
+    if v.abs() >= 10.0 {
+        format!("{v:+.0}")
+    } else {
+        format!("{v:+.2}")
+    }
+}
+
+/// One census series: x (step or seconds) and the value.
+#[derive(Debug, Default, Clone)]
+struct Track {
+    what: String,
+    unit: &'static str,
+    x: Vec<f64>,
+    y: Vec<f64>,
+    bytes: Vec<f64>,
+}
+
+impl Track {
+    fn push(&mut self, x: f64, y: f64, bytes: Option<f64>) {
+        self.x.push(x);
+        self.y.push(y);
+        if let Some(b) = bytes {
+            self.bytes.push(b);
+        }
+    }
+}
+
+/// Censuses of each process, in time order; the first one of each process
+/// (warm-up: imports, the first step's allocations) is left out of the fits.
+pub fn growth_groups(trace: &Trace) -> Vec<GrowthGroup> {
+    let mut by_pid: BTreeMap<u32, Vec<&Map<String, Value>>> = BTreeMap::new();
+    for c in trace.census() {
+        if let Some(pid) = c.get("pid").and_then(Value::as_u64) {
+            by_pid.entry(pid as u32).or_default().push(c);
+        }
+    }
+    let mut suspects: BTreeMap<(u32, String), Map<String, Value>> = BTreeMap::new();
+    for s in trace.suspects() {
+        let (Some(pid), Some(key)) = (
+            s.get("pid").and_then(Value::as_u64),
+            s.get("key").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        // A later suspect of the same key adds what was learnt (creation site).
+        let entry = suspects.entry((pid as u32, key.to_string())).or_default();
+        for (k, v) in s {
+            if !v.is_null() {
+                entry.insert(k.clone(), v.clone());
+            }
+        }
+    }
+
+    let mut groups: Vec<GrowthGroup> = Vec::new();
+    for (pid, mut cs) in by_pid {
+        cs.sort_by(|a, b| t_of(a).total_cmp(&t_of(b)));
+        let stepped = cs.iter().all(|c| c.get("step").is_some_and(Value::is_u64));
+        let per = if stepped { "step" } else { "s" };
+        let tracks = tracks_of(&cs[1.min(cs.len())..], stepped);
+        let mut growers: Vec<Grower> = tracks
+            .into_iter()
+            .filter_map(|(key, tr)| fit(pid, &key, &tr, per))
+            .collect();
+        for g in &mut growers {
+            if let Some(s) = suspects.get(&(pid, g.key.clone())) {
+                g.holder = s
+                    .get("holder")
+                    .and_then(|h| serde_json::from_value(h.clone()).ok());
+                g.created_at = s
+                    .get("created_at")
+                    .and_then(|h| serde_json::from_value(h.clone()).ok());
+                g.example = s.get("example").cloned();
+                if let Some(w) = s.get("what").and_then(Value::as_str) {
+                    if g.key.starts_with("container:") || g.key == "graph" {
+                        g.what = format!("{} ({w})", g.what);
+                    }
+                }
+            }
+        }
+        // A suspect keyed differently from the series (the probe saw the
+        // type, the fit found its tensor group) still names the holder of
+        // that family of series.
+        for g in growers.iter_mut().filter(|g| g.holder.is_none()) {
+            let family = g.key.split(':').next().unwrap_or_default();
+            let found = suspects.iter().find(|((p, k), s)| {
+                *p == pid && k.split(':').next() == Some(family) && s.get("holder").is_some()
+            });
+            if let Some((_, s)) = found {
+                g.holder = s
+                    .get("holder")
+                    .and_then(|h| serde_json::from_value(h.clone()).ok());
+                g.created_at = s
+                    .get("created_at")
+                    .and_then(|h| serde_json::from_value(h.clone()).ok());
+            }
+        }
+        groups.extend(group(pid, growers));
+    }
+    groups.sort_by(|a, b| importance(b).total_cmp(&importance(a)));
+    groups
+}
+
+fn t_of(c: &Map<String, Value>) -> f64 {
+    c.get("t").and_then(Value::as_f64).unwrap_or(0.0)
+}
+
+fn num(v: Option<&Value>) -> Option<f64> {
+    v.and_then(Value::as_f64)
+}
+
+fn tracks_of(cs: &[&Map<String, Value>], stepped: bool) -> BTreeMap<String, Track> {
+    let mut tracks: BTreeMap<String, Track> = BTreeMap::new();
+    let mut put = |key: String, what: &dyn Fn() -> String, unit, x, y, bytes| {
+        let tr = tracks.entry(key).or_insert_with(|| Track {
+            what: what(),
+            unit,
+            ..Track::default()
+        });
+        tr.push(x, y, bytes);
+    };
+    for c in cs {
+        let x = if stepped {
+            num(c.get("step")).unwrap_or(0.0)
+        } else {
+            t_of(c)
+        };
+        if let Some(types) = c.get("types").and_then(Value::as_object) {
+            for (name, n) in types {
+                if let Some(n) = n.as_f64() {
+                    put(
+                        format!("type:{name}"),
+                        &|| format!("{name} objects"),
+                        "objects",
+                        x,
+                        n,
+                        None,
+                    );
+                }
+            }
+        }
+        for t in c
+            .get("tensors")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let s = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or("?").to_string();
+            let flag = |k: &str| t.get(k).and_then(Value::as_bool).unwrap_or(false);
+            let (device, dtype) = (s("device"), s("dtype"));
+            let kind = if flag("grad_fn") {
+                "grad"
+            } else if flag("requires_grad") {
+                "leaf"
+            } else {
+                "plain"
+            };
+            let label = match kind {
+                "grad" => "with a grad_fn",
+                "leaf" => "requiring grad",
+                _ => "without grad",
+            };
+            if let Some(n) = num(t.get("count")) {
+                put(
+                    format!("tensors:{device}/{dtype}/{kind}"),
+                    &|| format!("{device} {dtype} tensors {label}"),
+                    "tensors",
+                    x,
+                    n,
+                    num(t.get("bytes")),
+                );
+            }
+        }
+        if let Some(g) = c.get("graph").and_then(Value::as_object) {
+            if let Some(n) = num(g.get("nodes")) {
+                put(
+                    "graph".into(),
+                    &|| "autograd graph nodes alive at the step boundary".into(),
+                    "nodes",
+                    x,
+                    n,
+                    num(g.get("saved_bytes")),
+                );
+            }
+        }
+        if let Some(m) = c.get("modules").and_then(Value::as_object) {
+            for (class, n) in m
+                .get("by_class")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(n) = n.as_f64() {
+                    put(
+                        format!("modules:{class}"),
+                        &|| format!("{class} modules (nn.Module)"),
+                        "modules",
+                        x,
+                        n,
+                        None,
+                    );
+                }
+            }
+        }
+        if let Some(a) = c.get("numpy").and_then(Value::as_object) {
+            if let Some(n) = num(a.get("count")) {
+                put(
+                    "numpy".into(),
+                    &|| "numpy arrays".into(),
+                    "arrays",
+                    x,
+                    n,
+                    num(a.get("bytes")),
+                );
+            }
+        }
+        for k in c
+            .get("containers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let (Some(id), Some(len)) = (k.get("id").and_then(Value::as_u64), num(k.get("len")))
+            else {
+                continue;
+            };
+            let ty = k
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("container")
+                .to_string();
+            put(
+                format!("container:{id}"),
+                &|| format!("items in one {ty}"),
+                "items",
+                x,
+                len,
+                None,
+            );
+        }
+        if let Some(n) = num(c.get("figures")) {
+            put(
+                "figures".into(),
+                &|| "open matplotlib figures".into(),
+                "figures",
+                x,
+                n,
+                None,
+            );
+        }
+        if let Some(cuda) = c.get("cuda").and_then(Value::as_object) {
+            for (k, what) in [
+                ("allocated", "CUDA memory allocated by tensors"),
+                ("reserved", "CUDA memory reserved by the caching allocator"),
+            ] {
+                if let Some(v) = num(cuda.get(k)) {
+                    put(format!("cuda.{k}"), &|| what.into(), "bytes", x, v, None);
+                }
+            }
+        }
+    }
+    tracks
+}
+
+/// Least growth over the fitted censuses that counts, per unit: a handful of
+/// objects is noise (a lazily made cache entry), not a leak.
+fn min_rise(unit: &str, level: f64) -> f64 {
+    match unit {
+        "bytes" => (4.0 * 1024.0 * 1024.0f64).max(0.02 * level),
+        "figures" | "modules" => 2.0,
+        _ => 8.0f64.max(0.01 * level),
+    }
+}
+
+/// A series that grows all along: significant overall, and still growing in
+/// its second half (a cache that filled early and stopped is not a leak).
+fn fit(pid: u32, key: &str, tr: &Track, per: &str) -> Option<Grower> {
+    let n = tr.x.len();
+    if n < 4 {
+        return None;
+    }
+    let t = theil_sen(&tr.x, &tr.y, 0.95)?;
+    let span = tr.x[n - 1] - tr.x[0];
+    if !(t.lo > 0.0 && span > 0.0) {
+        return None;
+    }
+    let mut sorted = tr.y.clone();
+    sorted.sort_by(f64::total_cmp);
+    let level = sorted[n / 2];
+    if t.slope * span < min_rise(tr.unit, level) {
+        return None;
+    }
+    let half = n / 2;
+    let (lx, ly) = (&tr.x[half..], &tr.y[half..]);
+    let still_growing = match theil_sen(lx, ly, 0.95) {
+        Some(l) if lx.len() >= 4 => l.slope > 0.0 && l.hi >= 0.5 * t.slope,
+        _ => ly[ly.len() - 1] > ly[0],
+    };
+    if !still_growing {
+        return None;
+    }
+    let bytes_slope = (tr.bytes.len() == n)
+        .then(|| theil_sen(&tr.x, &tr.bytes, 0.95))
+        .flatten()
+        .map(|b| b.slope);
+    Some(Grower {
+        pid,
+        key: key.to_string(),
+        what: tr.what.clone(),
+        unit: tr.unit.to_string(),
+        slope: t.slope,
+        lo: t.lo,
+        hi: t.hi,
+        per: per.to_string(),
+        bytes_slope,
+        first: tr.y[0],
+        last: tr.y[n - 1],
+        censuses: n,
+        holder: None,
+        created_at: None,
+        example: None,
+    })
+}
+
+/// Growers of the same holder form one group; the most telling grower of a
+/// group leads (graph, tensors, containers before plain type counts).
+fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
+    let mut with: BTreeMap<String, Vec<Grower>> = BTreeMap::new();
+    let mut without = Vec::new();
+    for g in growers {
+        match g.holder.as_ref().map(|h| h.path.clone()) {
+            Some(p) if !p.is_empty() => with.entry(p).or_default().push(g),
+            _ => without.push(g),
+        }
+    }
+    let mut out = Vec::new();
+    for (_, mut gs) in with {
+        gs.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
+        let holder = gs[0].holder.clone();
+        let created_at = gs.iter().find_map(|g| g.created_at.clone());
+        out.push(GrowthGroup {
+            pid,
+            holder,
+            created_at,
+            growers: gs,
+            static_findings: Vec::new(),
+        });
+    }
+    // Without a holder, show only the clearest series: plain type counts of
+    // builtins move with everything and would drown the list.
+    without.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
+    for g in without.into_iter().take(6) {
+        out.push(GrowthGroup {
+            pid,
+            holder: None,
+            created_at: g.created_at.clone(),
+            growers: vec![g],
+            static_findings: Vec::new(),
+        });
+    }
+    out
+}
+
+fn rank(g: &Grower) -> f64 {
+    let kind = if g.key == "graph" {
+        6.0
+    } else if g.key.starts_with("tensors:") {
+        5.0
+    } else if g.key.starts_with("container:") {
+        4.0
+    } else if g.key.starts_with("modules:") || g.key == "figures" {
+        3.5
+    } else if g.key == "numpy" || g.key.starts_with("cuda.") {
+        3.0
+    } else if g.key.starts_with("type:builtins.") {
+        1.0
+    } else {
+        2.0
+    };
+    kind * 1e12 + g.bytes_slope.unwrap_or(0.0).max(g.slope)
+}
+
+fn importance(g: &GrowthGroup) -> f64 {
+    let held = if g.holder.is_some() { 1e15 } else { 0.0 };
+    held + g.growers.iter().map(rank).fold(0.0, f64::max)
+}
