@@ -15,7 +15,13 @@ fn main() {
     let mut out = String::from("/// (path relative to the package's parent, contents)\npub const PROBE_FILES: &[(&str, &str)] = &[\n");
     for (rel, abs) in &files {
         println!("cargo:rerun-if-changed={}", abs.display());
-        writeln!(out, "    ({:?}, include_str!({:?})),", format!("leakspy/{rel}"), abs.display().to_string()).unwrap();
+        writeln!(
+            out,
+            "    ({:?}, include_str!({:?})),",
+            format!("leakspy/{rel}"),
+            abs.display().to_string()
+        )
+        .unwrap();
     }
     out.push_str("];\n");
     let dest = PathBuf::from(std::env::var_os("OUT_DIR").unwrap()).join("probe_files.rs");
@@ -35,7 +41,11 @@ fn collect(root: &Path, dir: &Path, files: &mut Vec<(String, PathBuf)>) {
                 collect(root, &path, files);
             }
         } else if name.ends_with(".py") {
-            let rel = path.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
+            let rel = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
             files.push((rel, path));
         }
     }

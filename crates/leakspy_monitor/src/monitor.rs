@@ -18,8 +18,8 @@ use crate::child::{signal_name, spawn, ChildExit, SignalForwarder};
 use crate::gpu::GpuSampler;
 use crate::jitter::{seed_from_env, Jitter};
 use crate::live::{LiveEstimator, LiveStatus};
-use crate::proc::{mem_available, ProcSampler};
 use crate::probe::{Inbound, ProbeConfig, ProbeMessage, ProbeServer};
+use crate::proc::{mem_available, ProcSampler};
 use crate::steps::{spawn_reader, StepMark, StepMatcher};
 use crate::MonitorError;
 
@@ -152,13 +152,12 @@ impl Monitor {
                     .stdout_sink
                     .take()
                     .unwrap_or_else(|| Box::new(std::io::stdout()));
-                let h =
-                    spawn_reader(out, StepMatcher::new(re), start, sink, tx.clone()).map_err(|source| {
-                        MonitorError::Spawn {
-                            program: "stdout reader thread".into(),
-                            source,
-                        }
-                    })?;
+                let h = spawn_reader(out, StepMatcher::new(re), start, sink, tx.clone()).map_err(
+                    |source| MonitorError::Spawn {
+                        program: "stdout reader thread".into(),
+                        source,
+                    },
+                )?;
                 Some(h)
             }
             _ => None,

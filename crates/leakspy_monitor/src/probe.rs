@@ -270,7 +270,10 @@ fn read_messages(stream: UnixStream, shared: &Shared, start: Instant, tx: &Sende
         match parse(&line) {
             Some(message) => {
                 let t = start.elapsed().as_secs_f64();
-                if tx.send(Inbound::Probe(ProbeMessage { t, message })).is_err() {
+                if tx
+                    .send(Inbound::Probe(ProbeMessage { t, message }))
+                    .is_err()
+                {
                     return;
                 }
             }
@@ -312,16 +315,17 @@ mod tests {
     #[test]
     fn package_is_embedded_with_its_bootstrap() {
         assert!(PROBE_FILES.iter().any(|(p, _)| *p == BOOTSTRAP));
-        assert!(PROBE_FILES
-            .iter()
-            .any(|(p, _)| *p == "leakspy/__init__.py"));
+        assert!(PROBE_FILES.iter().any(|(p, _)| *p == "leakspy/__init__.py"));
     }
 
     #[test]
     fn messages_arrive_and_bad_lines_are_counted_not_fatal() {
         let (tx, rx) = std::sync::mpsc::channel();
         let server = ProbeServer::start(ProbeConfig::default(), Instant::now(), tx).unwrap();
-        let mode = std::fs::metadata(server.dir()).unwrap().permissions().mode();
+        let mode = std::fs::metadata(server.dir())
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o700);
         assert!(server.dir().join("sitecustomize.py").is_file());
         let mut s = UnixStream::connect(&server.socket).unwrap();

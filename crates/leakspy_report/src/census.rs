@@ -109,12 +109,7 @@ impl GrowthGroup {
 
 impl Grower {
     pub fn describe(&self) -> String {
-        let mut s = format!(
-            "{} {} per {}",
-            fmt_count(self.slope),
-            self.what,
-            self.per
-        );
+        let mut s = format!("{} {} per {}", fmt_count(self.slope), self.what, self.per);
         if let Some(b) = self.bytes_slope.filter(|b| *b > 0.0) {
             s.push_str(&format!(" ({}/{})", fmt_bytes(b), self.per));
         }
@@ -199,6 +194,18 @@ pub fn growth_groups(trace: &Trace) -> Vec<GrowthGroup> {
         ) else {
             continue;
         };
+        // The probe's own bookkeeping is never the user's leak.
+        let own = s.get("holder").is_some_and(|h| {
+            h.get("path")
+                .and_then(Value::as_str)
+                .is_some_and(|p| p.starts_with("leakspy._"))
+                || h.get("file")
+                    .and_then(Value::as_str)
+                    .is_some_and(|f| f.contains("/leakspy-probe-"))
+        });
+        if own {
+            continue;
+        }
         // A later suspect of the same key adds what was learnt (creation site).
         let entry = suspects.entry((pid as u32, key.to_string())).or_default();
         for (k, v) in s {
@@ -228,8 +235,19 @@ pub fn growth_groups(trace: &Trace) -> Vec<GrowthGroup> {
                     .and_then(|h| serde_json::from_value(h.clone()).ok());
                 g.example = s.get("example").cloned();
                 if let Some(w) = s.get("what").and_then(Value::as_str) {
-                    if g.key.starts_with("container:") || g.key == "graph" {
-                        g.what = format!("{} ({w})", g.what);
+                    // The probe knows the container's item type and the
+                    // graph's root: say it instead of the generic label.
+                    let w = match w.rfind(" (len ") {
+                        Some(i) if w.ends_with(')') => &w[..i],
+                        _ => w,
+                    };
+                    if g.key.starts_with("container:") {
+                        g.what = format!("items in one {w}");
+                    } else if g.key == "graph" {
+                        let detail = w.strip_prefix("autograd graph nodes").unwrap_or(w).trim();
+                        if !detail.is_empty() {
+                            g.what = format!("{} {detail}", g.what);
+                        }
                     }
                 }
             }
@@ -283,6 +301,9 @@ fn tracks_of(cs: &[&Map<String, Value>], stepped: bool) -> BTreeMap<String, Trac
         };
         if let Some(types) = c.get("types").and_then(Value::as_object) {
             for (name, n) in types {
+                if name.starts_with("leakspy.") {
+                    continue;
+                }
                 if let Some(n) = n.as_f64() {
                     put(
                         format!("type:{name}"),
@@ -502,10 +523,35 @@ fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
             static_findings: Vec::new(),
         });
     }
+    // A series without a holder whose objects are made in the same function
+    // as a held group's is the same leak seen from another side (the graph
+    // behind the held losses, their tensors): it joins that group.
+    let made_in = |c: &Option<Location>| {
+        c.as_ref()
+            .map(|c| (c.file.clone(), c.function.clone().unwrap_or_default()))
+    };
+    let mut rest = Vec::new();
+    for g in without {
+        let site = made_in(&g.created_at);
+        let home = site.as_ref().and_then(|site| {
+            out.iter_mut().find(|grp: &&mut GrowthGroup| {
+                grp.growers
+                    .iter()
+                    .any(|h| made_in(&h.created_at).as_ref() == Some(site))
+            })
+        });
+        match home {
+            Some(grp) => {
+                grp.growers.push(g);
+                grp.growers.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
+            }
+            None => rest.push(g),
+        }
+    }
     // Without a holder, show only the clearest series: plain type counts of
     // builtins move with everything and would drown the list.
-    without.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
-    for g in without.into_iter().take(6) {
+    rest.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
+    for g in rest.into_iter().take(6) {
         out.push(GrowthGroup {
             pid,
             holder: None,

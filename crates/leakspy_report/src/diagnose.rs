@@ -520,12 +520,7 @@ fn non_leak_notes(
     verdict: Verdict,
 ) -> Vec<String> {
     let mut notes = Vec::new();
-    let grows = |key: &str| {
-        growth
-            .iter()
-            .flat_map(|g| &g.growers)
-            .any(|g| g.key == key)
-    };
+    let grows = |key: &str| growth.iter().flat_map(|g| &g.growers).any(|g| g.key == key);
     let cuda_seen = trace
         .census()
         .any(|c| c.get("cuda").is_some_and(|v| v.is_object()));
@@ -584,10 +579,7 @@ fn copy_on_read_note(trace: &Trace, verdict: Verdict) -> Option<String> {
     let mut workers = 0;
     let (mut rss_rise, mut uss_rise) = (0f64, 0f64);
     for v in per.values() {
-        let with_uss: Vec<(u64, u64)> = v
-            .iter()
-            .filter_map(|(r, u)| u.map(|u| (*r, u)))
-            .collect();
+        let with_uss: Vec<(u64, u64)> = v.iter().filter_map(|(r, u)| u.map(|u| (*r, u))).collect();
         if with_uss.len() < 3 {
             continue;
         }

@@ -71,10 +71,7 @@ fn attach(groups: &mut [GrowthGroup]) {
 /// of `train:total`, `metrics` of `make_logger.<locals>.log.<metrics>`.
 fn holder_name(path: &str) -> &str {
     let p = path.trim_end_matches('>');
-    let cut = p
-        .rfind(['.', ':', '<'])
-        .map(|i| &p[i + 1..])
-        .unwrap_or(p);
+    let cut = p.rfind(['.', ':', '<']).map(|i| &p[i + 1..]).unwrap_or(p);
     cut.trim_start_matches('<')
 }
 

@@ -22,7 +22,7 @@ pub use html::render_html;
 pub use join::attach_static_findings;
 pub use json::{render_diff_json, render_json};
 pub use model::{
-    Basis, DiagnoseOptions, Diagnosis, ExitInfo, Finding, Fit, Growth, ProbeInfo, RunInfo, SeriesReport,
-    ThroughputReport,
+    Basis, DiagnoseOptions, Diagnosis, ExitInfo, Finding, Fit, Growth, ProbeInfo, RunInfo,
+    SeriesReport, ThroughputReport,
 };
 pub use text::{render_diff_text, render_text};

@@ -86,10 +86,7 @@ fn render_growth(out: &mut String, d: &Diagnosis) {
     if d.growth.is_empty() {
         return;
     }
-    let several = d
-        .growth
-        .iter()
-        .any(|g| g.pid != d.growth[0].pid);
+    let several = d.growth.iter().any(|g| g.pid != d.growth[0].pid);
     let _ = writeln!(out, "what grows (in-process probe):");
     for (i, g) in d.growth.iter().take(MAX_GROUPS).enumerate() {
         let pid = if several {

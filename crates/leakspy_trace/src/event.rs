@@ -65,15 +65,7 @@ impl Event {
     pub fn is_known_kind(kind: &str) -> bool {
         matches!(
             kind,
-            "header"
-                | "sample"
-                | "gpu"
-                | "step"
-                | "probe"
-                | "census"
-                | "suspect"
-                | "note"
-                | "exit"
+            "header" | "sample" | "gpu" | "step" | "probe" | "census" | "suspect" | "note" | "exit"
         )
     }
 }
