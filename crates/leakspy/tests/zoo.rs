@@ -14,7 +14,9 @@ fn repo_root() -> PathBuf {
 
 /// The project's venv python (scripts/venv.sh makes it; CI runs that first).
 fn torch_python() -> PathBuf {
-    let py = repo_root().join(".venv/bin/python");
+    let py = std::env::var_os("LEAKSPY_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join(".venv/bin/python"));
     assert!(
         py.is_file(),
         "{} missing: the zoo needs torch (run scripts/venv.sh)",
@@ -43,14 +45,14 @@ fn run_zoo(program: &str) -> ZooRun {
     let trace = dir.path().join("t.jsonl");
     let report = dir.path().join("r.json");
     let output = Command::new(assert_cmd::cargo::cargo_bin("leakspy"))
-        .args(["run", "--quiet", "--probe-budget", "0.2", "--trace"])
+        .args(["run", "--quiet", "--probe-budget", "0.3", "--trace"])
         .arg(&trace)
         .arg("--report-json")
         .arg(&report)
         .arg("--")
         .arg(torch_python())
         .arg(repo_root().join("examples/zoo").join(program))
-        .env("ZOO_SECONDS", "8")
+        .env("ZOO_SECONDS", "12")
         .output()
         .expect("leakspy runs");
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();

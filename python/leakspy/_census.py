@@ -1,0 +1,1089 @@
+"""The object census: what is alive in this process, counted in one pass
+over ``gc.get_objects()``, and which series have grown at every census
+lately (the suspects).
+
+Everything here runs inside a census and keeps no user object past it: the
+object list and every list made from it are local and dropped on return,
+except the few instances handed to the holder search, which the caller
+drops in turn.
+"""
+
+import gc
+import os
+import sys
+import weakref
+from collections import Counter, OrderedDict, defaultdict, deque
+from heapq import nlargest
+from itertools import compress, filterfalse, islice
+
+# A series is a suspect when it rose at each of the last RISES comparisons.
+RISES = 3
+# Containers are followed (by id) from this length on.
+MIN_TRACKED_LEN = 8
+TOP_TYPES = 100
+MAX_TYPES = 300
+TOP_CONTAINERS = 20
+GRAPH_NODE_CAP = 100000
+SAVED_NODE_CAP = 5000
+SAVED_FREED_STREAK = 300
+PICKS = 5
+CANDIDATE_FACTOR = 6
+SURVIVOR_CAP = 5000
+MAX_NEW_SUSPECTS = 8
+NUMPY_LEVEL_CAP = 50000
+NUMPY_PROBE_EVERY = 5
+
+CONTAINER_TYPES = (list, dict, set, deque, OrderedDict, defaultdict, Counter)
+_CONTAINER_SET = frozenset(CONTAINER_TYPES)
+_NOT_USER_TOP = frozenset(
+    """builtins __future__ _frozen_importlib _frozen_importlib_external torch
+    torchvision torchaudio numpy scipy pandas matplotlib PIL sklearn jax
+    tensorflow keras transformers accelerate lightning pytorch_lightning
+    leakspy typing_extensions six triton sympy mpmath networkx""".split()
+)
+
+
+def type_name(t):
+    try:
+        mod = t.__module__
+        qn = t.__qualname__
+    except Exception:
+        return "?"
+    if not isinstance(mod, str):
+        mod = "?"
+    if not isinstance(qn, str):
+        qn = getattr(t, "__name__", "?")
+    return mod + "." + qn
+
+
+def _mro(t):
+    try:
+        return type.__dict__["__mro__"].__get__(t, type)
+    except Exception:
+        return ()
+
+
+class Libraries(object):
+    """Tells user code from the interpreter's and installed packages'."""
+
+    def __init__(self, probe_dir):
+        self.probe_dir = probe_dir
+        roots = set()
+        for mod in (os, gc):
+            f = getattr(mod, "__file__", None)
+            if f:
+                roots.add(os.path.dirname(os.path.abspath(f)))
+        for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix):
+            if p:
+                roots.add(os.path.join(p, "lib", "python%d.%d" % sys.version_info[:2]))
+        self.stdlib = tuple(sorted(r.rstrip(os.sep) + os.sep for r in roots))
+        self._modules = {}
+        self._files = {}
+        self._lib_dirs = None
+
+    def _libdirs(self):
+        if self._lib_dirs is None:
+            dirs = []
+            for name in ("torch", "numpy", "matplotlib"):
+                m = sys.modules.get(name)
+                f = getattr(m, "__file__", None) if m is not None else None
+                if isinstance(f, str):
+                    dirs.append(os.path.dirname(os.path.abspath(f)) + os.sep)
+            # Only cache once torch is in: it is what matters most.
+            if "torch" in sys.modules:
+                self._lib_dirs = tuple(dirs)
+            return tuple(dirs)
+        return self._lib_dirs
+
+    def is_user_file(self, filename):
+        r = self._files.get(filename)
+        if r is not None:
+            return r
+        r = self._is_user_file(filename)
+        if len(self._files) < 10000:
+            self._files[filename] = r
+        return r
+
+    def _is_user_file(self, filename):
+        if not isinstance(filename, str) or not filename or filename[0] == "<":
+            return False
+        f = os.path.abspath(filename)
+        if "site-packages" in f or "dist-packages" in f:
+            return False
+        if self.probe_dir and f.startswith(self.probe_dir):
+            return False
+        if f.startswith(self.stdlib):
+            return False
+        if f.startswith(self._libdirs()):
+            return False
+        return True
+
+    def is_user_module(self, modname):
+        r = self._modules.get(modname)
+        if r is not None:
+            return r
+        if modname == "__main__":
+            r = True
+        elif not isinstance(modname, str) or modname.split(".", 1)[0] in _NOT_USER_TOP:
+            r = False
+        else:
+            m = sys.modules.get(modname)
+            f = getattr(m, "__file__", None) if m is not None else None
+            r = self.is_user_file(f) if isinstance(f, str) else False
+        if len(self._modules) < 10000:
+            self._modules[modname] = r
+        return r
+
+    def is_user_type(self, t):
+        try:
+            return self.is_user_module(t.__module__)
+        except Exception:
+            return False
+
+
+class Growth(object):
+    """Series of one census value per key; tells which rose at every one of
+    the last RISES comparisons (and for how many comparisons in a row)."""
+
+    def __init__(self):
+        self.prev = {}
+        self.runs = {}
+        self.streak = {}
+        self.rose = set()
+
+    def update(self, values, taint=None):
+        """values: key -> number for this census. taint: keys whose rise this
+        time does not count (imports under way)."""
+        prev = self.prev
+        runs = self.runs
+        streak = self.streak
+        new_runs = {}
+        new_streak = {}
+        rose = set()
+        for key, v in values.items():
+            p = prev.get(key)
+            if p is None or v - p < 1:
+                continue
+            rose.add(key)
+            if taint is not None and key in taint:
+                continue
+            run = runs.get(key)
+            if run is None:
+                run = [p, v]
+            else:
+                run.append(v)
+                if len(run) > RISES + 1:
+                    del run[0]
+            new_runs[key] = run
+            new_streak[key] = streak.get(key, 0) + 1
+        self.runs = new_runs
+        self.streak = new_streak
+        self.rose = rose  # rose this time, tainted or not
+        self.prev = values
+
+    def rising(self):
+        """key -> (per_census, count, rises in a row) for keys that qualify."""
+        out = {}
+        for key, run in self.runs.items():
+            if len(run) >= RISES + 1:
+                out[key] = ((run[-1] - run[-1 - RISES]) / float(RISES), run[-1],
+                            self.streak.get(key, 0))
+        return out
+
+
+class Census(object):
+    """State kept between censuses (numbers and names only, never objects)."""
+
+    def __init__(self, libs):
+        self.libs = libs
+        self.n = 0
+        self.growth = Growth()
+        self.reported_types = set()
+        self.container_prev = {}
+        self.container_types = {}
+        self.saved_names = {}
+        self.modules_count = 0
+        # Set when the probe itself kept something since the last census
+        # (suspect messages, source lines, regular expressions): the next
+        # comparison of library types does not count.
+        self.dirty = False
+        self.suspect_keys = set()
+        self.suppressed = {}
+        self.numpy_seen = False
+        self._type_info = {}
+        self.own_tensors = {}  # id -> fingerprint: tensors our saved-tensor reads made
+        self.saved_ids = set()
+        self.rising_types = set()  # set by a census with suspects, for their search
+        self.survivors = {}  # key -> ids of its instances at the last census
+        self.survivors_old = {}  # ... and at the one before
+        self.tensor_keys = []
+        self.torch = None
+
+    # -- helpers ---------------------------------------------------------
+
+    def _own_ids(self):
+        ids = {id(self.growth.prev), id(self.growth.runs), id(self.growth.streak),
+               id(self.container_prev),
+               id(self.container_types), id(self.reported_types), id(self.saved_names),
+               id(self.suspect_keys), id(self.suppressed), id(self.libs._modules),
+               id(self.libs._files), id(self._type_info), id(self.own_tensors),
+               id(self.saved_ids), id(self.rising_types), id(self.survivors),
+               id(self.tensor_keys), id(self.survivors_old)}
+        ids.update(map(id, self.survivors.values()))
+        ids.update(map(id, self.survivors_old.values()))
+        ids.update(map(id, self.growth.runs.values()))
+        return ids
+
+    def _classify_type(self, t, torch, env):
+        """(weakref, env, name, kind, user) for a type, cached by id (the weak
+        reference tells a type from a later one at the same address)."""
+        name = type_name(t)
+        kind = None
+        mro = _mro(t)
+        if torch is not None:
+            try:
+                if t is torch.UntypedStorage or getattr(torch._C._functions, t.__name__,
+                                                        None) is t:
+                    kind = "artifact"
+                elif torch.autograd.function.BackwardCFunction in mro:
+                    kind = "artifact"
+                elif torch.Tensor in mro:
+                    kind = "tensor"
+                elif torch.nn.Module in mro:
+                    kind = "module"
+            except Exception:
+                pass
+        if kind is None and env[1]:
+            nd = getattr(sys.modules.get("numpy"), "ndarray", None)
+            if nd is not None and nd in mro:
+                kind = "ndarray"
+        user = kind is None and self.libs.is_user_type(t)
+        try:
+            ref = weakref.ref(t)
+        except TypeError:
+            return (lambda: None, env, name, kind, user)
+        hit = (ref, env, name, kind, user)
+        if len(self._type_info) > 50000:
+            self._type_info.clear()
+        self._type_info[id(t)] = hit
+        return hit
+
+    def _torch(self):
+        t = sys.modules.get("torch")
+        if t is None or not hasattr(t, "Tensor"):
+            return None
+        try:
+            t.Tensor, t.nn.Parameter, t.nn.Module  # noqa: B018 - fully imported?
+        except Exception:
+            return None
+        return t
+
+    # -- the census ------------------------------------------------------
+
+    def run(self, want_picks):
+        """One census. Returns (message fields, suspects), where suspects is a
+        list of (key, per_census, count, info) for keys that qualify now and
+        were not reported before; info holds the instances to trace to a
+        holder (dropped by the caller)."""
+        self.n += 1
+        first = self.n == 1
+        torch = self._torch()
+        self.torch = torch
+        own = self._own_ids()
+
+        objs = gc.get_objects()
+        n_objects = len(objs)
+        kinds = list(map(type, objs))
+        type_counts = Counter(kinds)
+
+        names = {}
+        counts = {}
+        user_names = set()
+        user_types = set()
+        tensor_types = set()
+        module_types = set()
+        nd_types = set()
+        info = self._type_info
+        env = (torch is not None, "numpy" in sys.modules)
+        for t, c in type_counts.items():
+            hit = info.get(id(t))
+            if hit is None or hit[0]() is not t or hit[1] != env:
+                hit = self._classify_type(t, torch, env)
+            name, kind = hit[2], hit[3]
+            names[t] = name
+            if kind == "artifact":
+                continue
+            counts[name] = counts.get(name, 0) + c
+            if kind == "tensor":
+                tensor_types.add(t)
+            elif kind == "module":
+                module_types.add(t)
+            elif kind == "ndarray":
+                nd_types.add(t)
+            if hit[4]:
+                user_names.add(name)
+                user_types.add(t)
+
+        fields = {"objects": n_objects}
+        np_mod = sys.modules.get("numpy")
+        nd = getattr(np_mod, "ndarray", None) if np_mod is not None else None
+        if isinstance(nd, type):
+            nd_types.add(nd)  # arrays are not tracked: found through containers
+
+        # One pass over every object picks the few kinds looked at closer.
+        wanted = set(_CONTAINER_SET)
+        wanted.update(tensor_types, module_types, user_types, nd_types)
+        wanted.add(_CellType)
+        sel = list(compress(objs, map(wanted.__contains__, kinds)))
+        del kinds
+        sel_types = list(map(type, sel))
+
+        # Tensors and autograd graphs.
+        tensors = []
+        roots = []
+        if torch is not None:
+            tensors = list(compress(sel, map(tensor_types.__contains__, sel_types)))
+            if self.own_tensors:
+                tensors = self._drop_own_tensors(tensors, counts, names, fields)
+            fields["tensors"], roots, tensor_groups = self._tensors(torch, tensors)
+            fields["graph"], graph_best = self._graph(torch, roots, tensor_types, tensors)
+            mods = list(compress(sel, map(module_types.__contains__, sel_types)))
+            fields["modules"], module_by_class = self._modules(torch, mods)
+        else:
+            fields["tensors"] = None
+            fields["graph"] = None
+            fields["modules"] = None
+            tensor_groups = {}
+            graph_best = []
+            module_by_class = {}
+            mods = []
+
+        # Containers: the largest, and every one of some length by id; with
+        # the dicts the collector does not track (only numbers and strings in
+        # them) held by user objects, user globals and closures.
+        conts = list(compress(sel, map(_CONTAINER_SET.__contains__, sel_types)))
+        untracked = self._untracked_dicts(sel, sel_types, user_types)
+        conts.extend(untracked)
+        containers, cont_values, cont_objs, big = self._containers(conts, own)
+
+        # numpy arrays (not gc-tracked: reached from containers and user
+        # objects). Until some are found, only every NUMPY_PROBE_EVERY-th
+        # census looks (null in between): it is a fifth of a census's cost.
+        fields["numpy"] = None
+        arrays = []
+        if nd_types and (self.numpy_seen or self.n % NUMPY_PROBE_EVERY == 1):
+            fields["numpy"], arrays = self._numpy(sel, sel_types, untracked, user_types,
+                                                  nd_types)
+            self.numpy_seen = fields["numpy"]["count"] > 0
+        del big, untracked
+
+        fields["containers"] = containers
+        fields["figures"] = _figures()
+        fields["cuda"] = _cuda(torch)
+
+        # Types reported: the most numerous, those reported before, suspects,
+        # then user classes.
+        top = nlargest(TOP_TYPES, counts.items(), key=_second)
+        types = dict(top)
+        for name in self.reported_types:
+            types[name] = counts.get(name, 0)
+        for key in self.suspect_keys:
+            if key.startswith("type:"):
+                types[key[5:]] = counts.get(key[5:], 0)
+        if len(types) < MAX_TYPES:
+            for name in sorted(user_names, key=counts.get, reverse=True):
+                if len(types) >= MAX_TYPES:
+                    break
+                types[name] = counts[name]
+        self.reported_types.update(types)
+        fields["types"] = types
+
+        # Growth.
+        values = {}
+        for name, c in counts.items():
+            values["type:" + name] = c
+        for g in tensor_groups.values():
+            values[g["key"]] = g["count"]
+        if fields["graph"] is not None:
+            values["graph"] = fields["graph"]["nodes"]
+        for cls, c in module_by_class.items():
+            values["modules:" + cls] = c
+        if fields["numpy"] is not None:
+            values["numpy"] = fields["numpy"]["count"]
+        if fields["figures"] is not None:
+            values["figures"] = fields["figures"]
+        values.update(cont_values)
+        n_modules = len(sys.modules)
+        taint = None
+        if n_modules != self.modules_count or self.dirty:
+            # Imports under way: code objects, functions, dicts... grow for a
+            # while. Only user classes, tensors and the rest count this time.
+            taint = {"type:" + n for n in counts if n not in user_names}
+            taint.update(k for k in cont_values)
+        self.modules_count = n_modules
+        self.dirty = False
+        if first:
+            values = {}  # warm-up: the first census is not compared with
+        self.growth.update(values, taint)
+
+        suspects = []
+        if want_picks:
+            rising = self.growth.rising()
+            tensor_names = {names[t] for t in tensor_types}
+            rank = {k: _rank(k, user_names, tensor_names) for k in rising}
+            # Library and builtin types rise along with whatever holds them:
+            # they are suspects only when nothing more telling rises.
+            explained = any(r < 2 for r in rank.values()) or any(
+                _rank(k, user_names, tensor_names) < 2
+                for k in self.suspect_keys if k in self.growth.rose)
+            order = sorted(rising, key=lambda k: (rank[k], -rising[k][0], k))
+            for key in order:
+                if len(suspects) >= MAX_NEW_SUSPECTS:
+                    break
+                if key in self.suspect_keys or self.suppressed.get(key, 0) > self.n:
+                    continue
+                per, count, rises = rising[key]
+                # ... and they wait two more censuses, for what holds them to
+                # qualify first (a list reaches the followed length later).
+                if rank[key] == 2 and (explained or rises < RISES + 2):
+                    continue
+                info = self._picks(key, objs, sel, sel_types, type_counts, names, tensor_types,
+                                   user_types, tensors, tensor_groups, graph_best, mods,
+                                   cont_objs, arrays, roots)
+                if info is None:
+                    continue
+                saved = self.saved_ids
+                info["saved_by_graph"] = any(id(o) in saved for o in info["objects"])
+                suspects.append((key, per, count, info))
+            if suspects:
+                up = {k[5:] for k in self.growth.runs if k.startswith("type:")}
+                self.rising_types = {t for t, n in names.items() if n in up}
+                _prefer_held(suspects, (objs, sel, sel_types, tensors, roots, mods, arrays,
+                                        graph_best, conts, suspects))
+            # Remember which instances of the telling series that rise exist
+            # now, so that the next census can prefer those that outlived it.
+            survivors = {}
+            for key in self.growth.runs:
+                if len(survivors) >= 12:
+                    break
+                if key.startswith(("tensors:", "modules:", "graph")) or (
+                        key.startswith("type:") and _rank(key, user_names, tensor_names) < 2):
+                    cands = self._instances(key, objs, sel, sel_types, type_counts, names,
+                                            tensor_types, user_types, tensors, tensor_groups,
+                                            mods, roots, SURVIVOR_CAP)
+                    survivors[key] = set(map(id, cands))
+                    del cands
+            self.survivors_old = self.survivors
+            self.survivors = survivors
+        del objs, tensors, roots, conts, mods, cont_objs, graph_best, type_counts, arrays
+        del sel, sel_types
+        self.saved_ids = set()
+        self.tensor_keys = []
+        return fields, suspects
+
+    # -- tensors ---------------------------------------------------------
+
+    def _tensors(self, torch, tensors):
+        groups = {}
+        seen = set()
+        roots = []
+        tkeys = self.tensor_keys = []  # group of each tensor, in census order
+        ctx = _no_torch_function(torch)
+        with ctx:
+            for t in tensors:
+                try:
+                    dev = t.device
+                    dt = t.dtype
+                    rg = t.requires_grad
+                    # (not t.grad_fn: reading it gives the node a Python
+                    # wrapper that lives as long as the node)
+                    has_gf = rg and not t.is_leaf
+                    k = (dev, dt, rg, has_gf)
+                except Exception:
+                    tkeys.append(None)
+                    continue
+                tkeys.append(k)
+                g = groups.get(k)
+                if g is None:
+                    g = groups[k] = [0, 0]
+                g[0] += 1
+                try:
+                    sk, nb = _storage(t, dev)
+                except Exception:
+                    sk, nb = id(t), 0
+                if sk not in seen:
+                    seen.add(sk)
+                    g[1] += nb
+                if has_gf:
+                    roots.append(t)
+        out = []
+        info = {}
+        for (dev, dt, rg, has_gf), (count, nbytes) in groups.items():
+            d = str(dev)
+            dts = str(dt).replace("torch.", "")
+            kind = "grad" if has_gf else ("leaf" if rg else "plain")
+            key = "tensors:%s/%s/%s" % (d, dts, kind)
+            out.append({"device": d, "dtype": dts, "requires_grad": bool(rg),
+                        "grad_fn": bool(has_gf), "count": count, "bytes": nbytes})
+            g = info.get(key)
+            if g is None:
+                info[key] = {"key": key, "count": count, "bytes": nbytes,
+                             "match": [(dev, dt, rg, has_gf)]}
+            else:  # two torch.device objects printing the same
+                g["count"] += count
+                g["bytes"] += nbytes
+                g["match"].append((dev, dt, rg, has_gf))
+        out.sort(key=lambda g: -g["bytes"])
+        return out, roots, info
+
+    def _drop_own_tensors(self, tensors, counts, names, fields):
+        """Leaves out the tensors that exist only because an earlier census
+        read them from a graph's saved tensors (torch keeps such Python
+        objects as long as the graph; weak references to them do not
+        survive that). They are known by id and a fingerprint."""
+        own = self.own_tensors
+        still = {}
+        mask = []
+        for t in tensors:
+            fp = own.get(id(t))
+            mine = fp is not None and fp == _fingerprint(t)
+            mask.append(not mine)
+            if mine:
+                still[id(t)] = fp
+                name = names.get(type(t))
+                if name in counts:
+                    counts[name] -= 1
+                fields["objects"] -= 1
+        self.own_tensors = still
+        return list(compress(tensors, mask)) if still else tensors
+
+    def _graph(self, torch, roots, tensor_types, tensors):
+        if not roots:
+            return {"roots": 0, "nodes": 0, "saved_bytes": 0}, []
+        visited = set()
+        per_root = []
+        capped = False
+        for t in roots:
+            if capped:
+                break
+            try:
+                gf = t.grad_fn
+            except Exception:
+                continue
+            if gf is None or gf in visited:
+                continue
+            n0 = len(visited)
+            visited.add(gf)
+            stack = [gf]
+            while stack:
+                node = stack.pop()
+                try:
+                    nexts = node.next_functions
+                except Exception:
+                    continue
+                for pair in nexts:
+                    nxt = pair[0]
+                    if nxt is not None and nxt not in visited:
+                        visited.add(nxt)
+                        stack.append(nxt)
+                if len(visited) >= GRAPH_NODE_CAP:
+                    capped = True
+                    break
+            per_root.append((len(visited) - n0, t))
+        saved, partial = self._saved_bytes(torch, visited, tensor_types, tensors)
+        out = {"roots": len(roots), "nodes": len(visited), "saved_bytes": saved}
+        if capped:
+            out["capped"] = True
+        if partial:
+            out["saved_partial"] = True
+        best = [t for _, t in nlargest(3, per_root, key=_first)]
+        del visited, per_root
+        return out, best
+
+    def _saved_bytes(self, torch, nodes, tensor_types, tensors):
+        known = set(map(id, tensors))  # Python objects before this census
+        own = self.own_tensors
+        saved_ids = self.saved_ids = set()  # what the graphs hold, for suspects
+        seen = set()
+        total = 0
+        inspected = 0
+        freed_streak = 0
+        partial = False
+        cache = self.saved_names
+        ttypes = tensor_types or {torch.Tensor}
+        with _no_torch_function(torch):
+            for node in nodes:
+                if inspected >= SAVED_NODE_CAP or freed_streak >= SAVED_FREED_STREAK:
+                    partial = True
+                    break
+                nt = type(node)
+                attrs = cache.get(nt)
+                if attrs is None:
+                    try:
+                        attrs = tuple(a for a in dir(node) if a.startswith("_saved_"))
+                    except Exception:
+                        attrs = ()
+                    if len(cache) < 5000:
+                        cache[nt] = attrs
+                if not attrs:
+                    continue
+                inspected += 1
+                freed = False
+                for a in attrs:
+                    try:
+                        v = getattr(node, a)
+                    except Exception:
+                        freed = True
+                        break
+                    if type(v) in ttypes:
+                        vals = (v,)
+                    elif type(v) in (list, tuple):
+                        vals = v
+                    else:
+                        continue
+                    for x in vals:
+                        if type(x) not in ttypes:
+                            continue
+                        saved_ids.add(id(x))
+                        if id(x) not in known and id(x) not in own:
+                            fp = _fingerprint(x)
+                            if fp is not None:
+                                own[id(x)] = fp
+                        try:
+                            sk, nb = _storage(x, x.device)
+                        except Exception:
+                            continue
+                        if sk not in seen:
+                            seen.add(sk)
+                            total += nb
+                freed_streak = freed_streak + 1 if freed else 0
+        return total, partial
+
+    def _modules(self, torch, mods):
+        by_class = {}
+        seen = set()
+        param_bytes = 0
+        get = object.__getattribute__
+        with _no_torch_function(torch):
+            for m in mods:
+                cls = type(m).__qualname__
+                by_class[cls] = by_class.get(cls, 0) + 1
+                try:
+                    params = get(m, "__dict__").get("_parameters")
+                except Exception:
+                    continue
+                if not params:
+                    continue
+                try:
+                    for p in params.values():
+                        if p is None:
+                            continue
+                        sk, nb = _storage(p, p.device)
+                        if sk not in seen:
+                            seen.add(sk)
+                            param_bytes += nb
+                except Exception:
+                    continue
+        top = dict(nlargest(50, by_class.items(), key=_second))
+        return ({"count": len(mods), "param_bytes": param_bytes, "by_class": top},
+                by_class)
+
+    # -- containers ------------------------------------------------------
+
+    def _containers(self, conts, own):
+        # Containers of some length are followed by id (lengths only); the
+        # largest of them are listed.
+        lens = list(map(len, conts))
+        keep = list(map(MIN_TRACKED_LEN.__le__, lens))
+        big = list(compress(conts, keep))
+        blens = list(compress(lens, keep))
+        del lens, keep
+        k = TOP_CONTAINERS + 8
+        thr = sorted(blens)[-k] if len(blens) > k else MIN_TRACKED_LEN
+        sel = list(map(thr.__le__, blens))
+        top = sorted(zip(compress(blens, sel), compress(big, sel)), key=_first, reverse=True)
+        del sel
+        out = []
+        shown = set()
+        for n, c in top:
+            if id(c) in own:
+                continue
+            out.append({"id": id(c), "type": type(c).__name__, "len": n, "holder": None})
+            shown.add(id(c))
+            if len(out) >= TOP_CONTAINERS:
+                break
+        del top
+        ids = list(map(id, big))
+        cur = dict(zip(ids, blens))
+        for i in own:
+            cur.pop(i, None)
+        # A deque with a maxlen is bounded by construction: it fills, then
+        # stays flat; its filling is not a leak.
+        for c in compress(big, map(_DEQUE_SET.__contains__, map(type, big))):
+            if c.maxlen is not None:
+                cur.pop(id(c), None)
+        prev = self.container_prev
+        values = {}
+        # Containers that rose since the last census (C-level set difference);
+        # the first census is warm-up, as for every series.
+        if self.n > 2:
+            for cid, n in cur.items() - prev.items():
+                p = prev.get(cid)
+                if p is not None and n > p:
+                    values["container:%d" % cid] = n
+        # Series still rising keep their history; others restart.
+        runs = self.growth.runs
+        for key in list(runs):
+            if key.startswith("container:") and key not in values:
+                cid = int(key[10:])
+                if cid in cur:
+                    values[key] = cur[cid]
+        # Growth needs the previous value of each: give Growth what it needs.
+        gprev = self.growth.prev
+        for key in values:
+            cid = int(key[10:])
+            p = prev.get(cid)
+            if p is not None:
+                gprev[key] = p
+        self.container_prev = cur
+        by_id = None
+        if values:
+            by_id = dict(zip(ids, big))
+            for key in values:
+                cid = int(key[10:])
+                c = by_id.get(cid)
+                if c is not None and cid not in shown and len(out) < TOP_CONTAINERS * 2:
+                    out.append({"id": cid, "type": type(c).__name__, "len": len(c), "holder": None})
+                    shown.add(cid)
+        return out, values, by_id or {}, big
+
+    def _untracked_dicts(self, sel, sel_types, user_types):
+        """A dict holding only atomic values (numbers, strings, arrays) is not
+        tracked by the collector, so gc.get_objects() never lists it: reach
+        such dicts from user objects, the globals of user modules and closure
+        cells, two references down."""
+        insts = list(compress(sel, map(user_types.__contains__, sel_types)))
+        libs = self.libs
+        for name, m in list(sys.modules.items()):
+            if m is not None and libs.is_user_module(name):
+                try:
+                    insts.append(object.__getattribute__(m, "__dict__"))
+                except Exception:
+                    pass
+        cells = list(compress(sel, map(_CELL_SET.__contains__, sel_types)))
+        out = {}
+        # User objects and globals: their dicts, and the dicts in those (an
+        # instance's __dict__ before 3.11, a dict of dicts).
+        level = insts
+        for _ in range(2):
+            if not level:
+                break
+            refs = gc.get_referents(*level)
+            dicts = list(compress(refs, map(_DICT_SET.__contains__, map(type, refs))))
+            del refs
+            out.update(zip(map(id, filterfalse(gc.is_tracked, dicts)),
+                           filterfalse(gc.is_tracked, dicts)))
+            level = list(filter(gc.is_tracked, dicts))
+            del dicts
+        # Closure variables.
+        if cells:
+            refs = gc.get_referents(*cells)
+            dicts = list(compress(refs, map(_DICT_SET.__contains__, map(type, refs))))
+            del refs
+            out.update(zip(map(id, filterfalse(gc.is_tracked, dicts)),
+                           filterfalse(gc.is_tracked, dicts)))
+            del dicts
+        del insts, cells, level
+        return list(out.values())
+
+    # -- numpy -----------------------------------------------------------
+
+    def _numpy(self, sel, sel_types, untracked, user_types, nd_types):
+        found = {}
+        # Tracked ndarray subclasses (with a __dict__) are in the census.
+        if len(nd_types) > 1:
+            for a in compress(sel, map(nd_types.__contains__, sel_types)):
+                found[id(a)] = a
+        # Level 0: lists, deques, user objects and the globals of user
+        # modules; then what they hold, two levels down.
+        level_types = {list, deque}
+        level_types.update(user_types)
+        level = list(compress(sel, map(level_types.__contains__, sel_types)))
+        level.extend(untracked)
+        libs = self.libs
+        for name, m in list(sys.modules.items()):
+            if m is not None and libs.is_user_module(name):
+                try:
+                    level.append(object.__getattribute__(m, "__dict__"))
+                except Exception:
+                    pass
+        seen = set(map(id, level))
+        walk = {tuple, list, dict, deque, OrderedDict, defaultdict}
+        walk.update(user_types)
+        is_nd = nd_types.__contains__
+        for _ in range(3):
+            if not level:
+                break
+            refs = gc.get_referents(*level)
+            kinds = list(map(type, refs))
+            arrs = list(compress(refs, map(is_nd, kinds)))
+            found.update(zip(map(id, arrs), arrs))
+            nxt = list(compress(refs, map(walk.__contains__, kinds)))
+            level = [o for o in nxt if id(o) not in seen][:NUMPY_LEVEL_CAP]
+            seen.update(map(id, level))
+            del refs, kinds, arrs, nxt
+        total = 0
+        owners = set()
+        for a in found.values():
+            try:
+                owner = a
+                b = a.base
+                while b is not None and type(b) in nd_types:
+                    owner = b
+                    b = b.base
+                if id(owner) not in owners:
+                    owners.add(id(owner))
+                    total += int(owner.nbytes)
+            except Exception:
+                continue
+        out = {"count": len(found), "bytes": total}
+        # A few of the arrays found last (the deepest level: in the user's
+        # containers), for the holder search should the count rise.
+        sample = list(islice(reversed(list(found.values())), PICKS))
+        found.clear()
+        return out, sample
+
+    # -- instances for the holder search --------------------------------
+
+    def _instances(self, key, objs, sel, sel_types, type_counts, names, tensor_types,
+                   user_types, tensors, tensor_groups, mods, roots, cap):
+        """Instances of a series, youngest first (the census's order)."""
+        kind, _, rest = key.partition(":")
+        if kind == "type":
+            ts = {t for t in type_counts if names[t] == rest}
+            if not ts:
+                return []
+            if ts & tensor_types:
+                # The tensor groups that rise (a leak of losses, not the
+                # gradients made again every step).
+                match = set()
+                for k, g in tensor_groups.items():
+                    if k in self.growth.runs:
+                        match.update(g["match"])
+                out = [t for t, k in zip(tensors, self.tensor_keys)
+                       if type(t) in ts and (not match or k in match)]
+                return out[:cap]
+            if ts <= user_types:
+                return list(islice(compress(sel, map(ts.__contains__, sel_types)), cap))
+            return list(islice(compress(objs, map(ts.__contains__, map(type, objs))), cap))
+        if kind == "tensors":
+            g = tensor_groups.get(key)
+            if g is None:
+                return []
+            match = set(g["match"])
+            return [t for t, k in zip(tensors, self.tensor_keys) if k in match][:cap]
+        if kind == "modules":
+            return [m for m in mods if type(m).__qualname__ == rest][:cap]
+        if kind == "graph":
+            return roots[:cap]
+        return []
+
+    def _survivors_first(self, key, cands):
+        """Instances born between the two last censuses and still alive come
+        first: a leak's increments; the step's temporaries are gone, and the
+        program's long-lived objects were there before. Else the youngest."""
+        before = self.survivors.get(key)
+        older = self.survivors_old.get(key)
+        n = PICKS * CANDIDATE_FACTOR
+        if before:
+            born = [o for o in cands if id(o) in before and (older is None or id(o) not in older)]
+            if born:
+                return _spread(born, n)
+        return cands[:n]
+
+    def _picks(self, key, objs, sel, sel_types, type_counts, names, tensor_types,
+               user_types, tensors, tensor_groups, graph_best, mods, cont_objs, arrays,
+               roots):
+        """The instances to trace for one key."""
+        kind, _, rest = key.partition(":")
+        if kind in ("type", "tensors", "modules"):
+            cands = self._instances(key, objs, sel, sel_types, type_counts, names,
+                                    tensor_types, user_types, tensors, tensor_groups, mods,
+                                    roots, SURVIVOR_CAP)
+            if not cands:
+                return None
+            return {"key": key, "objects": self._survivors_first(key, cands),
+                    "kind": "instances"}
+        if kind == "graph":
+            # The biggest graphs, and the youngest tensors with a graph: the
+            # biggest may be intermediates that only the graph holds (torch
+            # keeps their Python objects), which name no holder.
+            objs_ = list(graph_best)
+            ids = set(map(id, objs_))
+            for t in self._survivors_first(key, roots[:SURVIVOR_CAP]):
+                if id(t) not in ids:
+                    objs_.append(t)
+            return {"key": key, "objects": objs_, "kind": "instances"}
+        if kind == "container":
+            c = cont_objs.get(int(rest))
+            if c is None:
+                return None
+            return {"key": key, "objects": [c], "kind": "container"}
+        if kind == "figures":
+            return {"key": key, "objects": [], "kind": "figures"}
+        if kind == "numpy":
+            return {"key": key, "objects": list(arrays), "kind": "numpy"}
+        return None
+
+
+def _spread(items, n):
+    """``n`` items spread evenly over ``items`` (in order)."""
+    if len(items) <= n:
+        return list(items)
+    step = len(items) / float(n)
+    return [items[int(i * step)] for i in range(n)]
+
+
+def _prefer_held(suspects, ours):
+    """Among each suspect's candidates, those that something in Python holds
+    come first (one heap pass for all): the others are held from C (a
+    tensor kept only by an autograd graph) or by a running frame only, and
+    name no holder, or a worse one."""
+    cands = []
+    for s in suspects:
+        if s[3]["kind"] == "instances":
+            cands.extend(s[3]["objects"])
+    if not cands:
+        return
+    ids = set(map(id, cands))
+    skip = set(map(id, ours))
+    skip.add(id(cands))
+    for s in suspects:
+        skip.add(id(s[3]["objects"]))
+    held = set()
+    frame = type(sys._getframe())
+    for r in gc.get_referrers(*cands):
+        if id(r) in skip or type(r) is frame:
+            continue
+        try:
+            held.update(set(map(id, gc.get_referents(r))) & ids)
+        except Exception:
+            continue
+    del cands
+    for s in suspects:
+        info = s[3]
+        if info["kind"] != "instances":
+            continue
+        objs = info["objects"]
+        first = [o for o in objs if id(o) in held]
+        rest = [o for o in objs if id(o) not in held]
+        info["objects"] = first[:PICKS] if first else rest[:PICKS]
+
+
+def _rank(key, user_names, tensor_names):
+    """0: what names a leak by itself (containers, graphs, figures, modules,
+    tensor groups, user classes); 1: tensor types; 2: other types, and numpy
+    arrays (usually in a container that rises too; arrays in tuples cannot be
+    traced back: the collector stops tracking tuples of untracked items)."""
+    if key == "numpy":
+        return 2
+    if not key.startswith("type:"):
+        return 0
+    name = key[5:]
+    if name in user_names:
+        return 0
+    if name in tensor_names:
+        return 1
+    return 2
+
+
+_CellType = type((lambda x: lambda: x)(0).__closure__[0])
+# Predicates for map(): a set's __contains__ runs in C, a function would not.
+_CELL_SET = frozenset((_CellType,))
+_DICT_SET = frozenset((dict,))
+_DEQUE_SET = frozenset((deque,))
+
+
+def _first(p):
+    return p[0]
+
+
+def _second(p):
+    return p[1]
+
+
+def _fingerprint(t):
+    try:
+        return (t.data_ptr(), t.storage_offset(), tuple(t.shape), t.dtype)
+    except Exception:
+        return None
+
+
+def _storage(t, dev):
+    """(dedup key, bytes) of a tensor's storage. Only views ask for the
+    storage object (torch keeps such Python objects alive as long as the
+    storage): a tensor that is not a view spans its storage."""
+    try:
+        es = t.element_size()
+        off = t.storage_offset() * es
+        if t._is_view():
+            st = t.untyped_storage()
+            base = st.data_ptr()
+            nb = st.nbytes()
+        else:
+            base = t.data_ptr() - off if t.numel() else 0
+            nb = t.nbytes + off
+        if base:
+            return (base, dev), nb
+        return id(t), nb
+    except Exception:
+        try:
+            return id(t), t.numel() * t.element_size()
+        except Exception:
+            return id(t), 0
+
+
+class _Null(object):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+_NULL = _Null()
+
+
+def _no_torch_function(torch):
+    """Tensor subclasses and torch-function modes must not see the census."""
+    try:
+        c = torch._C
+        cls = getattr(c, "DisableTorchFunction", None) or getattr(
+            c, "DisableTorchFunctionSubclass", None)
+        if cls is not None:
+            return cls()
+    except Exception:
+        pass
+    return _NULL
+
+
+def _figures():
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return None
+    try:
+        return len(plt.get_fignums())
+    except Exception:
+        return None
+
+
+def _cuda(torch):
+    if torch is None:
+        return None
+    try:
+        cuda = torch.cuda
+        if not cuda.is_initialized():
+            return None
+        return {"allocated": int(cuda.memory_allocated()), "reserved": int(cuda.memory_reserved())}
+    except Exception:
+        return None

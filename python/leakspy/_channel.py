@@ -1,0 +1,166 @@
+"""The probe's channel to the monitor: one Unix stream socket per process,
+non-blocking, one JSON object per line.
+
+A send never blocks and never raises. What the socket cannot take at once is
+kept in a buffer (at most ``MAX_BUFFER`` bytes) and written with the next
+message; past that, whole messages are dropped and counted. Any error other
+than "would block" closes the channel for good: the caller switches the
+probe off.
+"""
+
+import json
+import socket
+import time
+
+try:
+    import _thread
+except ImportError:  # pragma: no cover - every supported CPython has it
+    _thread = None
+
+MAX_BUFFER = 1 << 20
+_NOSIGNAL = getattr(socket, "MSG_NOSIGNAL", 0)
+_WOULD_BLOCK = (BlockingIOError, InterruptedError)
+
+
+def _dumps(msg):
+    return (json.dumps(msg, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+
+
+class Channel(object):
+    def __init__(self, path):
+        self.path = path
+        self.sock = None
+        self.buf = bytearray()
+        self.dropped = 0
+        self.dead = False
+        self.lock = _thread.RLock()
+        self.busy = False
+
+    def connect(self):
+        """Connects (blocking, 2 s at most); False when the monitor is not there."""
+        try:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.settimeout(2.0)
+                s.connect(self.path)
+                s.setblocking(False)
+            except BaseException:
+                s.close()
+                raise
+        except Exception:
+            self.dead = True
+            return False
+        self.sock = s
+        return True
+
+    def reset_after_fork(self):
+        """In a forked child: forget the parent's connection (closing our copy
+        of the descriptor does not touch the parent's) and its pending bytes."""
+        self.lock = _thread.RLock()
+        self.busy = False
+        s, self.sock = self.sock, None
+        if s is not None:
+            try:
+                s.close()
+            except Exception:
+                pass
+        self.buf = bytearray()
+        self.dropped = 0
+        self.dead = False
+
+    def take_dropped(self):
+        n, self.dropped = self.dropped, 0
+        return n
+
+    def send(self, msg):
+        """Queues one message and writes what the socket takes now. Returns
+        False once the channel is dead."""
+        if self.dead:
+            return False
+        try:
+            data = _dumps(msg)
+        except Exception:
+            # Not serialisable (a bug of ours): lose this message only.
+            self.dropped += 1
+            return True
+        with self.lock:
+            if self.busy:
+                # Re-entered from a signal handler or a finaliser run in the
+                # middle of a send: writing now would cut a line in two.
+                self.dropped += 1
+                return True
+            self.busy = True
+            try:
+                return self._send_locked(data)
+            finally:
+                self.busy = False
+
+    def _send_locked(self, data):
+        if self.dead or self.sock is None:
+            return False
+        buf = self.buf
+        if buf:
+            if len(buf) + len(data) > MAX_BUFFER:
+                self.dropped += 1
+            else:
+                buf += data
+            return self._flush_locked()
+        try:
+            n = self.sock.send(data, _NOSIGNAL)
+        except _WOULD_BLOCK:
+            n = 0
+        except Exception:
+            self._die_locked()
+            return False
+        if n < len(data):
+            buf += data[n:]
+        return True
+
+    def flush(self):
+        if self.dead:
+            return False
+        with self.lock:
+            if self.sock is None or self.busy:
+                return not self.dead
+            return self._flush_locked()
+
+    def _flush_locked(self):
+        buf = self.buf
+        while buf:
+            try:
+                n = self.sock.send(buf, _NOSIGNAL)
+            except _WOULD_BLOCK:
+                return True
+            except Exception:
+                self._die_locked()
+                return False
+            if n <= 0:
+                return True
+            del buf[:n]
+        return True
+
+    def drain(self, timeout):
+        """At exit: waits up to ``timeout`` seconds for the buffer to go out."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if not self.flush():
+                return
+            if not self.buf:
+                return
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.005)
+
+    def _die_locked(self):
+        self.dead = True
+        s, self.sock = self.sock, None
+        self.buf = bytearray()
+        if s is not None:
+            try:
+                s.close()
+            except Exception:
+                pass
+
+    def close(self):
+        with self.lock:
+            self._die_locked()

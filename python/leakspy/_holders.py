@@ -1,0 +1,657 @@
+"""Who holds a growing object: a breadth-first walk up ``gc.get_referrers``
+to the first named root (an instance attribute, a module global, a class
+attribute, a closure variable, a frame local), and where an object was made
+(``tracemalloc``).
+
+One ``gc.get_referrers`` call per level serves every object searched at
+once, so a search costs at most ``MAX_PASSES`` passes over the heap.
+"""
+
+import gc
+import linecache
+import re
+import sys
+import types
+from collections import deque
+
+MAX_DEPTH = 8  # references from the object to its root (an object's __dict__ is no step)
+MAX_PASSES = 12  # heap passes
+MAX_FRONTIER = 60  # per source and level
+MAX_VISITED = 400  # per source
+
+_PY313 = sys.version_info >= (3, 13)
+_CO_OPTIMIZED = 0x0001
+_HEAPTYPE = 1 << 9
+
+_FrameType = types.FrameType
+_FunctionType = types.FunctionType
+_CellType = getattr(types, "CellType", type((lambda x: lambda: x)(0).__closure__[0]))
+_ModuleType = types.ModuleType
+_GEN_TYPES = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType)
+_MemberDescriptor = types.MemberDescriptorType
+_CONTAINERS = (list, tuple, dict, set, frozenset)
+
+# Roots, best first when one level gives several.
+_PRIORITY = {"attribute": 0, "global": 0, "class_attribute": 0, "closure": 0, "local": 1}
+
+
+def _tname(o):
+    try:
+        n = type(o).__name__
+        return n if isinstance(n, str) else "?"
+    except Exception:
+        return "?"
+
+
+def _key_of(d, value):
+    """The key of ``d`` whose value is ``value`` (identity), or None."""
+    try:
+        for k, v in list(d.items()):
+            if v is value:
+                return k
+    except Exception:
+        pass
+    return None
+
+
+def _code_name(code):
+    n = getattr(code, "co_qualname", None) or code.co_name
+    return n if isinstance(n, str) else "?"
+
+
+class Searcher(object):
+    """One holder search (every key of one census), then dropped."""
+
+    def __init__(self, libs, through=()):
+        self.libs = libs
+        self.probe_dir = libs.probe_dir or "\0"
+        self.through = set(through)
+        self.keep = []  # our own lists, alive (and ignored) until the end
+        self.ignore = set()
+        self.module_dicts = {}
+        for name, m in list(sys.modules.items()):
+            if m is None:
+                continue
+            try:
+                d = object.__getattribute__(m, "__dict__")
+            except Exception:
+                continue
+            if type(d) is dict:
+                own = d.get("__name__")  # __main__ also shows as __mp_main__
+                self.module_dicts[id(d)] = own if isinstance(own, str) else name
+        self.ignore.add(id(self.keep))
+        self.current_frames = set()
+        self.running_frames = set()
+        self.locals = {}
+        self._scan_frames()
+
+    def _mine(self, o):
+        self.keep.append(o)
+        self.ignore.add(id(o))
+        return o
+
+    def _is_probe_code(self, code):
+        f = code.co_filename
+        return isinstance(f, str) and f.startswith(self.probe_dir)
+
+    # -- frames ----------------------------------------------------------
+
+    def _scan_frames(self):
+        """Locals of running user frames, by the id of their value: frames of
+        running functions are not found by gc.get_referrers (3.11+).
+
+        No frame may stay referenced from here once done: a frame object
+        keeps its function's locals when the function returns, and the
+        collector is paused while the probe works."""
+        me = f = top = value = items = None
+        stacks = others = []
+        try:
+            me = sys._getframe()
+            f = me
+            while f is not None:
+                self.current_frames.add(id(f))
+                f = f.f_back
+            try:
+                others = list(sys._current_frames().values())
+            except Exception:
+                others = []
+            for top in others:
+                f = top
+                while f is not None:
+                    self.running_frames.add(id(f))
+                    f = f.f_back
+            self.running_frames.update(self.current_frames)
+            stacks = [me.f_back]
+            if _PY313:
+                # Reading another thread's frame is safe only without snapshots.
+                stacks.extend(others)
+            seen = set()
+            for top in stacks:
+                f = top
+                depth = 0
+                while f is not None and depth < 200:
+                    depth += 1
+                    if id(f) in seen:
+                        break
+                    seen.add(id(f))
+                    code = f.f_code
+                    if self._is_probe_code(code) or not self.libs.is_user_file(code.co_filename):
+                        f = f.f_back
+                        continue
+                    items = self._frame_items(f)
+                    for name, value in items:
+                        if id(value) not in self.locals:
+                            self.locals[id(value)] = (f, name)
+                    items = value = None
+                    f = f.f_back
+        finally:
+            me = f = top = value = items = None
+            stacks = others = None
+
+    def _frame_items(self, f):
+        """A frame's locals without keeping them: before 3.13 reading
+        ``f_locals`` of a function leaves a snapshot dict on the frame (which
+        would keep the values alive); it is emptied again when nobody else
+        holds it."""
+        code = f.f_code
+        try:
+            if not (code.co_flags & _CO_OPTIMIZED):
+                loc = f.f_locals
+                if loc is f.f_globals:
+                    return []
+                return list(loc.items())
+            if _PY313:
+                return list(f.f_locals.items())
+            if id(f) not in self.current_frames and id(f) in self.running_frames:
+                return []  # another thread's running frame: not ours to touch
+            d = f.f_locals
+            items = list(d.items())
+            if type(d) is dict and sys.getrefcount(d) <= 3:
+                d.clear()
+            del d
+            return items
+        except Exception:
+            return []
+
+    def _frame_var(self, f, value):
+        for name, v in self._frame_items(f):
+            if v is value:
+                return name
+        return None
+
+    # -- the walk ----------------------------------------------------------
+
+    def search(self, groups):
+        """groups: list of lists of objects (the instances of one key). Returns
+        one holder dict per group (None where nothing was found)."""
+        nodes = self._mine([])
+        childs = self._mine([])
+        srcs = []
+        chains = []
+        bounded = []
+        ldepth = []
+        results = []  # per source: list of candidate roots at the first level found
+        done = []
+        visited = []
+        for g, objs in enumerate(groups):
+            for o in objs:
+                s = len(results)
+                results.append([])
+                done.append(False)
+                visited.append({id(o)})
+                nodes.append(o)
+                childs.append(None)
+                srcs.append((g, s))
+                chains.append([_tname(o)])
+                bounded.append(False)
+                ldepth.append(0)
+        self._mine(list(groups))
+        self.ignore.add(id(groups))
+        for g_objs in groups:
+            self.ignore.add(id(g_objs))  # the caller's: alive until it is done
+        depth = 0
+        while nodes and depth <= MAX_PASSES:
+            # Locals of running frames: the node itself is a local.
+            for i, n in enumerate(nodes):
+                s = srcs[i][1]
+                hit = self.locals.get(id(n))
+                if hit is not None and not done[s]:
+                    root = self._local(hit[0], hit[1], chains[i] + ["frame"])
+                    root["_bounded"] = bounded[i]
+                    results[s].append(root)
+            for s, r in enumerate(results):
+                if r:
+                    done[s] = True
+            if all(done) or depth == MAX_PASSES:
+                break
+            depth += 1
+            refs = self._mine(gc.get_referrers(*nodes))
+            by_id = {}
+            for i, n in enumerate(nodes):
+                if not done[srcs[i][1]]:
+                    by_id.setdefault(id(n), []).append(i)
+            self._mine(by_id)
+            new_nodes = self._mine([])
+            new_childs = self._mine([])
+            new_srcs = []
+            new_chains = []
+            new_bounded = []
+            new_ldepth = []
+            per_source = {}
+            for r in refs:
+                if id(r) in self.ignore:
+                    continue
+                tr = type(r)
+                if tr is _FrameType and self._is_probe_code(r.f_code):
+                    continue
+                try:
+                    kids = gc.get_referents(r)
+                except Exception:
+                    continue
+                hits = set(map(id, kids)) & by_id.keys()
+                del kids
+                if not hits:
+                    continue
+                for nid in hits:
+                    for i in by_id[nid]:
+                        s = srcs[i][1]
+                        if done[s] or id(r) in visited[s] or len(visited[s]) >= MAX_VISITED:
+                            continue
+                        visited[s].add(id(r))
+                        root, cont = self._classify(r, nodes[i], childs[i], chains[i])
+                        if root is not None:
+                            root["_bounded"] = bounded[i]
+                            results[s].append(root)
+                        elif cont and per_source.get(s, 0) < MAX_FRONTIER:
+                            node = nodes[i]
+                            owner = type(node) is dict and _owns_dict(r, node)
+                            ld = ldepth[i] + (0 if owner else 1)
+                            if ld > MAX_DEPTH:
+                                continue
+                            per_source[s] = per_source.get(s, 0) + 1
+                            new_nodes.append(r)
+                            new_childs.append(node)
+                            new_srcs.append(srcs[i])
+                            if owner:  # the object, not its __dict__, in the chain
+                                new_chains.append(chains[i][:-1] + [_tname(r)])
+                            else:
+                                new_chains.append(chains[i] + [_tname(r)])
+                            new_bounded.append(bounded[i] or _is_bounded(r))
+                            new_ldepth.append(ld)
+            for s, r in enumerate(results):
+                if r:
+                    done[s] = True
+            nodes, childs, srcs, chains = new_nodes, new_childs, new_srcs, new_chains
+            bounded, ldepth = new_bounded, new_ldepth
+        # Best root per source, then a vote per group.
+        per_group = {}
+        s = 0
+        for g, objs in enumerate(groups):
+            for _ in objs:
+                cands = results[s]
+                if cands:
+                    cands.sort(key=lambda h: _PRIORITY.get(h["kind"], 2))
+                    per_group.setdefault(g, []).append(cands[0])
+                s += 1
+        out = []
+        for g in range(len(groups)):
+            out.append(_vote(per_group.get(g, [])))
+        self.close()
+        return out
+
+    def close(self):
+        # Empty what we kept (no reference cycle may outlive the search: the
+        # collector is paused while it runs).
+        for o in self.keep:
+            try:
+                o.clear()
+            except Exception:
+                pass
+        self.keep = []
+        self.ignore = set()
+        self.locals = {}
+
+    def _classify(self, r, node, child, chain):
+        """(root, continue): ``r`` refers to ``node``; ``child`` is what ``node``
+        refers to on the way (None at the start)."""
+        tr = type(r)
+        if tr is dict:
+            mod = self.module_dicts.get(id(r))
+            if mod is not None:
+                name = _key_of(r, node)
+                if name is None or not isinstance(name, str):
+                    return None, False
+                return self._global(mod, name, chain + ["module"]), False
+            return None, True
+        if tr is _FrameType:
+            code = r.f_code
+            if not (code.co_flags & _CO_OPTIMIZED) or not self.libs.is_user_file(code.co_filename):
+                # Module level and class bodies: their names are found through
+                # the module's dict; library frames name nothing useful.
+                return None, False
+            var = self._frame_var(r, node)
+            ch = chain
+            if var is None and type(node) is dict and child is not None:
+                var = self._frame_var(r, child)  # node is the f_locals snapshot
+                ch = chain[:-1]
+            return self._local(r, var or "?", ch + ["frame"]), False
+        if tr in _GEN_TYPES:
+            frame = getattr(r, "gi_frame", None) or getattr(r, "cr_frame", None) or getattr(
+                r, "ag_frame", None)
+            if frame is None or not self.libs.is_user_file(frame.f_code.co_filename):
+                return None, False
+            running = getattr(r, "gi_running", False) or getattr(r, "cr_running", False)
+            var = None if running else self._frame_var(frame, node)
+            return self._local(frame, var or "?", chain + ["frame"]), False
+        if tr is _CellType:
+            return None, True
+        if tr is _FunctionType:
+            return self._function_root(r, node, child, chain), False
+        if tr is _ModuleType or issubclass(tr, type):
+            if issubclass(tr, type) and type(node) is dict and child is not None:
+                name = _key_of(node, child)
+                if name is not None and isinstance(name, str):
+                    return self._class_attr(r, name, chain[:-1] + [_short(r)]), False
+            return None, False
+        if tr in _CONTAINERS or tr.__name__ in ("deque", "OrderedDict", "defaultdict"):
+            return None, True
+        if tr in self.through and type(node) is not tr:
+            # One of many records (a rising type) holding the object: go on
+            # to what holds the records. (A record holding another of its
+            # kind, a linked history, is named by that attribute.)
+            return None, True
+        # Any other object: is ``node`` one of its attributes?
+        name = self._attr_name(r, node, child)
+        if name is not None:
+            if name[1]:  # through its __dict__
+                return self._attribute(r, name[0], chain[:-1] + [_tname(r)]), False
+            return self._attribute(r, name[0], chain + [_tname(r)]), False
+        return None, True
+
+    def _attr_name(self, r, node, child):
+        """(name, via_dict) of the attribute of ``r`` that is ``node``."""
+        try:
+            d = object.__getattribute__(r, "__dict__")
+        except Exception:
+            d = None
+        if type(d) is dict:
+            if d is node and child is not None:
+                k = _key_of(d, child)
+                if isinstance(k, str):
+                    return k, True
+            else:
+                k = _key_of(d, node)
+                if isinstance(k, str):
+                    return k, False
+        try:
+            for cls in type(r).__mro__:
+                if not (cls.__flags__ & _HEAPTYPE):
+                    continue  # slots of built-in types (a method's __self__...)
+                for k, v in list(vars(cls).items()):
+                    if type(v) is _MemberDescriptor:
+                        try:
+                            if v.__get__(r, type(r)) is node:
+                                return k, False
+                        except Exception:
+                            continue
+        except Exception:
+            pass
+        return None
+
+    def _function_root(self, f, node, child, chain):
+        try:
+            if f.__closure__ is node and child is not None:
+                idx = None
+                for i, c in enumerate(node):
+                    if c is child:
+                        idx = i
+                        break
+                names = f.__code__.co_freevars
+                var = names[idx] if idx is not None and idx < len(names) else "?"
+                code = f.__code__
+                return {"kind": "closure", "path": "%s.<%s>" % (f.__qualname__, var),
+                        "container": _container(chain[:-1]),
+                        "file": code.co_filename, "line": code.co_firstlineno,
+                        "chain": chain[:-2] + ["cell", "function"]}
+            if node is f.__defaults__ or node is f.__kwdefaults__:
+                code = f.__code__
+                return {"kind": "attribute", "path": "%s.__defaults__" % f.__qualname__,
+                        "container": _container(chain), "file": code.co_filename,
+                        "line": code.co_firstlineno, "chain": chain + ["function"]}
+            fd = f.__dict__
+            if node is fd and child is not None:
+                k = _key_of(fd, child)
+                if isinstance(k, str):
+                    code = f.__code__
+                    return {"kind": "attribute", "path": "%s.%s" % (f.__qualname__, k),
+                            "container": _container(chain[:-1]), "file": code.co_filename,
+                            "line": code.co_firstlineno, "chain": chain[:-1] + ["function"]}
+        except Exception:
+            pass
+        return None
+
+    # -- roots -----------------------------------------------------------
+
+    def _local(self, frame, var, chain):
+        code = frame.f_code
+        return {"kind": "local", "path": "%s:%s" % (_code_name(code), var),
+                "container": _container(chain), "file": code.co_filename,
+                "line": frame.f_lineno, "chain": chain}
+
+    def _global(self, modname, name, chain):
+        m = sys.modules.get(modname)
+        f = getattr(m, "__file__", None) if m is not None else None
+        line = _assignment_line(f, name, None) if isinstance(f, str) else None
+        return {"kind": "global", "path": "%s.%s" % (modname, name),
+                "container": _container(chain), "file": f if isinstance(f, str) else None,
+                "line": line, "chain": chain}
+
+    def _attribute(self, owner, name, chain):
+        cls = type(owner)
+        f, line = _class_location(cls, "self." + name)
+        return {"kind": "attribute", "path": "%s.%s" % (_qualname(cls), name),
+                "container": _container(chain), "file": f, "line": line, "chain": chain}
+
+    def _class_attr(self, cls, name, chain):
+        f, line = _class_location(cls, name)
+        return {"kind": "class_attribute", "path": "%s.%s" % (_qualname(cls), name),
+                "container": _container(chain), "file": f, "line": line, "chain": chain}
+
+
+def _owns_dict(r, d):
+    """Whether ``d`` is the ``__dict__`` of the object ``r``."""
+    if type(r) in (dict, list, tuple, set, frozenset):
+        return False
+    try:
+        return object.__getattribute__(r, "__dict__") is d
+    except Exception:
+        return False
+
+
+def _is_bounded(o):
+    """A deque with a maxlen: what it holds is bounded by construction."""
+    try:
+        return type(o).__name__ == "deque" and isinstance(o, deque) and o.maxlen is not None
+    except Exception:
+        return False
+
+
+def _vote(roots):
+    if not roots:
+        return None
+    tally = {}
+    first = {}
+    for h in roots:
+        k = (h["kind"], h["path"])
+        tally[k] = tally.get(k, 0) + 1
+        first.setdefault(k, h)
+
+    def rank(k):
+        h = first[k]
+        return (-tally[k], _PRIORITY.get(h["kind"], 2), h["container"] is None)
+
+    return first[min(tally, key=rank)]
+
+
+def _container(chain):
+    """The container right under the root: chain is [object, ..., root]."""
+    if len(chain) >= 3:
+        return chain[-2]
+    return None
+
+
+def _short(cls):
+    try:
+        return cls.__name__
+    except Exception:
+        return "?"
+
+
+def _qualname(cls):
+    try:
+        q = cls.__qualname__
+        return q if isinstance(q, str) else _short(cls)
+    except Exception:
+        return "?"
+
+
+def _source_lines(filename):
+    try:
+        return linecache.getlines(filename)
+    except Exception:
+        return []
+
+
+def _class_location(cls, assigned):
+    """File of ``cls`` and the line where ``assigned`` (``self.x`` or ``x``) is
+    first assigned in its body, else the ``class`` line."""
+    try:
+        m = sys.modules.get(cls.__module__)
+        f = getattr(m, "__file__", None) if m is not None else None
+    except Exception:
+        f = None
+    if not isinstance(f, str):
+        return None, None
+    lines = _source_lines(f)
+    pat = re.compile(r"^(\s*)class\s+%s\b" % re.escape(_short(cls)))
+    start = None
+    indent = 0
+    for i, text in enumerate(lines):
+        mt = pat.match(text)
+        if mt:
+            start = i
+            indent = len(mt.group(1))
+            break
+    if start is None:
+        return f, None
+    line = _assignment_line(f, assigned, (start, indent), lines)
+    return f, line if line is not None else start + 1
+
+
+def _assignment_line(filename, name, block, lines=None):
+    """First line assigning ``name`` at module level (block None) or inside
+    the class block starting at ``block = (index, indent)``."""
+    if lines is None:
+        lines = _source_lines(filename)
+    if not lines:
+        return None
+    esc = re.escape(name)
+    if block is None:
+        pat = re.compile(r"^%s\s*(:[^=]*)?(=|\+=)(?!=)" % esc)
+        rng = range(len(lines))
+    else:
+        pat = re.compile(r"^\s+%s\s*(:[^=]*)?(=|\+=)(?!=)" % esc)
+        start, indent = block
+        end = len(lines)
+        for j in range(start + 1, len(lines)):
+            t = lines[j]
+            if t.strip() and not t.lstrip().startswith("#"):
+                ind = len(t) - len(t.lstrip())
+                if ind <= indent:
+                    end = j
+                    break
+        rng = range(start + 1, end)
+    for i in rng:
+        if pat.match(lines[i]):
+            return i + 1
+    return None
+
+
+# -- creation sites --------------------------------------------------------
+
+_FUNC_CACHE = {}
+
+
+def function_at(filename, lineno):
+    """Qualified name of the innermost def/class around a line (ast, cached)."""
+    spans = _FUNC_CACHE.get(filename)
+    if spans is None:
+        spans = []
+        try:
+            import ast
+
+            src = "".join(_source_lines(filename))
+            tree = ast.parse(src, filename)
+
+            def visit(node, prefix):
+                for child in ast.iter_child_nodes(node):
+                    if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                        q = prefix + child.name
+                        end = getattr(child, "end_lineno", None) or child.lineno
+                        spans.append((child.lineno, end, q))
+                        sub = q + (".<locals>." if not isinstance(child, ast.ClassDef) else ".")
+                        visit(child, sub)
+                    else:
+                        visit(child, prefix)
+
+            visit(tree, "")
+        except Exception:
+            spans = []
+        if len(_FUNC_CACHE) < 200:
+            _FUNC_CACHE[filename] = spans
+    best = None
+    for start, end, q in spans:
+        if start <= lineno <= end and (best is None or start >= best[0]):
+            best = (start, q)
+    return best[1] if best else "<module>"
+
+
+_RAW_TB = []
+
+
+def raw_traceback(tracemalloc, o):
+    """Where ``o`` was allocated, as tracemalloc's raw frames ((file, line),
+    most recent first), or None. Also for instances with a managed dict on
+    3.11, whose memory block starts before the object's GC header plus two
+    pointers (3.11's own lookup misses them)."""
+    try:
+        raw = tracemalloc._get_object_traceback(o)
+    except Exception:
+        return None
+    if raw is not None or sys.version_info[:2] != (3, 11):
+        return raw
+    try:
+        if not (type(o).__flags__ & (1 << 4)):  # Py_TPFLAGS_MANAGED_DICT
+            return None
+        if not _RAW_TB:
+            import ctypes
+
+            f = ctypes.pythonapi._PyTraceMalloc_GetTraceback
+            f.restype = ctypes.py_object
+            f.argtypes = (ctypes.c_uint, ctypes.c_size_t)
+            _RAW_TB.append(f)
+        ptr = id(o) - 4 * (8 if sys.maxsize > 2 ** 32 else 4)
+        return _RAW_TB[0](0, ptr)
+    except Exception:
+        return None
+
+
+def user_site(libs, raw):
+    """Innermost user frame of raw tracemalloc frames, as (file, line)."""
+    try:
+        for filename, lineno in raw:
+            if libs.is_user_file(filename):
+                return filename, lineno
+    except Exception:
+        pass
+    return None

@@ -1,0 +1,671 @@
+"""The in-process probe, end to end: real Python subprocesses, started the way
+`leakspy run` starts them (the package copied to a private 0700 folder D,
+the bootstrap as D/sitecustomize.py, PYTHONPATH=D), talking to a real Unix
+stream socket listener written here. Torch tests use the venv's torch; the
+plain-Python ones also run under the other CPythons found on the machine.
+"""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from leakspy._channel import MAX_BUFFER, Channel  # noqa: E402
+
+PKG = Path(__file__).resolve().parents[1] / "leakspy"
+OTHER_PYTHONS = [
+    p
+    for p in (
+        "/root/.pyenv/versions/3.8.18/bin/python3",
+        "/root/.pyenv/versions/3.13.0/bin/python3",
+    )
+    if os.path.exists(p)
+]
+PLAIN_PYTHONS = [sys.executable] + OTHER_PYTHONS
+
+
+def has_torch():
+    try:
+        import torch  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+needs_torch = pytest.mark.skipif(not has_torch(), reason="torch is not installed")
+
+
+class Monitor:
+    """A listener laid out like `leakspy run`'s: D/leakspy, D/sitecustomize.py,
+    D/probe.sock. Keeps every message with the connection it came on."""
+
+    def __init__(self, hang_up_after=None):
+        self.dir = tempfile.mkdtemp(prefix="lsp-test-")
+        os.chmod(self.dir, 0o700)
+        shutil.copytree(str(PKG), os.path.join(self.dir, "leakspy"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy(str(PKG / "_bootstrap" / "sitecustomize.py"),
+                    os.path.join(self.dir, "sitecustomize.py"))
+        self.socket = os.path.join(self.dir, "probe.sock")
+        self.hang_up_after = hang_up_after
+        self.lock = threading.Lock()
+        self.msgs = []  # (connection number, message)
+        self.bad = []
+        self.readers = []
+        self.conns = 0
+        self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.srv.bind(self.socket)
+        self.srv.listen(16)
+        self.acceptor = threading.Thread(target=self._accept, daemon=True)
+        self.acceptor.start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.srv.accept()
+            except OSError:
+                return
+            n = self.conns
+            self.conns += 1
+            t = threading.Thread(target=self._read, args=(c, n), daemon=True)
+            t.start()
+            self.readers.append(t)
+            if self.hang_up_after is not None:
+                return  # one connection, then nobody listens any more
+
+    def _read(self, c, n):
+        f = c.makefile("rb")
+        got = 0
+        for line in f:
+            try:
+                m = json.loads(line)
+                assert isinstance(m, dict) and isinstance(m.get("kind"), str)
+            except Exception:
+                self.bad.append(line)
+                continue
+            with self.lock:
+                self.msgs.append((n, m))
+            got += 1
+            if self.hang_up_after is not None and got >= self.hang_up_after:
+                break
+        f.close()
+        c.close()
+        if self.hang_up_after is not None:
+            self.srv.close()
+
+    def env(self, probe=True, **extra):
+        env = dict(os.environ)
+        for k in list(env):
+            if k.startswith("LEAKSPY_") or k in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):
+                del env[k]
+        env["PYTHONPATH"] = self.dir
+        env.pop("PYTHONHOME", None)
+        if probe:
+            env["LEAKSPY_PROBE_SOCKET"] = self.socket
+            env["LEAKSPY_PROBE_DIR"] = self.dir
+            env["LEAKSPY_PROBE_BUDGET"] = "0.5"
+        env.update(extra)
+        return env
+
+    def run(self, script, python=sys.executable, env=None, timeout=60):
+        path = os.path.join(self.dir, "..", os.path.basename(self.dir) + "-script.py")
+        path = os.path.abspath(path)
+        with open(path, "w") as f:
+            f.write(textwrap.dedent(script))
+        self.script = path
+        p = subprocess.run([python, path], env=env if env is not None else self.env(),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=timeout, cwd=os.path.dirname(path))
+        self.wait()
+        return p
+
+    def wait(self, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.readers and not any(t.is_alive() for t in self.readers):
+                break
+            if not self.readers and time.monotonic() > deadline - timeout + 0.5:
+                break
+            time.sleep(0.02)
+
+    def messages(self, kind=None, pid=None):
+        with self.lock:
+            ms = [m for _, m in self.msgs]
+        return [m for m in ms if (kind is None or m["kind"] == kind)
+                and (pid is None or m.get("pid") == pid)]
+
+    def close(self):
+        try:
+            self.srv.close()
+        except OSError:
+            pass
+        shutil.rmtree(self.dir, ignore_errors=True)
+        if hasattr(self, "script"):
+            try:
+                os.unlink(self.script)
+            except OSError:
+                pass
+
+
+@pytest.fixture
+def monitor():
+    m = Monitor()
+    yield m
+    m.close()
+
+
+def line_of(path, marker):
+    with open(path) as f:
+        for i, text in enumerate(f, 1):
+            if marker in text:
+                return i
+    raise AssertionError(marker)
+
+
+def steps(mon, source, pid=None):
+    return [m["step"] for m in mon.messages("step", pid) if m["source"] == source]
+
+
+def suspects_by_key(mon, pid=None):
+    """Last message per key (a later one adds the creation site)."""
+    out = {}
+    for m in mon.messages("suspect", pid):
+        out[m["key"]] = m
+    return out
+
+
+def check_ok(p):
+    assert p.returncode == 0, p.stderr.decode()
+    assert p.stderr == b"", p.stderr.decode()
+
+
+# -- start-up, bootstrap ------------------------------------------------------------
+
+
+def test_hello_arrives(monitor):
+    env = monitor.env(RANK="3", LOCAL_RANK="1", WORLD_SIZE=" 4 ")
+    p = monitor.run("""
+        import sys
+        print("hello from", sys.argv[0])
+    """, env=env)
+    check_ok(p)
+    hellos = monitor.messages("hello")
+    assert len(hellos) == 1, monitor.msgs
+    h = hellos[0]
+    assert h["pid"] > 0 and h["ppid"] == os.getpid()
+    assert h["python"] == "%d.%d.%d" % sys.version_info[:3]
+    assert h["implementation"] == "cpython"
+    assert h["executable"] == sys.executable
+    assert h["argv"] == [monitor.script]
+    assert h["probe"] == "0.1.0"
+    assert h["forked"] is False
+    assert (h["rank"], h["local_rank"], h["world_size"]) == (3, 1, 4)
+    assert monitor.bad == []
+
+
+def test_no_socket_variable_means_nothing_happens(monitor):
+    p = monitor.run("""
+        import sys, threading
+        assert "leakspy" not in sys.modules, "the probe was loaded"
+        finders = [type(f).__name__ for f in sys.meta_path]
+        import leakspy
+        leakspy.step()
+        leakspy.step()
+        same = finders == [type(f).__name__ for f in sys.meta_path]
+        print(leakspy.__version__, leakspy._step_impl, same, threading.active_count(),
+              "torch" in sys.modules)
+    """, env=monitor.env(probe=False))
+    check_ok(p)
+    assert p.stdout.decode().split() == ["0.1.0", "None", "True", "1", "False"]
+    assert monitor.conns == 0
+
+
+def test_user_sitecustomize_still_runs(monitor):
+    user = tempfile.mkdtemp(prefix="lsp-user-")
+    try:
+        with open(os.path.join(user, "sitecustomize.py"), "w") as f:
+            f.write("import builtins\nbuiltins.USER_SITE_RAN = __name__\n")
+        env = monitor.env()
+        env["PYTHONPATH"] = monitor.dir + os.pathsep + user
+        p = monitor.run("""
+            import builtins, sys
+            print(getattr(builtins, "USER_SITE_RAN", None), sys.modules["sitecustomize"].__file__)
+        """, env=env)
+        check_ok(p)
+        out = p.stdout.decode().split()
+        assert out == ["sitecustomize", os.path.join(user, "sitecustomize.py")]
+        assert len(monitor.messages("hello")) == 1
+    finally:
+        shutil.rmtree(user, ignore_errors=True)
+
+
+def test_census_off_sends_steps_only(monitor):
+    p = monitor.run("""
+        import leakspy
+        kept = []
+        for i in range(200):
+            kept.append(object())
+            leakspy.step()
+    """, env=monitor.env(LEAKSPY_PROBE_CENSUS="0"))
+    check_ok(p)
+    assert steps(monitor, "manual")[-1] == 200
+    assert monitor.messages("census") == [] and monitor.messages("suspect") == []
+
+
+# -- steps ----------------------------------------------------------------------------
+
+
+@needs_torch
+def test_optimizer_and_manual_steps_are_counted_apart(monitor):
+    p = monitor.run("""
+        import sys
+        assert "torch" not in sys.modules
+        import torch
+        import leakspy
+        model = torch.nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        for i in range(50):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if i % 7 == 0:
+                leakspy.step()
+        print("done")
+    """)
+    check_ok(p)
+    assert p.stdout == b"done\n"
+    opt = steps(monitor, "optimizer")
+    man = steps(monitor, "manual")
+    assert opt[-1] == 50 and opt == sorted(opt) and len(opt) <= 50
+    assert man[-1] == 8
+    # Censuses follow steps (none before the third).
+    for c in monitor.messages("census"):
+        assert c["source"] in ("optimizer", "manual")
+        assert c["step"] >= 3
+
+
+# -- suspects, holders, creation sites ---------------------------------------------------
+
+
+@needs_torch
+def test_losses_kept_on_a_trainer_are_found_with_holder_and_creation_site(monitor):
+    p = monitor.run("""
+        import time
+        import torch
+        import torch.nn.functional as F
+
+
+        class Trainer:
+            def __init__(self):
+                self.model = torch.nn.Linear(8, 1)
+                self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01)
+                self.losses = []
+
+            def step(self, x, y):
+                loss = F.mse_loss(self.model(x), y)  # LOSS_LINE
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+                self.losses.append(loss)
+
+
+        trainer = Trainer()
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 4.0:
+            trainer.step(torch.randn(16, 8), torch.randn(16, 1))
+            time.sleep(0.002)
+        print("trained")
+    """, env=monitor.env(LEAKSPY_PROBE_BUDGET="1.0"), timeout=90)
+    check_ok(p)
+    loss_line = line_of(monitor.script, "LOSS_LINE")
+    sus = suspects_by_key(monitor)
+    for key in ("type:torch.Tensor", "tensors:cpu/float32/grad", "graph"):
+        assert key in sus, sorted(sus)
+        s = sus[key]
+        h = s["holder"]
+        assert h["kind"] == "attribute" and h["path"] == "Trainer.losses", s
+        assert h["container"] == "list" and h["chain"] == ["Tensor", "list", "Trainer"]
+        assert h["file"] == monitor.script
+        assert h["line"] == line_of(monitor.script, "self.losses = []")
+        assert s["per_census"] >= 1 and s["count"] > 0
+        assert s["example"]["grad_fn"] == "MseLossBackward0"
+    what = sus["type:torch.Tensor"]["what"]
+    assert what.startswith("torch.Tensor (float32, cpu, grad_fn MseLoss"), what
+    created = [s["created_at"] for s in sus.values() if s["created_at"]]
+    assert created, sus
+    assert {"file": monitor.script, "line": loss_line, "function": "Trainer.step"} in created
+    cont = [s for k, s in sus.items() if k.startswith("container:")]
+    assert cont and cont[0]["holder"]["path"] == "Trainer.losses"
+    # The census carried the growing series.
+    last = monitor.messages("census")[-1]
+    grad = [t for t in last["tensors"] if t["grad_fn"]]
+    assert grad and grad[0]["count"] > 100
+    assert last["graph"]["nodes"] > last["graph"]["roots"] > 100
+    assert last["modules"]["by_class"] == {"Linear": 1}
+    assert last["cost_s"] > 0 and last["dropped"] == 0
+    assert "torch.Tensor" in last["types"]
+
+
+HOLDERS = """
+    import collections
+    import time
+
+    import leakspy
+
+
+    class GlobalItem:
+        pass
+
+
+    class ClosureItem:
+        pass
+
+
+    class LocalItem:
+        pass
+
+
+    class AttrItem:
+        pass
+
+
+    history = []
+
+
+    def make_logger():
+        kept = []
+
+        def log(x):
+            kept.append(x)
+
+        return log
+
+
+    class Keeper:
+        def __init__(self):
+            self.items = []
+            self.scores = {}  # numbers only: a dict the collector does not track
+
+
+    log = make_logger()
+    keeper = Keeper()
+
+
+    def main():
+        seen = []
+        t0 = time.monotonic()
+        n = 0
+        while time.monotonic() - t0 < 1.5:
+            history.append(GlobalItem())  # GLOBAL_LINE
+            log(ClosureItem())
+            seen.append(LocalItem())
+            keeper.items.append(AttrItem())
+            keeper.scores[n] = n / 2.0
+            leakspy.step()
+            n += 1
+            time.sleep(0.002)
+        print("steps", n)
+
+
+    main()
+"""
+
+
+@pytest.mark.parametrize("python", PLAIN_PYTHONS, ids=lambda p: os.path.basename(os.path.dirname(
+    os.path.dirname(p))) if "pyenv" in p else "venv")
+def test_holder_kinds_global_closure_local_attribute(monitor, python):
+    p = monitor.run(HOLDERS, python=python)
+    check_ok(p)
+    assert p.stdout.startswith(b"steps ")
+    n = int(p.stdout.split()[1])
+    hello = monitor.messages("hello")[0]
+    assert hello["python"].startswith(subprocess.run(
+        [python, "-c", "import sys; print('%d.%d.' % sys.version_info[:2])"],
+        stdout=subprocess.PIPE).stdout.decode().strip())
+    assert steps(monitor, "manual")[-1] == n
+    censuses = monitor.messages("census")
+    assert len(censuses) >= 5
+    assert all(c["tensors"] is None for c in censuses)  # no torch here
+    sus = suspects_by_key(monitor)
+    want = {
+        "GlobalItem": ("global", "__main__.history", ["GlobalItem", "list", "module"]),
+        "ClosureItem": ("closure", "make_logger.<locals>.log.<kept>",
+                        ["ClosureItem", "list", "cell", "function"]),
+        "LocalItem": ("local", "main:seen", ["LocalItem", "list", "frame"]),
+        "AttrItem": ("attribute", "Keeper.items", ["AttrItem", "list", "Keeper"]),
+    }
+    for cls, (kind, path, chain) in want.items():
+        s = sus.get("type:__main__." + cls)
+        assert s is not None, sorted(sus)
+        h = s["holder"]
+        assert (h["kind"], h["path"], h["chain"]) == (kind, path, chain), s
+        assert h["file"] == monitor.script
+        assert s["created_at"] is not None and s["created_at"]["function"] == "main", s
+    g = sus["type:__main__.GlobalItem"]
+    assert g["holder"]["line"] == line_of(monitor.script, "history = []")
+    assert g["created_at"]["line"] == line_of(monitor.script, "GLOBAL_LINE")
+    attr = sus["type:__main__.AttrItem"]
+    assert attr["holder"]["line"] == line_of(monitor.script, "self.items = []")
+    # The lists themselves are followed by id, with the same holders; so is
+    # the untracked dict of numbers.
+    paths = sorted(s["holder"]["path"] for k, s in sus.items() if k.startswith("container:"))
+    assert paths == sorted([p for _, p, _ in want.values()] + ["Keeper.scores"])
+    # The growing list is a series of the census: one id, rising lengths.
+    cid = [k for k, s in sus.items() if s["holder"]["path"] == "__main__.history"
+           and k.startswith("container:")][0][len("container:"):]
+    lens = [c["len"] for cen in censuses for c in cen["containers"] if str(c["id"]) == cid]
+    assert len(lens) >= 2 and lens == sorted(lens)
+    # Nothing else was taken for a leak.
+    assert set(k.split(":")[0] for k in sus) <= {"type", "container"}
+    assert len(sus) == 9, sorted(sus)
+
+
+def test_a_bounded_deque_that_fills_is_no_suspect(monitor):
+    p = monitor.run("""
+        import collections, time
+        import leakspy
+
+        class Transition:
+            def __init__(self, i):
+                self.i = i
+
+        buffer = collections.deque(maxlen=150)
+        t0 = time.monotonic()
+        i = 0
+        while time.monotonic() - t0 < 1.5:
+            buffer.append(Transition(i))  # fills over about 150 steps, then flat
+            leakspy.step()
+            i += 1
+            time.sleep(0.003)
+        print(len(buffer))
+    """)
+    check_ok(p)
+    assert p.stdout == b"150\n"
+    censuses = monitor.messages("census")
+    counts = [c["types"].get("__main__.Transition") for c in censuses]
+    assert len(counts) >= 8 and counts[-1] == 150, json.dumps(counts)
+    assert counts.index(150) >= 4  # it rose over several censuses before it was full
+    assert monitor.messages("suspect") == [], json.dumps(monitor.messages("suspect"))
+
+
+def test_a_program_that_never_steps_gets_timer_censuses(monitor):
+    p = monitor.run("""
+        import time
+        kept = []
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 2.5:
+            kept.append(bytearray(10))
+            kept.append([0])
+            time.sleep(0.001)
+        print("ok")
+    """, env=monitor.env(LEAKSPY_PROBE_BUDGET="0.2"))
+    check_ok(p)
+    censuses = monitor.messages("census")
+    assert len(censuses) >= 5
+    assert all(c["source"] == "timer" and c["step"] is None for c in censuses)
+    sus = suspects_by_key(monitor)
+    assert any(s["holder"]["path"] == "__main__.kept" for s in sus.values()), sus
+
+
+# -- resilience ------------------------------------------------------------------------
+
+
+SCRIPT_WITH_OUTPUT = """
+    import sys, time
+    import leakspy
+    kept = []
+    t0 = time.monotonic()
+    i = 0
+    while time.monotonic() - t0 < 1.0:
+        kept.append([i])
+        leakspy.step()
+        if i % 50 == 0:
+            print("line", i // 50)
+        i += 1
+        time.sleep(0.002)
+    print("end", file=sys.stderr)
+    sys.exit(0)
+"""
+
+
+def test_the_monitor_hanging_up_does_not_disturb_the_job():
+    ref = Monitor()
+    gone = Monitor(hang_up_after=2)
+    try:
+        before = ref.run(SCRIPT_WITH_OUTPUT, env=ref.env(probe=False))
+        after = gone.run(SCRIPT_WITH_OUTPUT)
+        assert after.returncode == 0
+        assert after.stderr == b"end\n"
+        lines = after.stdout.splitlines()
+        assert lines == [b"line %d" % i for i in range(len(lines))]
+        assert abs(len(lines) - len(before.stdout.splitlines())) <= 3  # same pace
+        assert gone.messages("hello")
+    finally:
+        ref.close()
+        gone.close()
+
+
+def test_a_forked_child_says_hello_on_its_own_connection(monitor):
+    p = monitor.run("""
+        import os, time
+        import leakspy
+        for i in range(5):
+            leakspy.step()
+        pid = os.fork()
+        if pid == 0:
+            for i in range(3):
+                leakspy.step()
+                time.sleep(0.03)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        leakspy.step()
+        print(os.getpid(), pid)
+    """)
+    check_ok(p)
+    parent, child = map(int, p.stdout.split())
+    hellos = {h["pid"]: h for h in monitor.messages("hello")}
+    assert set(hellos) == {parent, child}
+    assert hellos[parent]["forked"] is False
+    assert hellos[child]["forked"] is True and hellos[child]["ppid"] == parent
+    assert steps(monitor, "manual", pid=child)[-1] == 3
+    assert steps(monitor, "manual", pid=parent)[-1] == 6
+    # Each process on a connection of its own.
+    with monitor.lock:
+        conn_of = {m["pid"]: n for n, m in monitor.msgs}
+    assert conn_of[parent] != conn_of[child]
+    assert monitor.messages("census", pid=child) == []
+
+
+@needs_torch
+def test_dataloader_workers_stay_silent_and_the_parent_keeps_its_channel(monitor):
+    p = monitor.run("""
+        import torch
+        import leakspy
+        from torch.utils.data import DataLoader, TensorDataset
+        if __name__ == "__main__":
+            ds = TensorDataset(torch.randn(64, 3))
+            for epoch in range(2):
+                n = sum(1 for _ in DataLoader(ds, batch_size=8, num_workers=2,
+                                               multiprocessing_context="fork"))
+                leakspy.step()
+            print(n)
+    """)
+    check_ok(p)
+    assert p.stdout == b"8\n"
+    # Workers never step: they connect to nobody. The parent's connection
+    # was not used by them (its lines all parse, its steps arrive).
+    assert [h["forked"] for h in monitor.messages("hello")] == [False]
+    assert monitor.conns == 1 and monitor.bad == []
+    assert steps(monitor, "manual")[-1] == 2
+
+
+def test_a_forked_child_that_execs_says_nothing(monitor):
+    p = monitor.run("""
+        import subprocess, sys
+        import leakspy
+        leakspy.step()
+        # preexec_fn makes subprocess run the fork hooks in the child
+        out = subprocess.run(["/bin/echo", "hi"], preexec_fn=lambda: None,
+                             stdout=subprocess.PIPE).stdout
+        leakspy.step()
+        print(out.decode().strip())
+    """)
+    check_ok(p)
+    assert p.stdout == b"hi\n"
+    assert len(monitor.messages("hello")) == 1 and monitor.conns == 1
+
+
+# -- the channel ------------------------------------------------------------------------
+
+
+def test_a_full_socket_buffers_then_drops_whole_messages():
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    ch = Channel("unused")
+    a.setblocking(False)
+    ch.sock = a
+    payload = "x" * 5000
+    t = time.monotonic()
+    for i in range(2000):  # 10 MB, nobody reading
+        assert ch.send({"kind": "note", "i": i, "p": payload})
+    assert time.monotonic() - t < 5
+    assert 0 < len(ch.buf) <= MAX_BUFFER
+    dropped = ch.take_dropped()
+    assert dropped > 0 and ch.take_dropped() == 0
+    # Whatever arrives is whole lines, in order, with a gap where drops were.
+    a.setblocking(True)
+    got = []
+    reader = b.makefile("rb")
+
+    def read():
+        for line in reader:
+            got.append(json.loads(line)["i"])
+
+    r = threading.Thread(target=read)
+    r.start()
+    ch.drain(5.0)
+    ch.close()
+    r.join(5)
+    assert got == sorted(got) and len(got) + dropped == 2000
+    b.close()
+
+
+def test_a_closed_peer_kills_the_channel_quietly():
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    ch = Channel("unused")
+    a.setblocking(False)
+    ch.sock = a
+    b.close()
+    assert ch.send({"kind": "note"}) is False
+    assert ch.dead and ch.send({"kind": "note"}) is False
