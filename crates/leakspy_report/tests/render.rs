@@ -1,5 +1,6 @@
 //! The diagnosis and its renderers on fixed replay traces (tests/fixtures,
-//! written by tests/fixtures/make.py).
+//! written by tests/fixtures/make.py; probe_loss_list.jsonl is a recorded
+//! `leakspy run` of examples/zoo/loss_list.py).
 
 use std::path::PathBuf;
 
@@ -161,4 +162,64 @@ fn exit_teardown_does_not_hide_a_leak() {
         "{}",
         g.slope / mib
     );
+}
+
+#[test]
+fn probe_trace_names_what_grows_and_its_holder_text() {
+    insta::assert_snapshot!(text_of("probe_loss_list.jsonl"));
+}
+
+#[test]
+fn probe_trace_growth_groups_in_json() {
+    let t = fixture("probe_loss_list.jsonl");
+    let d = diagnose(&t, &DiagnoseOptions::default());
+    assert_eq!(d.verdict, Verdict::Leak);
+    let top = &d.growth[0];
+    let holder = top.holder.as_ref().expect("holder");
+    assert_eq!(
+        (holder.kind.as_str(), holder.path.as_str()),
+        ("attribute", "Trainer.losses")
+    );
+    // The graph, the tensors with a grad_fn and the list's items all grow
+    // per step with it.
+    let keys: Vec<&str> = top.growers.iter().map(|g| g.key.as_str()).collect();
+    assert!(keys.contains(&"graph"), "{keys:?}");
+    assert!(keys.contains(&"tensors:cpu/float32/grad"), "{keys:?}");
+    assert!(top.growers.iter().all(|g| g.per == "step" && g.lo > 0.0));
+    // The leak finding carries the holder for the JSON report's readers.
+    assert_eq!(
+        d.findings[0].holder.as_ref().unwrap()["path"],
+        "Trainer.losses"
+    );
+    let v: serde_json::Value = serde_json::from_str(&render_json(&d)).unwrap();
+    assert_eq!(v["growth"][0]["holder"]["path"], "Trainer.losses");
+    assert!(v["probe"]["censuses"].as_u64().unwrap() >= 5);
+}
+
+#[test]
+fn html_escapes_what_the_probe_reports() {
+    // Type, attribute and file names come from the user's process.
+    let mut text = String::from(
+        r#"{"kind":"header","format":"leakspy-trace","version":1,"t":0,"command":["python"],"pid":7,"sample_interval_s":0.1}
+"#,
+    );
+    for i in 0..8 {
+        text.push_str(&format!(
+            r#"{{"kind":"census","t":{t},"pid":7,"step":{s},"types":{{"<img src=x onerror=alert(1)>":{n}}},"containers":[{{"id":1,"type":"list","len":{n}}}]}}
+"#,
+            t = i as f64,
+            s = i * 100,
+            n = 100 + i * 500
+        ));
+    }
+    text.push_str(r#"{"kind":"suspect","t":8,"pid":7,"step":700,"key":"container:1","what":"list of <b>x</b> (len 3)","holder":{"kind":"attribute","path":"<script>alert(2)</script>.x","container":"list","file":"/tmp/\"><svg onload=alert(3)>.py","line":3},"created_at":{"file":"/tmp/<i>made</i>.py","line":4,"function":"<u>f</u>"}}
+"#);
+    let t = leakspy_trace::read_trace_from(text.as_bytes(), "hostile").unwrap();
+    let d = diagnose(&t, &DiagnoseOptions::default());
+    assert!(!d.growth.is_empty(), "{:#?}", d.growth);
+    let html = render_html(&d, &t);
+    for bad in ["<img", "<script", "<svg onload", "<b>x", "<i>made", "<u>f"] {
+        assert!(!html.contains(bad), "unescaped {bad:?} in the HTML");
+    }
+    assert!(html.contains("&lt;script&gt;alert(2)&lt;/script&gt;.x"));
 }

@@ -102,7 +102,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     let mut config = MonitorConfig::new(args.command.clone());
     config.interval = Duration::from_secs_f64(args.interval);
     config.step_regex = step_regex;
-    config.probe = (!args.no_probe).then(|| leakspy_monitor::ProbeConfig {
+    config.probe = (!args.no_probe).then_some(leakspy_monitor::ProbeConfig {
         budget: args.probe_budget,
         census: !args.no_census,
     });
