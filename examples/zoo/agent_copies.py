@@ -64,7 +64,7 @@ def main():
         obs = torch.randn(128, 64)
         with torch.no_grad():
             target = teacher(obs).argmax(1)
-        best = population.generation(obs, target, steps=4)
+        best = population.generation(obs, target, steps=16)
         generations += 1
     print(f"{generations} generations, best fitness {best:.2f}, {len(population.hall_of_fame)} champions")
 

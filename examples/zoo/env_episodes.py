@@ -9,7 +9,7 @@ import torch.nn as nn
 
 
 class Env:
-    """Agent moves on a line towards a goal; it sees a 16x16 noisy sensor image."""
+    """Agent moves on a line towards a goal; it sees a 40x40 noisy sensor image."""
 
     def __init__(self, horizon=64, seed=0):
         self.horizon = horizon
@@ -24,9 +24,9 @@ class Env:
         return self._observe()
 
     def _observe(self):
-        image = self.rng.normal(0.0, 0.1, size=(16, 16)).astype(np.float32)
-        image[:, int((self.pos + 1) * 7.5)] += 1.0
-        image[int((self.goal + 1) * 7.5), :] += 1.0
+        image = self.rng.normal(0.0, 0.1, size=(40, 40)).astype(np.float32)
+        image[:, int((self.pos + 1) * 19.5)] += 1.0
+        image[int((self.goal + 1) * 19.5), :] += 1.0
         return image
 
     def step(self, action):
@@ -47,7 +47,7 @@ def main():
     torch.manual_seed(0)
     seconds = float(os.environ.get("ZOO_SECONDS", "8"))
     env = Env()
-    policy = nn.Sequential(nn.Flatten(0), nn.Linear(256, 64), nn.Tanh(), nn.Linear(64, 3))
+    policy = nn.Sequential(nn.Flatten(0), nn.Linear(1600, 64), nn.Tanh(), nn.Linear(64, 3))
     optimizer = torch.optim.Adam(policy.parameters(), lr=3e-3)
     updates = 0
     deadline = time.monotonic() + seconds

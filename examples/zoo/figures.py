@@ -16,7 +16,7 @@ plt.rcParams["figure.max_open_warning"] = 0  # silence the "too many figures" wa
 
 
 def plot_losses(losses):
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(5, 3.5))
     ax.plot(losses, lw=0.8)
     ax.set_yscale("log")
     ax.set_xlabel("step")
@@ -31,15 +31,15 @@ def main():
     torch.manual_seed(0)
     seconds = float(os.environ.get("ZOO_SECONDS", "8"))
     model = nn.Sequential(
-        nn.Linear(196, 64), nn.ReLU(), nn.Linear(64, 16),
-        nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 196),
+        nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 32),
+        nn.Linear(32, 256), nn.ReLU(), nn.Linear(256, 784),
     )
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     losses, latest_png = [], b""
     steps = 0
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        x = torch.rand(64, 196)
+        x = torch.rand(64, 784)
         loss = F.mse_loss(model(x), x)
         optimizer.zero_grad()
         loss.backward()

@@ -1,4 +1,4 @@
-"""Sequence tagging where each batch is wrapped in linked Episode/Step objects."""
+"""Sequence tagging on recorded episodes; each Episode and its Segments point at each other."""
 
 import os
 import time
@@ -9,44 +9,48 @@ import torch.nn.functional as F
 
 
 class Episode:
-    def __init__(self, frames):
-        self.steps = []
+    def __init__(self, frames, labels, segment_len=8):
         self.frames = frames
-
-    def add(self, obs, label):
-        step = Step(self, obs, label)
-        self.steps.append(step)
-        return step
+        self.labels = labels
+        self.segments = [Segment(self, i, i + segment_len) for i in range(0, len(frames), segment_len)]
 
 
-class Step:
-    def __init__(self, episode, obs, label):
-        self.episode = episode  # back-reference: Episode <-> Step form a cycle
-        self.obs = obs
-        self.label = label
-        self.raw = bytes(obs.numel() * 4)  # raw sensor payload
+class Segment:
+    def __init__(self, episode, start, stop):
+        self.episode = episode  # back-reference: Episode <-> Segment form a cycle
+        self.start, self.stop = start, stop
+        self.raw = bytes(128 * (stop - start))  # raw 8-bit sensor payload of the segment
+
+    def inputs(self):
+        return self.episode.frames[self.start:self.stop]
+
+    def targets(self):
+        return self.episode.labels[self.start:self.stop]
 
 
-def make_episode(length=16, dim=256):
+def record_episode(length=32, dim=128):
     frames = torch.randn(length, dim)
-    episode = Episode(frames)
-    for t in range(length):
-        episode.add(frames[t].clone(), int(frames[t, 0] > 0))
-    return episode
+    labels = (frames[:, 0] > 0).long()
+    return Episode(frames, labels)
+
+
+def next_batch():
+    episode = record_episode()
+    x = torch.cat([s.inputs() for s in episode.segments])
+    y = torch.cat([s.targets() for s in episode.segments])
+    return x, y
 
 
 def main():
     torch.set_num_threads(1)
     torch.manual_seed(0)
     seconds = float(os.environ.get("ZOO_SECONDS", "8"))
-    model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 2))
+    model = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 2))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     steps, running = 0, 0.0
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        episode = make_episode()
-        x = torch.stack([s.obs for s in episode.steps])
-        y = torch.tensor([s.label for s in episode.steps])
+        x, y = next_batch()
         loss = F.cross_entropy(model(x), y)
         optimizer.zero_grad()
         loss.backward()

@@ -27,11 +27,11 @@ def main():
     torch.manual_seed(0)
     random.seed(0)
     seconds = float(os.environ.get("ZOO_SECONDS", "8"))
-    n_envs, obs_dim, n_actions = 32, 64, 4
+    n_envs, obs_dim, n_actions = 16, 64, 4
     qnet = nn.Sequential(
-        nn.Linear(obs_dim, 256), nn.ReLU(),
-        nn.Linear(256, 256), nn.ReLU(),
-        nn.Linear(256, n_actions),
+        nn.Linear(obs_dim, 128), nn.ReLU(),
+        nn.Linear(128, 128), nn.ReLU(),
+        nn.Linear(128, n_actions),
     )
     optimizer = torch.optim.Adam(qnet.parameters(), lr=5e-4)
     buffer = ReplayBuffer()
@@ -47,7 +47,7 @@ def main():
         buffer.add(state, action, reward, q_values)
         state = 0.9 * state + 0.1 * torch.randn(n_envs, obs_dim)
 
-        obs_b, act_b, rew_b, old_q = buffer.sample(4)
+        obs_b, act_b, rew_b, old_q = buffer.sample(16)
         pred = qnet(obs_b).gather(1, act_b[:, None]).squeeze(1)
         target = rew_b + 0.9 * old_q.max(1).values.detach()
         loss = F.smooth_l1_loss(pred, target)
@@ -55,7 +55,7 @@ def main():
         loss.backward()
         optimizer.step()
         steps += 1
-    print(f"{steps} steps, buffer holds {len(buffer.storage)} transitions batches")
+    print(f"{steps} steps, buffer holds {len(buffer.storage)} transition batches")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ def make_logger():
 
 
 class Net(nn.Module):
-    def __init__(self, width=1024):
+    def __init__(self, width=512):
         super().__init__()
         self.body = nn.Sequential(nn.Flatten(), nn.Linear(28 * 28, width), nn.ReLU())
         self.head = nn.Linear(width, 10)
@@ -48,9 +48,11 @@ def main():
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        hidden = hidden.detach()
         log(step, loss=loss.item(),
-            act_mean=hidden.detach().mean(0).numpy().copy(),
-            act_std=hidden.detach().std(0).numpy().copy())
+            act_mean=hidden.mean(0).numpy().copy(),
+            act_std=hidden.std(0).numpy().copy(),
+            embedding=hidden[:32].numpy().copy())  # for the embedding projector
         step += 1
     print(f"{step} steps, last loss {loss.item():.4f}")
 

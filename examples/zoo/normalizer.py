@@ -32,15 +32,15 @@ def main():
     torch.set_num_threads(1)
     torch.manual_seed(0)
     seconds = float(os.environ.get("ZOO_SECONDS", "8"))
-    teacher = mlp([48, 256, 256, 64])
+    teacher = mlp([48, 32, 32])
     teacher.eval()  # pretrained weights in the real job; kept frozen
-    student = mlp([48, 64, 64])
+    student = mlp([48, 256, 256, 32])
     optimizer = torch.optim.AdamW(student.parameters(), lr=1e-3)
-    norm = RunningNorm(64)
+    norm = RunningNorm(32)
     steps = 0
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        x = torch.randn(64, 48)
+        x = torch.randn(32, 48)
         feats = teacher(x)
         norm.update(feats)
         target = norm(feats).detach()

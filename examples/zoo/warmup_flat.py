@@ -35,18 +35,18 @@ def main():
     seconds = float(os.environ.get("ZOO_SECONDS", "8"))
     data = SignalDataset()
     model = nn.Sequential(
-        nn.Conv1d(1, 8, 9, stride=4), nn.ReLU(),
-        nn.Conv1d(8, 16, 9, stride=4), nn.ReLU(),
+        nn.Conv1d(1, 8, 16, stride=8), nn.ReLU(),
+        nn.Conv1d(8, 16, 8, stride=4), nn.ReLU(),
         nn.AdaptiveAvgPool1d(8), nn.Flatten(), nn.Linear(128, 5),
     )
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     steps = 0
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        for start in range(0, len(data), 32):
+        for start in range(0, len(data), 16):
             if time.monotonic() >= deadline:
                 break
-            items = [data[i] for i in range(start, start + 32)]
+            items = [data[i] for i in range(start, start + 16)]
             x = torch.stack([s for s, _ in items])
             y = torch.tensor([c for _, c in items])
             loss = F.cross_entropy(model(x), y)

@@ -349,7 +349,10 @@ fn tracks_of(cs: &[&Map<String, Value>], stepped: bool) -> BTreeMap<String, Trac
             }
         }
         if let Some(g) = c.get("graph").and_then(Value::as_object) {
-            if let Some(n) = num(g.get("nodes")) {
+            // A walk that hit the probe's cap counted a lower bound: left
+            // out, or a graph that kept growing past it would look flat.
+            let capped = g.get("capped").and_then(Value::as_bool) == Some(true);
+            if let Some(n) = num(g.get("nodes")).filter(|_| !capped) {
                 put(
                     "graph".into(),
                     &|| "autograd graph nodes alive at the step boundary".into(),
@@ -503,7 +506,7 @@ fn fit(pid: u32, key: &str, tr: &Track, per: &str) -> Option<Grower> {
 /// group leads (graph, tensors, containers before plain type counts).
 fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
     let mut with: BTreeMap<String, Vec<Grower>> = BTreeMap::new();
-    let mut without = Vec::new();
+    let mut without: Vec<Grower> = Vec::new();
     for g in growers {
         match g.holder.as_ref().map(|h| h.path.clone()) {
             Some(p) if !p.is_empty() => with.entry(p).or_default().push(g),
@@ -522,6 +525,17 @@ fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
             growers: gs,
             static_findings: Vec::new(),
         });
+    }
+    // matplotlib's own objects multiply with the figures left open.
+    if let Some(i) = out
+        .iter()
+        .position(|g| g.holder.as_ref().is_some_and(|h| h.kind == "pyplot"))
+    {
+        let (mpl, other): (Vec<Grower>, Vec<Grower>) = without
+            .into_iter()
+            .partition(|g| g.key.starts_with("type:matplotlib."));
+        out[i].growers.extend(mpl);
+        without = other;
     }
     // A series without a holder whose objects are made in the same function
     // as a held group's is the same leak seen from another side (the graph
@@ -568,10 +582,12 @@ fn rank(g: &Grower) -> f64 {
         6.0
     } else if g.key.starts_with("tensors:") {
         5.0
+    } else if g.key.starts_with("modules:") || g.key == "figures" {
+        // Each one is heavy (parameters, a canvas): more telling than
+        // items in a list.
+        4.5
     } else if g.key.starts_with("container:") {
         4.0
-    } else if g.key.starts_with("modules:") || g.key == "figures" {
-        3.5
     } else if g.key == "numpy" || g.key.starts_with("cuda.") {
         3.0
     } else if g.key.starts_with("type:builtins.") {
