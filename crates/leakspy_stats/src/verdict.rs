@@ -263,7 +263,10 @@ pub fn analyze(xs: &[f64], ys: &[f64], opts: &VerdictOptions) -> SeriesAnalysis 
     let sawtooth = a.swing >= a.threshold.max(2.0 * a.growth.abs());
     let (verdict, shape) = if grew && flat_cover >= opts.flat_tail_min {
         (Verdict::NoLeak, Shape::Saturating)
-    } else if grew && flat_cover > 0.05 {
+    } else if grew && flat_cover > 0.10 {
+        // A flat stretch under a tenth of the span is what a steady leak
+        // shows when freed memory is reused for a while (a big temporary,
+        // the allocator's mmap threshold rising): not evidence of a plateau.
         (Verdict::Inconclusive, Shape::Saturating)
     } else if a.growth.abs() < a.threshold {
         if sawtooth {

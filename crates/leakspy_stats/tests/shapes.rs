@@ -306,3 +306,20 @@ fn growth_that_keeps_slowing_is_not_called_a_leak() {
         .collect();
     expect(&xs, &ys, &secs(), Verdict::Inconclusive, Shape::Slowing);
 }
+
+#[test]
+fn a_short_stall_near_the_end_of_a_steady_leak_is_still_a_leak() {
+    // 12 MiB/s for 15 s at 10 Hz, with RSS flat for the last 0.8 s (about
+    // 6 % of the span) while the leak refills memory freed by a big
+    // temporary (as after a census of the probe).
+    let xs = times(150, 10.0);
+    let ys: Vec<f64> = xs
+        .iter()
+        .map(|&t| {
+            let t_eff = t.min(14.1);
+            700.0 * MIB + 12.0 * MIB * t_eff
+        })
+        .collect();
+    let a = analyze(&xs, &ys, &secs());
+    assert_eq!(a.verdict, Verdict::Leak, "{:#?}", a.evidence);
+}
