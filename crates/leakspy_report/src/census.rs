@@ -162,6 +162,8 @@ fn fmt_count(v: f64) -> String {
 struct Track {
     what: String,
     unit: &'static str,
+    /// Censuses whose count hit the probe's cap (left out of `y`).
+    capped: usize,
     x: Vec<f64>,
     y: Vec<f64>,
     bytes: Vec<f64>,
@@ -285,6 +287,7 @@ fn num(v: Option<&Value>) -> Option<f64> {
 
 fn tracks_of(cs: &[&Map<String, Value>], stepped: bool) -> BTreeMap<String, Track> {
     let mut tracks: BTreeMap<String, Track> = BTreeMap::new();
+    let mut graph_capped = 0;
     let mut put = |key: String, what: &dyn Fn() -> String, unit, x, y, bytes| {
         let tr = tracks.entry(key).or_insert_with(|| Track {
             what: what(),
@@ -352,6 +355,7 @@ fn tracks_of(cs: &[&Map<String, Value>], stepped: bool) -> BTreeMap<String, Trac
             // A walk that hit the probe's cap counted a lower bound: left
             // out, or a graph that kept growing past it would look flat.
             let capped = g.get("capped").and_then(Value::as_bool) == Some(true);
+            graph_capped += usize::from(capped);
             if let Some(n) = num(g.get("nodes")).filter(|_| !capped) {
                 put(
                     "graph".into(),
@@ -439,6 +443,16 @@ fn tracks_of(cs: &[&Map<String, Value>], stepped: bool) -> BTreeMap<String, Trac
             }
         }
     }
+    if graph_capped > 0 {
+        tracks
+            .entry("graph".into())
+            .or_insert_with(|| Track {
+                what: "autograd graph nodes alive at the step boundary".into(),
+                unit: "nodes",
+                ..Track::default()
+            })
+            .capped = graph_capped;
+    }
     tracks
 }
 
@@ -457,7 +471,7 @@ fn min_rise(unit: &str, level: f64) -> f64 {
 fn fit(pid: u32, key: &str, tr: &Track, per: &str) -> Option<Grower> {
     let n = tr.x.len();
     if n < 4 {
-        return None;
+        return capped_fit(pid, key, tr, per);
     }
     let t = theil_sen(&tr.x, &tr.y, 0.95)?;
     let span = tr.x[n - 1] - tr.x[0];
@@ -496,6 +510,46 @@ fn fit(pid: u32, key: &str, tr: &Track, per: &str) -> Option<Grower> {
         first: tr.y[0],
         last: tr.y[n - 1],
         censuses: n,
+        holder: None,
+        created_at: None,
+        example: None,
+    })
+}
+
+/// A graph that grew past the probe's walk cap within a few censuses: the
+/// censuses before the cap, rising at every one, and the cap reached, are
+/// the evidence (a graph that big alive at a step boundary is no cache).
+fn capped_fit(pid: u32, key: &str, tr: &Track, per: &str) -> Option<Grower> {
+    let n = tr.x.len();
+    if tr.capped == 0 || n < 2 || tr.y.windows(2).any(|w| w[1] <= w[0]) {
+        return None;
+    }
+    let slopes: Vec<f64> =
+        tr.x.windows(2)
+            .zip(tr.y.windows(2))
+            .filter(|(x, _)| x[1] > x[0])
+            .map(|(x, y)| (y[1] - y[0]) / (x[1] - x[0]))
+            .collect();
+    if slopes.is_empty() {
+        return None;
+    }
+    let slope = (tr.y[n - 1] - tr.y[0]) / (tr.x[n - 1] - tr.x[0]);
+    Some(Grower {
+        pid,
+        key: key.to_string(),
+        what: format!(
+            "{} (until the probe's walk cap, reached in {} censuses)",
+            tr.what, tr.capped
+        ),
+        unit: tr.unit.to_string(),
+        slope,
+        lo: slopes.iter().copied().fold(f64::INFINITY, f64::min),
+        hi: slopes.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        per: per.to_string(),
+        bytes_slope: None,
+        first: tr.y[0],
+        last: tr.y[n - 1],
+        censuses: n + tr.capped,
         holder: None,
         created_at: None,
         example: None,

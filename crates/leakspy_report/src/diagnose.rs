@@ -566,8 +566,8 @@ fn gpu_rise(trace: &Trace) -> f64 {
 }
 
 /// Forked workers whose RSS grows while their private memory (USS) stays
-/// flat touch the parent's pages (reference counts of a Python-object data
-/// set): shared pages counted again, not new memory.
+/// flat are reading pages they share with the parent: counted again in each
+/// RSS, not new memory.
 fn copy_on_read_note(trace: &Trace, verdict: Verdict) -> Option<String> {
     let root = trace.header.pid?;
     let mut per: BTreeMap<u32, Vec<(u64, Option<u64>)>> = BTreeMap::new();
@@ -596,14 +596,15 @@ fn copy_on_read_note(trace: &Trace, verdict: Verdict) -> Option<String> {
     (workers > 0).then(|| {
         format!(
             "{workers} worker process(es): RSS rose {} but private memory (USS) only {}: \
-             copy-on-read of the parent's pages (Python reference counts touching a \
-             Python-object data set), shared pages counted again, not new memory{}",
+             pages shared with the parent (a data set the workers read) counted again in \
+             each worker's RSS, not new memory{}",
             leakspy_stats::fmt_bytes(rss_rise),
             leakspy_stats::fmt_bytes(uss_rise.max(0.0)),
             if verdict == Verdict::Leak {
                 ""
             } else {
-                "; use numpy arrays or tensors for the data set to avoid it"
+                "; were USS to grow as well, that would be copy-on-read (Python reference \
+                 counts copying the parent's pages of a list-of-objects data set)"
             }
         )
     })

@@ -223,3 +223,40 @@ fn html_escapes_what_the_probe_reports() {
     }
     assert!(html.contains("&lt;script&gt;alert(2)&lt;/script&gt;.x"));
 }
+
+#[test]
+fn worker_rss_rising_over_flat_uss_is_explained_as_shared_pages() {
+    let mut text = String::from(
+        r#"{"kind":"header","format":"leakspy-trace","version":1,"t":0,"command":["python","train.py"],"pid":10,"sample_interval_s":0.1}
+"#,
+    );
+    let mib = 1u64 << 20;
+    for i in 0..100u64 {
+        // Every 10th sample has smaps_rollup figures, as the monitor reads them.
+        let (pss, uss) = if i % 10 == 0 {
+            (format!("{}", 60 * mib), format!("{}", 20 * mib))
+        } else {
+            ("null".into(), "null".into())
+        };
+        let worker_rss = 200 * mib + i * mib;
+        text.push_str(&format!(
+            r#"{{"kind":"sample","t":{t},"procs":[{{"pid":10,"ppid":1,"name":"python","rss":{main},"anon":{main}}},{{"pid":11,"ppid":10,"name":"python","rss":{w},"anon":{anon},"pss":{pss},"uss":{uss}}}],"total":{{"rss":{tot},"anon":{main}}}}}
+"#,
+            t = i as f64 * 0.1,
+            main = 500 * mib,
+            w = worker_rss,
+            anon = 20 * mib,
+            tot = 500 * mib + worker_rss,
+        ));
+    }
+    let t = leakspy_trace::read_trace_from(text.as_bytes(), "cow").unwrap();
+    let d = diagnose(&t, &DiagnoseOptions::default());
+    assert!(
+        d.notes
+            .iter()
+            .any(|n| n.starts_with("1 worker process(es): RSS rose")
+                && n.contains("shared with the parent")),
+        "{:#?}",
+        d.notes
+    );
+}
