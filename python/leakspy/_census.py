@@ -16,6 +16,8 @@ from collections import Counter, OrderedDict, defaultdict, deque
 from heapq import nlargest
 from itertools import compress, filterfalse, islice
 
+from ._autograd import walk as walk_graph
+
 # A series is a suspect when it rose at each of the last RISES comparisons.
 RISES = 3
 # Containers are followed (by id) from this length on.
@@ -573,22 +575,8 @@ class Census(object):
             if gf is None or gf in visited:
                 continue
             n0 = len(visited)
-            visited.add(gf)
-            stack = [gf]
-            while stack:
-                node = stack.pop()
-                try:
-                    nexts = node.next_functions
-                except Exception:
-                    continue
-                for pair in nexts:
-                    nxt = pair[0]
-                    if nxt is not None and nxt not in visited:
-                        visited.add(nxt)
-                        stack.append(nxt)
-                if len(visited) >= GRAPH_NODE_CAP:
-                    capped = True
-                    break
+            if walk_graph(gf, visited, GRAPH_NODE_CAP):
+                capped = True
             per_root.append((len(visited) - n0, t))
         saved, partial = self._saved_bytes(torch, visited, tensor_types, tensors)
         out = {"roots": len(roots), "nodes": len(visited), "saved_bytes": saved}

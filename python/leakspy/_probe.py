@@ -647,19 +647,10 @@ def _example(st, o):
 
 
 def _count_nodes(root, cap):
-    seen = {root}
-    stack = [root]
-    while stack and len(seen) < cap:
-        node = stack.pop()
-        try:
-            nexts = node.next_functions
-        except Exception:
-            continue
-        for pair in nexts:
-            n = pair[0]
-            if n is not None and n not in seen:
-                seen.add(n)
-                stack.append(n)
+    from ._autograd import walk
+
+    seen = set()
+    walk(root, seen, cap)
     return len(seen)
 
 
@@ -893,6 +884,8 @@ def _tensor_filter(torch, tensors, dev_dt_kind, graph_only, cap):
 def _biggest_graphs(tensors, n):
     """The roots whose walk reaches the most autograd nodes (shared nodes
     counted once, for the first root that reaches them)."""
+    from ._autograd import walk
+
     seen = set()
     sized = []
     for t in tensors:
@@ -903,19 +896,7 @@ def _biggest_graphs(tensors, n):
         if root is None or root in seen:
             continue
         n0 = len(seen)
-        seen.add(root)
-        stack = [root]
-        while stack and len(seen) < 100000:
-            node = stack.pop()
-            try:
-                nexts = node.next_functions
-            except Exception:
-                continue
-            for pair in nexts:
-                nxt = pair[0]
-                if nxt is not None and nxt not in seen:
-                    seen.add(nxt)
-                    stack.append(nxt)
+        walk(root, seen, 100000)
         sized.append((len(seen) - n0, t))
     sized.sort(key=lambda p: -p[0])
     return [t for _, t in sized[:n]]
