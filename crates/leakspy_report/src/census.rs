@@ -152,8 +152,11 @@ pub(crate) fn short_path(p: &str) -> String {
 fn fmt_count(v: f64) -> String {
     if v.abs() >= 10.0 {
         format!("{v:+.0}")
-    } else {
+    } else if v.abs() >= 0.1 {
         format!("{v:+.2}")
+    } else {
+        // One agent copy per generation of 400 steps is +0.0025, not +0.00.
+        format!("{v:+.2e}")
     }
 }
 

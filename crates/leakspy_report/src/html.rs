@@ -177,7 +177,9 @@ fn growth_section(out: &mut String, d: &Diagnosis) {
     if d.growth.is_empty() {
         return;
     }
-    out.push_str("<section id=\"growth\"><h2>What grows (in-process probe)</h2><table><tr><th>held by</th><th>what grows</th><th>made at</th><th>static check</th></tr>");
+    // Fixed layout: long type names and messages wrap instead of pushing
+    // the table past the page.
+    out.push_str("<section id=\"growth\"><h2>What grows (in-process probe)</h2><table style=\"table-layout:fixed;width:100%;overflow-wrap:anywhere\"><tr><th>held by</th><th>what grows</th><th>made at</th><th>static check</th></tr>");
     for g in &d.growth {
         let holder = match &g.holder {
             Some(h) => format!(
@@ -188,11 +190,18 @@ fn growth_section(out: &mut String, d: &Diagnosis) {
             ),
             None => format!("<em>not found</em><br><small>pid {}</small>", g.pid),
         };
-        let grows: Vec<String> = g
+        let mut grows: Vec<String> = g
             .growers
             .iter()
+            .take(MAX_GROWERS)
             .map(|gr| format!("<span class=\"mono\">{}</span>", escape(&gr.describe())))
             .collect();
+        if g.growers.len() > MAX_GROWERS {
+            grows.push(format!(
+                "<small>and {} more series (JSON report)</small>",
+                g.growers.len() - MAX_GROWERS
+            ));
+        }
         let made = g
             .created_at
             .as_ref()
@@ -225,6 +234,9 @@ fn growth_section(out: &mut String, d: &Diagnosis) {
     }
     out.push_str("</table></section>\n");
 }
+
+/// Series shown per holder; the JSON report has them all.
+const MAX_GROWERS: usize = 6;
 
 fn verdict_tag(v: Verdict) -> (&'static str, &'static str) {
     match v {
