@@ -228,7 +228,7 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
         pids.extend(s.procs.iter().map(|p| p.pid));
     }
 
-    Diagnosis {
+    let mut d = Diagnosis {
         verdict,
         summary,
         basis,
@@ -254,10 +254,17 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
             trace_warnings: trace.warnings.clone(),
         },
         series: analysed.into_iter().map(|(_, r, _)| r).collect(),
+        ranks: Vec::new(),
+    };
+    let ranks = crate::ranks::rank_rows(trace, &d, "", opts);
+    // A job without ranks gets no table (its one row would repeat the verdict).
+    if ranks.iter().any(|r| r.rank.is_some()) {
+        d.ranks = ranks;
     }
+    d
 }
 
-fn analyse_series(
+pub(crate) fn analyse_series(
     s: &Series,
     clock: &StepClock,
     basis: Basis,

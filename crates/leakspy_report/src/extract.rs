@@ -107,6 +107,12 @@ impl StepClock {
         else {
             return StepClock::default();
         };
+        StepClock::for_pid(trace, pid)
+    }
+
+    /// The step events of one process (`None`: steps with no pid, from
+    /// `--step-regex`).
+    pub fn for_pid(trace: &Trace, pid: Option<u32>) -> StepClock {
         let mut ev: Vec<(f64, u64)> = trace
             .steps()
             .filter(|s| s.pid == pid)

@@ -12,6 +12,7 @@ use crate::chart::{Chart, Line, XAxis, YAxis};
 use crate::diagnose::{fmt_rate, fmt_rate_value};
 use crate::extract::{memory_series, Series, StepClock};
 use crate::model::{Basis, Diagnosis, Growth, SeriesReport};
+use crate::ranks::RankRow;
 use crate::text::shell_words;
 
 const STYLE: &str = "
@@ -152,6 +153,11 @@ pub fn render_html(d: &Diagnosis, trace: &Trace) -> String {
         out.push_str("</ul></section>\n");
     }
     growth_section(&mut out, d);
+    if !d.ranks.is_empty() {
+        out.push_str("<section id=\"ranks\"><h2>Ranks (each fitted on its own RSS and steps)</h2>");
+        rank_table_html(&mut out, &d.ranks, false);
+        out.push_str("</section>\n");
+    }
     if !d.notes.is_empty() {
         out.push_str("<section><h2>Notes</h2><ul>");
         for n in &d.notes {
@@ -516,4 +522,85 @@ mod tests {
             "&lt;script&gt;alert(1)&lt;/script&gt;&quot;&gt;&lt;img onerror=&#39;x&#39;&gt;&amp;"
         );
     }
+}
+
+/// Several traces: each one's verdict, then every rank side by side.
+pub fn render_ranks_html(traces: &[(String, Diagnosis)], rows: &[RankRow]) -> String {
+    let mut out = String::with_capacity(16 * 1024);
+    let leaks = traces
+        .iter()
+        .filter(|(_, d)| d.verdict == Verdict::Leak)
+        .count();
+    let tag = verdict_tag(if leaks > 0 {
+        Verdict::Leak
+    } else if traces.iter().all(|(_, d)| d.verdict == Verdict::NoLeak) {
+        Verdict::NoLeak
+    } else {
+        Verdict::Inconclusive
+    });
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>leakspy: {} &#8212; {} traces</title><style>{STYLE}</style></head><body><main>\n\
+         <header class=\"verdict {}\"><span class=\"badge\">{}</span><h1>{} traces, {} with a leak</h1></header>\n",
+        tag.1,
+        traces.len(),
+        tag.0,
+        tag.1,
+        traces.len(),
+        leaks
+    );
+    out.push_str("<section><h2>Traces</h2><table><tr><th>trace</th><th>verdict</th></tr>");
+    for (name, d) in traces {
+        let _ = write!(
+            out,
+            "<tr><td class=\"mono\">{}</td><td>{}</td></tr>",
+            escape(name),
+            escape(&d.summary)
+        );
+    }
+    out.push_str("</table></section>\n<section id=\"ranks\"><h2>Ranks side by side</h2>");
+    rank_table_html(&mut out, rows, true);
+    out.push_str("</section>\n</main></body></html>\n");
+    out
+}
+
+fn rank_table_html(out: &mut String, rows: &[RankRow], with_trace: bool) {
+    out.push_str("<table style=\"table-layout:fixed;width:100%;overflow-wrap:anywhere\"><tr><th>rank</th><th>host · pid</th><th>steps</th><th>peak RSS</th><th>growth</th><th>verdict</th><th>what grows</th>");
+    if with_trace {
+        out.push_str("<th>trace</th>");
+    }
+    out.push_str("</tr>");
+    for r in rows {
+        let rank = match (r.rank, r.world_size) {
+            (Some(k), Some(w)) => format!("{k} of {w}"),
+            (Some(k), None) => k.to_string(),
+            (None, _) => "&#8212;".to_string(),
+        };
+        let growth = r
+            .growth_per_step
+            .as_ref()
+            .or(r.growth_per_second.as_ref())
+            .map(fmt_rate)
+            .unwrap_or_default();
+        let class = verdict_tag(r.verdict).0;
+        let _ = write!(
+            out,
+            "<tr class=\"{class}\"><td>{rank}</td><td class=\"mono\">{} · {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"mono\">{}</td>",
+            escape(&r.host),
+            r.pid.map_or_else(String::new, |p| p.to_string()),
+            r.steps,
+            fmt_bytes(r.peak_rss as f64),
+            escape(&growth),
+            escape(&r.shape),
+            escape(r.grows.as_deref().unwrap_or(""))
+        );
+        if with_trace {
+            let _ = write!(out, "<td class=\"mono\">{}</td>", escape(&r.trace));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>");
 }

@@ -21,3 +21,32 @@ pub fn render_diff_json(comparison: &Comparison) -> String {
     s.push('\n');
     s
 }
+
+/// Several traces as JSON: each diagnosis under its trace name, and the ranks
+/// of all of them in one list.
+pub fn render_ranks_json(traces: &[(String, Diagnosis)], rows: &[crate::ranks::RankRow]) -> String {
+    #[derive(serde::Serialize)]
+    struct Entry<'a> {
+        trace: &'a str,
+        diagnosis: &'a Diagnosis,
+    }
+    #[derive(serde::Serialize)]
+    struct Many<'a> {
+        traces: Vec<Entry<'a>>,
+        ranks: &'a [crate::ranks::RankRow],
+    }
+    let many = Many {
+        traces: traces
+            .iter()
+            .map(|(t, d)| Entry {
+                trace: t,
+                diagnosis: d,
+            })
+            .collect(),
+        ranks: rows,
+    };
+    let mut s = serde_json::to_string_pretty(&many)
+        .unwrap_or_else(|e| format!("{{\"error\":{}}}", serde_json::Value::String(e.to_string())));
+    s.push('\n');
+    s
+}

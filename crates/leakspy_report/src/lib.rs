@@ -13,16 +13,18 @@ mod html;
 mod join;
 mod json;
 mod model;
+mod ranks;
 mod text;
 
 pub use census::{Grower, GrowthGroup, Holder, Location, StaticMatch};
 pub use diagnose::diagnose;
 pub use diff::{compare, Comparison, DiffSide, DiffVerdict};
-pub use html::render_html;
+pub use html::{render_html, render_ranks_html};
 pub use join::attach_static_findings;
-pub use json::{render_diff_json, render_json};
+pub use json::{render_diff_json, render_json, render_ranks_json};
 pub use model::{
     Basis, DiagnoseOptions, Diagnosis, ExitInfo, Finding, Fit, Growth, ProbeInfo, RunInfo,
     SeriesReport, ThroughputReport,
 };
-pub use text::{render_diff_text, render_text};
+pub use ranks::{merge_rank_rows, rank_rows, RankRow};
+pub use text::{render_diff_text, render_ranks_text, render_text};

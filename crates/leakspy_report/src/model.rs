@@ -212,4 +212,6 @@ pub struct Diagnosis {
     pub throughput: Option<ThroughputReport>,
     pub run: RunInfo,
     pub series: Vec<SeriesReport>,
+    /// Each rank of a torchrun/DDP job fitted on its own (empty without ranks).
+    pub ranks: Vec<crate::ranks::RankRow>,
 }

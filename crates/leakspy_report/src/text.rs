@@ -9,6 +9,7 @@ use leakspy_trace::Trace;
 use crate::diagnose::{fmt_rate, fmt_rate_value};
 use crate::diff::{Comparison, DiffSide};
 use crate::model::{Diagnosis, Growth};
+use crate::ranks::RankRow;
 
 /// The diagnosis for a terminal (plain text, no colour codes).
 pub fn render_text(d: &Diagnosis, trace: &Trace) -> String {
@@ -71,6 +72,10 @@ pub fn render_text(d: &Diagnosis, trace: &Trace) -> String {
         }
     }
     render_growth(&mut out, d);
+    if !d.ranks.is_empty() {
+        let _ = writeln!(out, "ranks (each fitted on its own RSS and steps):");
+        rank_table(&mut out, &d.ranks, false);
+    }
     if !d.notes.is_empty() {
         let _ = writeln!(out, "notes:");
         for n in &d.notes {
@@ -256,4 +261,121 @@ fn side_cells(s: &DiffSide) -> Vec<String> {
         s.shape_text.clone(),
         format!("{:.1} s, {} steps", s.duration_s, s.steps),
     ]
+}
+
+/// Several traces (one `leakspy run` per node or per rank): each trace's
+/// verdict, then every rank side by side.
+pub fn render_ranks_text(traces: &[(String, Diagnosis)], rows: &[RankRow]) -> String {
+    let mut out = String::new();
+    let leaks = traces
+        .iter()
+        .filter(|(_, d)| d.verdict == Verdict::Leak)
+        .count();
+    let _ = writeln!(
+        out,
+        "leakspy: {} traces, {} with a leak",
+        traces.len(),
+        leaks
+    );
+    for (name, d) in traces {
+        let _ = writeln!(out, "  {name}: {}", d.summary);
+    }
+    let _ = writeln!(out, "ranks side by side:");
+    rank_table(&mut out, rows, true);
+    let leaking: Vec<String> = rows
+        .iter()
+        .filter(|r| r.verdict == Verdict::Leak)
+        .map(rank_label)
+        .collect();
+    if !leaking.is_empty() && leaking.len() < rows.len() {
+        let _ = writeln!(
+            out,
+            "only {} of {} {}: look at what {} that the others do not",
+            leaking.join(", "),
+            rows.len(),
+            if leaking.len() == 1 { "leaks" } else { "leak" },
+            if leaking.len() == 1 {
+                "it does"
+            } else {
+                "they do"
+            }
+        );
+    }
+    sanitize(&out)
+}
+
+fn rank_label(r: &RankRow) -> String {
+    match r.rank {
+        Some(k) => format!("rank {k}"),
+        None => r.trace.clone(),
+    }
+}
+
+/// One line per rank: the columns a person compares across ranks.
+fn rank_table(out: &mut String, rows: &[RankRow], with_trace: bool) {
+    let mut table: Vec<Vec<String>> = vec![vec![
+        "rank".into(),
+        "host".into(),
+        "pid".into(),
+        "steps".into(),
+        "peak RSS".into(),
+        "growth".into(),
+        "verdict".into(),
+    ]];
+    if with_trace {
+        table[0].push("trace".into());
+    }
+    for r in rows {
+        let rank = match (r.rank, r.local_rank, r.world_size) {
+            (Some(k), Some(l), Some(w)) => format!("{k}/{w} (local {l})"),
+            (Some(k), _, Some(w)) => format!("{k}/{w}"),
+            (Some(k), _, None) => k.to_string(),
+            (None, ..) => "-".into(),
+        };
+        let growth = r
+            .growth_per_step
+            .as_ref()
+            .or(r.growth_per_second.as_ref())
+            .map(fmt_rate)
+            .unwrap_or_else(|| "-".into());
+        let mut row = vec![
+            rank,
+            if r.host.is_empty() {
+                "-".into()
+            } else {
+                r.host.clone()
+            },
+            r.pid.map_or_else(|| "-".into(), |p| p.to_string()),
+            r.steps.to_string(),
+            fmt_bytes(r.peak_rss as f64),
+            growth,
+            r.shape.clone(),
+        ];
+        if with_trace {
+            row.push(r.trace.clone());
+        }
+        table.push(row);
+    }
+    let widths: Vec<usize> = (0..table[0].len())
+        .map(|c| {
+            table
+                .iter()
+                .map(|r| r[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in &table {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        let _ = writeln!(out, "  {}", line.join("  ").trim_end());
+    }
+    for r in rows {
+        if let Some(g) = &r.grows {
+            let _ = writeln!(out, "  {}: {g}", rank_label(r));
+        }
+    }
 }

@@ -1,10 +1,14 @@
 //! The diagnosis and its renderers on fixed replay traces (tests/fixtures,
 //! written by tests/fixtures/make.py; probe_loss_list.jsonl is a recorded
-//! `leakspy run` of examples/zoo/loss_list.py).
+//! `leakspy run` of examples/zoo/loss_list.py; ddp_node0/1.jsonl are the two
+//! nodes of a recorded two-node torchrun of examples/ddp/rank0_metrics.py).
 
 use std::path::PathBuf;
 
-use leakspy_report::{diagnose, render_html, render_json, render_text, DiagnoseOptions};
+use leakspy_report::{
+    diagnose, merge_rank_rows, rank_rows, render_html, render_json, render_ranks_html,
+    render_ranks_json, render_ranks_text, render_text, DiagnoseOptions, Diagnosis,
+};
 use leakspy_stats::Verdict;
 use leakspy_trace::{read_trace, Trace};
 
@@ -259,4 +263,55 @@ fn worker_rss_rising_over_flat_uss_is_explained_as_shared_pages() {
         "{:#?}",
         d.notes
     );
+}
+
+fn ddp_nodes() -> (Vec<(String, Diagnosis)>, Vec<leakspy_report::RankRow>) {
+    let opts = DiagnoseOptions::default();
+    let mut traces = Vec::new();
+    let mut rows = Vec::new();
+    // Given in the wrong order: the table is by rank.
+    for name in ["ddp_node1.jsonl", "ddp_node0.jsonl"] {
+        let t = fixture(name);
+        let d = diagnose(&t, &opts);
+        rows.extend(rank_rows(&t, &d, name, &opts));
+        traces.push((name.to_string(), d));
+    }
+    (traces, merge_rank_rows(rows))
+}
+
+#[test]
+fn ranks_of_two_traces_side_by_side_text() {
+    let (traces, rows) = ddp_nodes();
+    insta::assert_snapshot!(render_ranks_text(&traces, &rows));
+}
+
+#[test]
+fn ranks_of_two_traces_json_and_html() {
+    let (traces, rows) = ddp_nodes();
+    let v: serde_json::Value = serde_json::from_str(&render_ranks_json(&traces, &rows)).unwrap();
+    assert_eq!(v["traces"][0]["trace"], "ddp_node1.jsonl");
+    assert_eq!(v["ranks"][0]["rank"], 0);
+    assert_eq!(v["ranks"][0]["verdict"], "leak");
+    assert_eq!(v["ranks"][1]["rank"], 1);
+    assert_eq!(v["ranks"][1]["verdict"], "no-leak");
+    let html = render_ranks_html(&traces, &rows);
+    assert!(html.contains("<section id=\"ranks\">"), "{html}");
+    assert!(html.contains("ProgressLog.losses"));
+    assert!(html.trim_end().ends_with("</html>"));
+}
+
+#[test]
+fn one_trace_of_a_ranked_job_has_its_rank_row() {
+    let t = fixture("ddp_node0.jsonl");
+    let d = diagnose(&t, &DiagnoseOptions::default());
+    assert_eq!(d.ranks.len(), 1);
+    assert_eq!(d.ranks[0].rank, Some(0));
+    assert_eq!(d.ranks[0].world_size, Some(2));
+    assert!(render_text(&d, &t).contains("ranks (each fitted on its own RSS and steps):"));
+    assert!(render_html(&d, &t).contains("<section id=\"ranks\">"));
+    // A job without ranks has no table.
+    let plain = fixture("probe_loss_list.jsonl");
+    assert!(diagnose(&plain, &DiagnoseOptions::default())
+        .ranks
+        .is_empty());
 }

@@ -6,7 +6,10 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use leakspy_report::{diagnose, render_html, render_json, render_text, DiagnoseOptions};
+use leakspy_report::{
+    diagnose, merge_rank_rows, rank_rows, render_html, render_json, render_ranks_html,
+    render_ranks_json, render_ranks_text, render_text, DiagnoseOptions, Diagnosis,
+};
 use leakspy_stats::Verdict;
 use leakspy_trace::read_trace;
 
@@ -25,11 +28,15 @@ pub enum ReportFormat {
 #[derive(Debug, Args)]
 #[command(
     after_help = "Exit status: 0; 1 with --fail-on-leak when the verdict is \"leak\"; \
-2 tool error (unreadable trace, no header)."
+2 tool error (unreadable trace, no header). With several traces: 1 with --fail-on-leak when \
+any of them leaks."
 )]
 pub struct ReportArgs {
-    /// Trace file written by `leakspy run` (JSON Lines).
-    pub trace: PathBuf,
+    /// Trace file written by `leakspy run` (JSON Lines). Several traces (one
+    /// per node or rank of a distributed job) give one table of every rank
+    /// side by side.
+    #[arg(value_name = "TRACE", required = true, num_args = 1..)]
+    pub traces: Vec<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
     pub format: ReportFormat,
@@ -42,13 +49,34 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: ReportArgs) -> Result<u8> {
-    let trace = read_trace(&args.trace)?;
-    let mut diagnosis = diagnose(&trace, &DiagnoseOptions::default());
-    leakspy_report::attach_static_findings(&mut diagnosis);
-    let rendered = match args.format {
-        ReportFormat::Text => render_text(&diagnosis, &trace),
-        ReportFormat::Json => render_json(&diagnosis),
-        ReportFormat::Html => render_html(&diagnosis, &trace),
+    let opts = DiagnoseOptions::default();
+    let mut read = Vec::with_capacity(args.traces.len());
+    for path in &args.traces {
+        let trace = read_trace(path)
+            .with_context(|| format!("cannot read the trace {}", path.display()))?;
+        let mut diagnosis = diagnose(&trace, &opts);
+        leakspy_report::attach_static_findings(&mut diagnosis);
+        read.push((path.display().to_string(), trace, diagnosis));
+    }
+    let leak = read.iter().any(|(_, _, d)| d.verdict == Verdict::Leak);
+    let rendered = if let [(_, trace, diagnosis)] = read.as_slice() {
+        match args.format {
+            ReportFormat::Text => render_text(diagnosis, trace),
+            ReportFormat::Json => render_json(diagnosis),
+            ReportFormat::Html => render_html(diagnosis, trace),
+        }
+    } else {
+        let rows = merge_rank_rows(
+            read.iter()
+                .flat_map(|(name, trace, d)| rank_rows(trace, d, name, &opts)),
+        );
+        let traces: Vec<(String, Diagnosis)> =
+            read.into_iter().map(|(name, _, d)| (name, d)).collect();
+        match args.format {
+            ReportFormat::Text => render_ranks_text(&traces, &rows),
+            ReportFormat::Json => render_ranks_json(&traces, &rows),
+            ReportFormat::Html => render_ranks_html(&traces, &rows),
+        }
     };
     match &args.output {
         Some(path) => {
@@ -64,7 +92,7 @@ pub fn run(args: ReportArgs) -> Result<u8> {
                 .context("cannot write the report to standard output")?;
         }
     }
-    Ok(if args.fail_on_leak && diagnosis.verdict == Verdict::Leak {
+    Ok(if args.fail_on_leak && leak {
         EXIT_FINDINGS
     } else {
         EXIT_CLEAN
