@@ -22,4 +22,6 @@ pub enum MonitorError {
     Trace(#[from] leakspy_trace::TraceError),
     #[error("trace file {path}: {message}")]
     TracePath { path: PathBuf, message: String },
+    #[error("--prometheus {addr}: {message}")]
+    Metrics { addr: String, message: String },
 }

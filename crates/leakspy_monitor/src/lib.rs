@@ -8,6 +8,7 @@ mod error;
 mod gpu;
 mod jitter;
 mod live;
+mod metrics;
 mod monitor;
 mod probe;
 mod proc;
@@ -19,6 +20,10 @@ pub use error::MonitorError;
 pub use gpu::{GpuSampler, NO_GPU_NOTE};
 pub use jitter::Jitter;
 pub use live::{theil_sen, LiveStatus};
+pub use metrics::{
+    parse_metrics_addr, render as render_metrics, MetricsLabels, MetricsServer,
+    DEFAULT_METRICS_ADDR,
+};
 pub use monitor::{probe_absent_reason, Monitor, MonitorConfig, RunOutcome};
 pub use probe::{Inbound, ProbeConfig, ProbeMessage, ProbeServer};
 pub use proc::{mem_available, ProcSampler};

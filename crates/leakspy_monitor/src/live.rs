@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 
-use leakspy_trace::Sample;
+use leakspy_trace::{ProcSample, Sample};
 
 /// Seconds of per-second minima kept for the growth estimate.
 const GROWTH_WINDOW: usize = 120;
@@ -33,6 +33,10 @@ pub struct LiveStatus {
     pub time_to_oom_s: Option<f64>,
     /// GPU memory used by the tree (sum over devices), when sampled.
     pub gpu_used: Option<u64>,
+    /// The processes of the last sample (for per-process metrics).
+    pub processes: Vec<ProcSample>,
+    /// `(pid, rank)` of the processes whose probe reported a torchrun rank.
+    pub ranks: Vec<(u32, i64)>,
 }
 
 #[derive(Debug, Default)]
@@ -59,6 +63,7 @@ impl LiveEstimator {
         st.rss = s.total.rss;
         st.anon = s.total.anon;
         st.procs = s.procs.len();
+        st.processes.clone_from(&s.procs);
         let cg_room = s
             .cgroup
             .and_then(|c| c.limit.map(|l| l.saturating_sub(c.usage)));
@@ -102,6 +107,12 @@ impl LiveEstimator {
             (Some(&first), n) if n >= 2 && t > first => Some((n - 1) as f64 / (t - first)),
             _ => None,
         };
+    }
+
+    pub fn on_rank(&mut self, pid: u32, rank: i64) {
+        if !self.status.ranks.iter().any(|&(p, _)| p == pid) {
+            self.status.ranks.push((pid, rank));
+        }
     }
 
     pub fn on_gpu(&mut self, used: u64) {

@@ -351,6 +351,9 @@ impl Monitor {
                     if !self.probe_pids.contains(&pid) {
                         self.probe_pids.push(pid);
                     }
+                    if let Some(rank) = message.get("rank").and_then(serde_json::Value::as_i64) {
+                        self.live.on_rank(pid, rank);
+                    }
                 }
                 self.emit(&Event::Probe(message));
             }

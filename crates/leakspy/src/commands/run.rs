@@ -60,6 +60,18 @@ pub struct RunArgs {
     /// Steps only from the probe: no object census, holders or creation sites.
     #[arg(long)]
     pub no_census: bool,
+    /// Serve OpenMetrics for Prometheus at http://ADDR/metrics while the job
+    /// runs (memory per process, growth per step, verdict). ADDR is HOST:PORT
+    /// or PORT; without a value, 127.0.0.1:9464. Loopback unless you name
+    /// another address.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        num_args = 0..=1,
+        default_missing_value = leakspy_monitor::DEFAULT_METRICS_ADDR,
+        require_equals = false
+    )]
+    pub prometheus: Option<String>,
     /// Seconds between status lines when stderr is not a terminal (logs).
     #[arg(long, value_name = "SECS", default_value_t = 10.0, hide = true)]
     pub status_interval: f64,
@@ -90,6 +102,29 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         .map(regex::Regex::new)
         .transpose()
         .context("--step-regex is not a valid regular expression")?;
+
+    // Bound before the job starts: a port in use is an error, not a job
+    // that runs unwatched.
+    let metrics = args
+        .prometheus
+        .as_deref()
+        .map(|a| {
+            let addr = leakspy_monitor::parse_metrics_addr(a)?;
+            leakspy_monitor::MetricsServer::bind(
+                addr,
+                leakspy_monitor::MetricsLabels {
+                    command: args.command.join(" "),
+                    host: hostname(),
+                    version: env!("CARGO_PKG_VERSION").to_string(),
+                },
+            )
+        })
+        .transpose()?;
+    if let Some(m) = &metrics {
+        if !args.quiet {
+            eprintln!("leakspy: metrics at http://{}/metrics", m.local_addr());
+        }
+    }
 
     let trace_path = match &args.trace {
         Some(p) => p.clone(),
@@ -122,13 +157,34 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
 
     let plain_every = Duration::from_secs_f64(args.status_interval.clamp(0.01, 86_400.0));
     let mut display = StatusDisplay::new(args.quiet, plain_every);
-    let outcome = monitor.run(|st| display.update(st))?;
+    let mut last = None;
+    let outcome = monitor.run(|st| {
+        display.update(st);
+        if let Some(m) = &metrics {
+            m.update(st, None);
+            last = Some(st.clone());
+        }
+    })?;
     display.finish();
-    finish(&args, &outcome)
+    let (code, verdict) = finish(&args, &outcome)?;
+    if let (Some(m), Some(st), Some(v)) = (&metrics, &last, verdict) {
+        m.update(st, Some(v.as_str()));
+    }
+    Ok(code)
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
 }
 
 /// Diagnosis, reports and the exit status once the child has ended.
-fn finish(args: &RunArgs, outcome: &RunOutcome) -> anyhow::Result<u8> {
+/// Returns the exit status and, when the trace could be diagnosed, the verdict.
+fn finish(
+    args: &RunArgs,
+    outcome: &RunOutcome,
+) -> anyhow::Result<(u8, Option<leakspy_stats::Verdict>)> {
     let child_status = u8::try_from(outcome.exit.status.clamp(0, 255)).unwrap_or(EXIT_ERROR);
     let mut stderr = std::io::stderr().lock();
     let mut tool_failed = false;
@@ -140,11 +196,14 @@ fn finish(args: &RunArgs, outcome: &RunOutcome) -> anyhow::Result<u8> {
         Ok(t) => t,
         Err(e) => {
             let _ = writeln!(stderr, "leakspy: error: cannot read back the trace: {e}");
-            return Ok(if child_status == 0 {
-                EXIT_ERROR
-            } else {
-                child_status
-            });
+            return Ok((
+                if child_status == 0 {
+                    EXIT_ERROR
+                } else {
+                    child_status
+                },
+                None,
+            ));
         }
     };
     let mut diagnosis = diagnose(&trace, &DiagnoseOptions::default());
@@ -173,7 +232,7 @@ fn finish(args: &RunArgs, outcome: &RunOutcome) -> anyhow::Result<u8> {
         write_report(path, render_html(&diagnosis, &trace));
     }
     let leak = matches!(diagnosis.verdict, leakspy_stats::Verdict::Leak);
-    Ok(if child_status != 0 {
+    let code = if child_status != 0 {
         child_status
     } else if tool_failed {
         EXIT_ERROR
@@ -181,7 +240,8 @@ fn finish(args: &RunArgs, outcome: &RunOutcome) -> anyhow::Result<u8> {
         EXIT_FINDINGS
     } else {
         0
-    })
+    };
+    Ok((code, Some(diagnosis.verdict)))
 }
 
 /// Creates the trace file (and its folder), failing with what to do.
