@@ -99,6 +99,19 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     let probe = probe_info(trace);
 
     let rss = analysed.iter().find(|(_, r, _)| r.key == "total.rss");
+    // RSS alone can look flat at the end of a leaking run (the allocator
+    // refilling heap that the probe's own census freed, a short run): when
+    // the probe saw heavy objects held by a named root grow through the
+    // last census, and RSS grew by more than a leak needs, it is a leak.
+    let mut corroborated = false;
+    if findings.is_empty() {
+        if let Some((_, r, _)) = rss {
+            if let Some(f) = census_corroborated(r, &growth) {
+                findings.push(f);
+                corroborated = true;
+            }
+        }
+    }
     let verdict = if !findings.is_empty() {
         Verdict::Leak
     } else {
@@ -108,7 +121,7 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
         }
     };
 
-    if let Some((_, r, a)) = rss {
+    if let Some((_, r, a)) = rss.filter(|_| !corroborated) {
         notes.extend(shape_notes("RSS", r, a, basis));
         if r.verdict == Verdict::Leak {
             if let Some((_, anon, _)) = analysed.iter().find(|(_, a, _)| a.key == "total.anon") {
@@ -332,6 +345,59 @@ pub(crate) fn analyse_series(
         evidence: main.evidence.clone(),
     };
     (report, main)
+}
+
+/// A leak finding on RSS from the probe's census: a held group whose
+/// growers include heavy objects (autograd graphs, tensors, modules, figures,
+/// numpy arrays, CUDA memory) or enough bytes to matter, still growing at the
+/// last census, while RSS grew by more than a leak needs over the fit. A
+/// held list of floats growing one per step is not enough.
+fn census_corroborated(r: &SeriesReport, growth: &[crate::census::GrowthGroup]) -> Option<Finding> {
+    if r.verdict == Verdict::Leak {
+        return None;
+    }
+    let g = r.per_step.as_ref().or(r.per_second.as_ref())?;
+    if !(g.slope > 0.0 && r.growth >= r.threshold) {
+        return None;
+    }
+    let heavy_key = |k: &str| {
+        k == "graph"
+            || k == "figures"
+            || k == "numpy"
+            || k.starts_with("tensors:")
+            || k.starts_with("modules")
+            || k.starts_with("cuda.")
+    };
+    let group = growth.iter().find(|grp| {
+        grp.holder.is_some()
+            && grp.growers.iter().any(|gr| {
+                gr.lo > 0.0
+                    && (heavy_key(&gr.key)
+                        || gr.bytes_slope.is_some_and(|b| b >= 0.1 * g.lo.max(0.0)))
+            })
+    })?;
+    let mut evidence = r.evidence.clone();
+    evidence.push(format!(
+        "in-process census: {} — still growing at the last census, so the flat end of RSS is          freed heap being refilled, not the growth ending",
+        group.headline()
+    ));
+    Some(Finding {
+        what: r.what.clone(),
+        series: r.key.clone(),
+        per_step: r.per_step.clone(),
+        per_second: r.per_second.clone(),
+        evidence,
+        holder: group
+            .holder
+            .as_ref()
+            .and_then(|h| serde_json::to_value(h).ok()),
+        location: group
+            .created_at
+            .as_ref()
+            .and_then(|c| serde_json::to_value(c).ok()),
+        grows: Some(group.headline()),
+        static_findings: None,
+    })
 }
 
 /// Why a series that does not leak looks the way it does.

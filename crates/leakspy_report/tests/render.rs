@@ -315,3 +315,33 @@ fn one_trace_of_a_ranked_job_has_its_rank_row() {
         .ranks
         .is_empty());
 }
+
+#[test]
+fn held_heavy_growth_through_the_last_census_outweighs_a_flat_rss_tail() {
+    // RSS alone: flat for the last third of the run.
+    let unheld = fixture("probe_flat_tail_unheld.jsonl");
+    let d = diagnose(&unheld, &DiagnoseOptions::default());
+    assert_ne!(d.verdict, Verdict::Leak, "{}", render_text(&d, &unheld));
+    let rss = d.series.iter().find(|s| s.key == "total.rss").unwrap();
+    assert_ne!(rss.verdict, Verdict::Leak);
+
+    // The same run with the probe's holders: the graph held by
+    // Trainer.losses grows through the last census.
+    let held = fixture("probe_flat_tail.jsonl");
+    let d = diagnose(&held, &DiagnoseOptions::default());
+    assert_eq!(d.verdict, Verdict::Leak, "{}", render_text(&d, &held));
+    let f = &d.findings[0];
+    assert_eq!(f.series, "total.rss");
+    assert_eq!(f.holder.as_ref().unwrap()["path"], "Trainer.losses");
+    assert!(
+        f.evidence.iter().any(|e| e.starts_with("in-process census:")),
+        "{:?}",
+        f.evidence
+    );
+    // No "not a leak" note contradicts the verdict.
+    assert!(
+        d.notes.iter().all(|n| !n.contains("not a leak")),
+        "{:?}",
+        d.notes
+    );
+}
