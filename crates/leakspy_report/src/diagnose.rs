@@ -378,8 +378,10 @@ fn census_corroborated(r: &SeriesReport, growth: &[crate::census::GrowthGroup]) 
     })?;
     let mut evidence = r.evidence.clone();
     evidence.push(format!(
-        "in-process census: {} — still growing at the last census, so the flat end of RSS is          freed heap being refilled, not the growth ending",
-        group.headline()
+        "in-process census: {} — still growing at the last census: RSS alone ({}) understates \
+         it (freed heap being refilled, a short run)",
+        group.headline(),
+        r.shape_text
     ));
     Some(Finding {
         what: r.what.clone(),
