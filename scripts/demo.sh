@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The README's first command: builds leakspy, makes the Python environment, then runs the main
-# job on the bundled example: the static check, and a recorded run with its diagnosis.
+# The README's first command: makes the Python environment, installs leakspy into it as a user
+# would (`pip install .`: maturin builds the binary), then runs the main job on the bundled
+# example: the static check, and a recorded run with its diagnosis.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-cargo build --release --locked -q -p leakspy
 venv="$(scripts/venv.sh)"
-leakspy="$root/target/release/leakspy"
+echo "== pip install . (builds leakspy in release mode; a few minutes the first time)"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps "$root"
+leakspy="$venv/bin/leakspy"
 mkdir -p leakspy-runs
 
 echo "== leakspy check examples/leaky_train.py"

@@ -28,8 +28,10 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 cargo test --workspace --locked 2>&1 | tee "$log"
-# The in-process probe's own tests: real interpreters, a real socket.
-"$LEAKSPY_PYTHON" -m pytest python/tests -q -p no:cacheprovider 2>&1 | tee -a "$log"
+# The Python package's own tests (the probe: real interpreters, a real socket; assert_no_leak
+# and the pytest plugin; `pip install .` into a fresh venv). PYTHONPATH puts this checkout's
+# package ahead of a copy `scripts/demo.sh` may have installed into the venv.
+PYTHONPATH="$root/python" "$LEAKSPY_PYTHON" -m pytest python/tests -q -p no:cacheprovider 2>&1 | tee -a "$log"
 # One closing line for the whole suite (cargo's result lines and pytest's summary).
 awk '/^test result:/ { p += $4; f += $6 }
      /^[0-9]+ (passed|failed)/ { for (i = 1; i < NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
