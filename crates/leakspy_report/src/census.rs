@@ -657,5 +657,74 @@ fn rank(g: &Grower) -> f64 {
 
 fn importance(g: &GrowthGroup) -> f64 {
     let held = if g.holder.is_some() { 1e15 } else { 0.0 };
-    held + g.growers.iter().map(rank).fold(0.0, f64::max)
+    // Between holders whose best series are of the same kind, one that
+    // outlives the loop (an attribute, a global) beats a frame local, which
+    // is often a loop variable pointing into the real container. Smaller
+    // than a step between kinds, so a local holding graphs still outranks an
+    // attribute holding plain objects.
+    let durable = match g.holder.as_ref().map(|h| h.kind.as_str()) {
+        Some("local") | None => 0.0,
+        Some(_) => 0.4e12,
+    };
+    held + durable + g.growers.iter().map(rank).fold(0.0, f64::max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group_of(kind: &str, path: &str, key: &str, bytes: f64) -> GrowthGroup {
+        let holder = Holder {
+            kind: kind.into(),
+            path: path.into(),
+            container: None,
+            file: None,
+            line: None,
+            chain: Vec::new(),
+        };
+        GrowthGroup {
+            pid: 1,
+            holder: Some(holder.clone()),
+            created_at: None,
+            growers: vec![Grower {
+                pid: 1,
+                key: key.into(),
+                what: key.into(),
+                unit: "objects".into(),
+                slope: 1.0,
+                lo: 1.0,
+                hi: 1.0,
+                per: "step".into(),
+                bytes_slope: Some(bytes),
+                first: 0.0,
+                last: 10.0,
+                censuses: 6,
+                holder: Some(holder),
+                created_at: None,
+                example: None,
+            }],
+            static_findings: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_attribute_outranks_a_local_pointing_into_it() {
+        // grad_replay: `old_q` (a loop variable) and `ReplayBuffer.storage`
+        // both reach the growing tensors; the local even sees more bytes.
+        let local = group_of("local", "main:old_q", "tensors:cpu/float32/grad", 4096.0);
+        let attr = group_of(
+            "attribute",
+            "ReplayBuffer.storage",
+            "tensors:cpu/float32/grad",
+            1024.0,
+        );
+        assert!(importance(&attr) > importance(&local));
+    }
+
+    #[test]
+    fn a_local_holding_graphs_outranks_an_attribute_holding_plain_objects() {
+        let local = group_of("local", "main:losses", "graph", 512.0);
+        let attr = group_of("attribute", "Logger.lines", "type:builtins.str", 4096.0);
+        assert!(importance(&local) > importance(&attr));
+    }
 }
