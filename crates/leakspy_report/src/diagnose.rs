@@ -209,6 +209,7 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
             ds.sample_window, ds.samples_in_file, ds.step_stride
         ));
     }
+    notes.extend(crate::attached::attach_notes(trace));
     for w in &trace.warnings {
         notes.push(format!("trace: {w}"));
     }
@@ -259,7 +260,9 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
             command: trace.header.command.clone(),
             duration_s: trace.duration(),
             samples: trace.sample_count(),
-            steps: trace.step_count(),
+            // Steps done, not step events: the probe coalesces its step
+            // messages (one per 50 ms), so the last step number counts.
+            steps: clock.steps_done().unwrap_or_else(|| trace.step_count()),
             sample_interval_s: trace.header.sample_interval_s,
             processes: pids.len(),
             peak_rss,
@@ -473,6 +476,9 @@ fn basis_of(r: &SeriesReport, _fallback: Basis) -> Basis {
 }
 
 fn exit_info(trace: &Trace) -> ExitInfo {
+    if let Some(x) = crate::attached::detach_exit(trace) {
+        return x;
+    }
     let Some(x) = trace.exit() else {
         return ExitInfo {
             recorded: false,

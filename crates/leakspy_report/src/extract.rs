@@ -133,6 +133,12 @@ impl StepClock {
         clock
     }
 
+    /// The last step number: steps done by the clock's process (`None`
+    /// without steps).
+    pub fn steps_done(&self) -> Option<usize> {
+        self.step.last().map(|&s| s as usize)
+    }
+
     pub fn len(&self) -> usize {
         self.t.len()
     }

@@ -4,6 +4,7 @@
 //! I/O is [`attach_static_findings`], which reads the source files the probe
 //! named (the caller decides whether to).
 
+mod attached;
 mod census;
 mod chart;
 mod diagnose;

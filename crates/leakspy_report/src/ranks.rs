@@ -98,7 +98,7 @@ pub fn rank_rows(
                 rank: Some(p.rank),
                 local_rank: p.local_rank,
                 world_size: p.world_size,
-                steps: clock.len(),
+                steps: clock.steps_done().unwrap_or(0),
                 peak_rss: r.peak as u64,
                 last_rss: r.last as u64,
                 verdict: r.verdict,

@@ -334,7 +334,9 @@ fn held_heavy_growth_through_the_last_census_outweighs_a_flat_rss_tail() {
     assert_eq!(f.series, "total.rss");
     assert_eq!(f.holder.as_ref().unwrap()["path"], "Trainer.losses");
     assert!(
-        f.evidence.iter().any(|e| e.starts_with("in-process census:")),
+        f.evidence
+            .iter()
+            .any(|e| e.starts_with("in-process census:")),
         "{:?}",
         f.evidence
     );
