@@ -8,10 +8,31 @@ it. Nothing needs changing in the job's code.
 ``leakspy.step()`` marks one unit of work in a loop without an optimizer.
 Outside ``leakspy run`` it does nothing, so it can stay in the code.
 Importing this package is cheap (it imports neither torch nor the probe).
+
+``leakspy.assert_no_leak(step, steps=200, warmup=20)`` checks, in a test,
+that calling ``step`` does not leave more behind with every call (it raises
+``leakspy.LeakError``, an ``AssertionError``); ``@pytest.mark.leakspy`` does
+the same for a whole test. Both load on first use.
 """
 
 __version__ = "0.1.0"
-__all__ = ["step", "__version__"]
+__all__ = ["step", "assert_no_leak", "LeakError", "__version__"]
+
+# Loaded on first use: the leak check needs the census machinery, which a
+# process that only calls step() never pays for.
+_LAZY = ("assert_no_leak", "LeakError", "LeakReport", "Leak")
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        from . import _assert
+
+        return getattr(_assert, name)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
 
 # Set by the probe when it runs in this process.
 _step_impl = None

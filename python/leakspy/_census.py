@@ -220,6 +220,15 @@ class Census(object):
         self.survivors_old = {}  # ... and at the one before
         self.tensor_keys = []
         self.torch = None
+        # leakspy.assert_no_leak looks at arrays at every census, and wants
+        # every series of each census (it judges growth itself).
+        self.numpy_every = NUMPY_PROBE_EVERY
+        self.keep_values = False
+        self.values = None
+        # Objects moved out of the collector's sight by gc.freeze(), counted
+        # as well (assert_no_leak freezes what existed before its first call
+        # so that its gc.collect() before each census walks only the rest).
+        self.frozen = None
 
     # -- helpers ---------------------------------------------------------
 
@@ -282,11 +291,17 @@ class Census(object):
 
     # -- the census ------------------------------------------------------
 
-    def run(self, want_picks):
+    def run(self, want_picks, keys=None, track=None):
         """One census. Returns (message fields, suspects), where suspects is a
         list of (key, per_census, count, info) for keys that qualify now and
         were not reported before; info holds the instances to trace to a
-        holder (dropped by the caller)."""
+        holder (dropped by the caller).
+
+        ``keys``: instead, the instances of exactly these keys (whoever
+        decided that they grow), with per_census 0; the growth state is left
+        as the last census made it. ``track``: keys whose instances to
+        remember for the next census's picks (by default, with
+        ``want_picks``, the series that rise)."""
         self.n += 1
         first = self.n == 1
         torch = self._torch()
@@ -294,6 +309,8 @@ class Census(object):
         own = self._own_ids()
 
         objs = gc.get_objects()
+        if self.frozen:
+            objs.extend(self.frozen)
         n_objects = len(objs)
         kinds = list(map(type, objs))
         type_counts = Counter(kinds)
@@ -366,14 +383,16 @@ class Census(object):
         conts = list(compress(sel, map(_CONTAINER_SET.__contains__, sel_types)))
         untracked = self._untracked_dicts(sel, sel_types, user_types)
         conts.extend(untracked)
-        containers, cont_values, cont_objs, big = self._containers(conts, own)
+        want_ids = keys is not None and any(k.startswith("container:") for k in keys)
+        containers, cont_values, cont_objs, big = self._containers(conts, own, want_ids)
 
         # numpy arrays (not gc-tracked: reached from containers and user
         # objects). Until some are found, only every NUMPY_PROBE_EVERY-th
         # census looks (null in between): it is a fifth of a census's cost.
         fields["numpy"] = None
         arrays = []
-        if nd_types and (self.numpy_seen or self.n % NUMPY_PROBE_EVERY == 1):
+        if nd_types and (self.numpy_seen or self.n % self.numpy_every == 1
+                         or self.numpy_every <= 1):
             fields["numpy"], arrays = self._numpy(sel, sel_types, untracked, user_types,
                                                   nd_types)
             self.numpy_seen = fields["numpy"]["count"] > 0
@@ -424,12 +443,30 @@ class Census(object):
             taint.update(k for k in cont_values)
         self.modules_count = n_modules
         self.dirty = False
+        if self.keep_values:
+            self.values = dict(values)
         if first:
             values = {}  # warm-up: the first census is not compared with
-        self.growth.update(values, taint)
+        if keys is None:
+            self.growth.update(values, taint)
 
         suspects = []
-        if want_picks:
+        if keys is not None:
+            for key in keys:
+                info = self._picks(key, objs, sel, sel_types, type_counts, names, tensor_types,
+                                   user_types, tensors, tensor_groups, graph_best, mods,
+                                   cont_objs, arrays, roots)
+                if info is None:
+                    continue
+                saved = self.saved_ids
+                info["saved_by_graph"] = any(id(o) in saved for o in info["objects"])
+                suspects.append((key, 0.0, self.values.get(key, 0) if self.values else 0, info))
+            if suspects:
+                up = {k[5:] for k in keys if k.startswith("type:")}
+                self.rising_types = {t for t, n in names.items() if n in up}
+                _prefer_held(suspects, (objs, sel, sel_types, tensors, roots, mods, arrays,
+                                        graph_best, conts, suspects))
+        elif want_picks:
             rising = self.growth.rising()
             tensor_names = {names[t] for t in tensor_types}
             rank = {k: _rank(k, user_names, tensor_names) for k in rising}
@@ -462,10 +499,12 @@ class Census(object):
                 self.rising_types = {t for t, n in names.items() if n in up}
                 _prefer_held(suspects, (objs, sel, sel_types, tensors, roots, mods, arrays,
                                         graph_best, conts, suspects))
+        if track is not None or (want_picks and keys is None):
             # Remember which instances of the telling series that rise exist
             # now, so that the next census can prefer those that outlived it.
+            tensor_names = {names[t] for t in tensor_types}
             survivors = {}
-            for key in self.growth.runs:
+            for key in (track if track is not None else self.growth.runs):
                 if len(survivors) >= 12:
                     break
                 if key.startswith(("tensors:", "modules:", "graph")) or (
@@ -678,7 +717,7 @@ class Census(object):
 
     # -- containers ------------------------------------------------------
 
-    def _containers(self, conts, own):
+    def _containers(self, conts, own, want_ids=False):
         # Containers of some length are followed by id (lengths only); the
         # largest of them are listed.
         lens = list(map(len, conts))
@@ -735,7 +774,7 @@ class Census(object):
                 gprev[key] = p
         self.container_prev = cur
         by_id = None
-        if values:
+        if values or want_ids:
             by_id = dict(zip(ids, big))
             for key in values:
                 cid = int(key[10:])

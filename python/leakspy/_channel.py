@@ -68,6 +68,20 @@ class Channel(object):
         self.dropped = 0
         self.dead = False
 
+    def peer_closed(self):
+        """Whether the monitor has hung up (it never writes, so a readable
+        end of stream is its close). A probe that has not sent anything since
+        learns it here: ``leakspy attach`` asks before starting again."""
+        s = self.sock
+        if self.dead or s is None:
+            return True
+        try:
+            return s.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except _WOULD_BLOCK:
+            return False
+        except Exception:
+            return True
+
     def take_dropped(self):
         n, self.dropped = self.dropped, 0
         return n

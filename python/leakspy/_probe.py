@@ -56,7 +56,7 @@ class _Counter(object):
 
 
 class _State(object):
-    def __init__(self, path):
+    def __init__(self, path, budget=None, census=None):
         self.active = True
         self.pid = os.getpid()
         self.forked = False
@@ -64,11 +64,13 @@ class _State(object):
         self.opt = _Counter("optimizer")
         self.man = _Counter("manual")
         self.due = 0.0
-        self.budget = _budget()
+        self.budget = _budget(budget)
         self.next_census = _monotonic() + (
             FIRST_CENSUS_COST_S / self.budget if self.budget > 0 else 0.0)
-        self.census_on = os.environ.get("LEAKSPY_PROBE_CENSUS", "1").strip() != "0" and (
-            self.budget > 0)
+        if census is None:
+            census = os.environ.get("LEAKSPY_PROBE_CENSUS", "1").strip() != "0"
+        self.census_on = bool(census) and self.budget > 0
+        self.attached = False
         self.busy = _thread.allocate_lock()
         self.connect_lock = _thread.allocate_lock()
         self.failures = 0
@@ -94,10 +96,10 @@ class _State(object):
         self.exited = None
 
 
-def _budget():
+def _budget(given=None):
     try:
-        b = float(os.environ.get("LEAKSPY_PROBE_BUDGET", "0.01"))
-    except ValueError:
+        b = float(os.environ.get("LEAKSPY_PROBE_BUDGET", "0.01") if given is None else given)
+    except (TypeError, ValueError):
         return 0.01
     if not (b == b) or b <= 0:  # NaN or off
         return 0.0
@@ -128,15 +130,27 @@ def _clean(s):
 # -- start -------------------------------------------------------------------
 
 
-def start():
-    """Starts the probe in this process when ``leakspy run`` asked for it."""
-    global S
-    if S is not None:
-        return
-    path = os.environ.get("LEAKSPY_PROBE_SOCKET")
+_process_hooks = False  # atexit and fork handlers, once per process
+
+
+def start(socket_path=None, budget=None, census=None, attached=False):
+    """Starts the probe in this process: with the settings ``leakspy run``
+    puts in the environment, or with those given (``leakspy attach``, which
+    joins a process long after its start: ``_attach``). A probe that a
+    previous ``leakspy attach`` left switched off starts afresh."""
+    global S, _process_hooks
+    if S is not None and S.active:
+        # A probe that never sent anything after its monitor left (no
+        # steps, no census) does not know it is gone: it is, if its peer
+        # closed, and a new monitor gets a fresh probe.
+        if not (attached and S.channel.peer_closed()):
+            return
+        _switch_off()
+    path = socket_path or os.environ.get("LEAKSPY_PROBE_SOCKET")
     if not path or _thread is None:
         return
-    st = _State(path)
+    st = _State(path, budget, census)
+    st.attached = bool(attached)
     if not st.channel.connect():
         return
     S = st
@@ -147,15 +161,17 @@ def start():
 
     leakspy._step_impl = _manual_step
     _install_optimizer_hook(st)
-    try:
-        atexit.register(_at_exit)
-    except Exception:
-        pass
-    try:
-        os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_parent,
-                            after_in_child=_after_fork_child)
-    except Exception:
-        pass
+    if not _process_hooks:
+        _process_hooks = True
+        try:
+            atexit.register(_at_exit)
+        except Exception:
+            pass
+        try:
+            os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_parent,
+                                after_in_child=_after_fork_child)
+        except Exception:
+            pass
     if st.census_on:
         _start_timer(st)
 
@@ -171,6 +187,7 @@ def _hello_msg(st):
         "argv": [_clean(a) for a in getattr(sys, "argv", [])],
         "probe": __version__,
         "forked": st.forked,
+        "attached": st.attached,
         "rank": _int_env("RANK"),
         "local_rank": _int_env("LOCAL_RANK"),
         "world_size": _int_env("WORLD_SIZE"),

@@ -35,6 +35,8 @@ enum Command {
     Rule(commands::rule::RuleArgs),
     /// Run a command, record its memory, and diagnose leaks.
     Run(commands::run::RunArgs),
+    /// Record a job that is already running (by pid), and diagnose leaks.
+    Attach(commands::attach::AttachArgs),
     /// Render a saved trace again (text, json or html).
     Report(commands::report::ReportArgs),
     /// Compare two traces: did the fix work?
@@ -58,6 +60,7 @@ fn main() -> ExitCode {
         Command::Check(args) => commands::check::run(args),
         Command::Rule(args) => commands::rule::run(args),
         Command::Run(args) => commands::run::run(args),
+        Command::Attach(args) => commands::attach::run(args),
         Command::Report(args) => commands::report::run(args),
         Command::Diff(args) => commands::diff::run(args),
     };

@@ -1,5 +1,10 @@
 //! The run loop: spawn the child, sample its tree on a jittered clock, stream
 //! events to the trace, keep live figures, and record how the child ended.
+//! Attached to a running job instead (`attached.rs`), the same loop.
+
+mod attached;
+
+pub use attached::{AttachOutcome, DetachReason};
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -52,6 +57,9 @@ pub struct MonitorConfig {
     /// Inject the in-process probe into Python children.
     pub probe: Option<ProbeConfig>,
     pub seed: u64,
+    /// Watch this running process instead of spawning `command` (which is
+    /// then its command line, for the header).
+    pub attach: Option<crate::AttachConfig>,
 }
 
 impl MonitorConfig {
@@ -69,7 +77,15 @@ impl MonitorConfig {
             gpu: true,
             probe: Some(ProbeConfig::default()),
             seed: seed_from_env(),
+            attach: None,
         }
+    }
+
+    /// A monitor of a process that is already running (`leakspy attach`).
+    pub fn attach(attach: crate::AttachConfig) -> Self {
+        let mut c = MonitorConfig::new(attach.process.cmdline.clone());
+        c.attach = Some(attach);
+        c
     }
 }
 
@@ -91,7 +107,9 @@ pub struct Monitor {
     config: MonitorConfig,
     writer: TraceWriter,
     start: Instant,
-    child: Child,
+    /// None when attached to a process leakspy did not start.
+    child: Option<Child>,
+    attached: Option<attached::Attached>,
     pid: u32,
     forwarder: SignalForwarder,
     procs: ProcSampler,
@@ -141,12 +159,21 @@ impl Monitor {
             },
             None => None,
         };
-        let env = probe.as_ref().map(ProbeServer::env).unwrap_or_default();
-        let mut child = spawn(&config.command, pipe, &env)?;
-        let pid = child.id();
-        forwarder.set_child(pid);
+        let (mut child, pid) = match &config.attach {
+            // Nothing to spawn, and leakspy's signals stay its own: the
+            // forwarder only counts them, no child is ever set.
+            Some(a) => (None, a.process.pid),
+            None => {
+                let env = probe.as_ref().map(ProbeServer::env).unwrap_or_default();
+                let child = spawn(&config.command, pipe, &env)?;
+                let pid = child.id();
+                forwarder.set_child(pid);
+                (Some(child), pid)
+            }
+        };
 
-        let reader = match (config.step_regex.take(), child.stdout.take()) {
+        let stdout = child.as_mut().and_then(|c| c.stdout.take());
+        let reader = match (config.step_regex.take(), stdout) {
             (Some(re), Some(out)) => {
                 let sink = config
                     .stdout_sink
@@ -182,11 +209,16 @@ impl Monitor {
         header.hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
             .map(|s| s.trim().to_string())
             .unwrap_or_default();
+        header.attach = config.attach.as_ref().map(attached::header_info);
 
         let mut m = Monitor {
             writer,
             start,
             child,
+            attached: config
+                .attach
+                .as_ref()
+                .map(|a| attached::Attached::new(a, start)),
             pid,
             forwarder,
             procs: ProcSampler::new(pid, tree_calls),
@@ -212,8 +244,10 @@ impl Monitor {
         // A header that cannot be written means no trace at all: stop the
         // child rather than run it unrecorded.
         if let Err(e) = m.writer.write_header(&header) {
-            let _ = m.child.kill();
-            let _ = m.child.wait();
+            if let Some(c) = m.child.as_mut() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
             return Err(e.into());
         }
         for n in early_notes {
@@ -231,6 +265,7 @@ impl Monitor {
                 Err(msg) => m.note(NoteLevel::Info, msg),
             }
         }
+        m.inject_probe();
         Ok(m)
     }
 
@@ -418,25 +453,42 @@ impl Monitor {
         }
     }
 
-    /// Runs until the child ends. `on_status` is called after every sample.
-    pub fn run(
-        mut self,
-        mut on_status: impl FnMut(&LiveStatus),
-    ) -> Result<RunOutcome, MonitorError> {
+    /// The sampling loop, for a spawned child and an attached job alike:
+    /// until the child ends, or the attached recording is to stop.
+    fn record(&mut self, on_status: &mut impl FnMut(&LiveStatus)) {
         self.sample();
         on_status(self.live.status());
         loop {
-            let deadline = Instant::now() + self.jitter.next_interval();
+            let next = Instant::now() + self.jitter.next_interval();
+            let deadline = self.attached_deadline(next);
             self.wait_until(deadline);
-            if exited_without_reaping(self.pid) {
+            let done = if self.attached.is_some() {
+                self.attached_should_stop()
+            } else {
+                exited_without_reaping(self.pid)
+            };
+            if done {
                 break;
             }
             self.sample();
             on_status(self.live.status());
         }
+    }
+
+    /// Runs until the child ends. `on_status` is called after every sample.
+    pub fn run(
+        mut self,
+        mut on_status: impl FnMut(&LiveStatus),
+    ) -> Result<RunOutcome, MonitorError> {
+        let Some(mut child) = self.child.take() else {
+            return Err(MonitorError::Wait(std::io::Error::other(
+                "an attached monitor ends with run_attached",
+            )));
+        };
+        self.record(&mut on_status);
         // Stop forwarding before reaping: once reaped, the pid may be reused.
         self.forwarder.set_child(0);
-        let status = self.child.wait().map_err(MonitorError::Wait)?;
+        let status = child.wait().map_err(MonitorError::Wait)?;
         let exit = ChildExit::from(status);
         self.drain_inbox();
         let t = self.t();
@@ -501,7 +553,13 @@ impl Monitor {
     fn drain_inbox(&mut self) {
         let deadline = Instant::now() + STDOUT_DRAIN;
         if let Some(p) = &self.probe {
-            p.wait_idle(deadline);
+            if self.attached.is_some() {
+                // The job goes on: its connections would never close. The
+                // probe switches itself off at its next message.
+                p.close_connections();
+            } else {
+                p.wait_idle(deadline);
+            }
         }
         // The accept thread holds a sender: stop it so that the inbox can
         // disconnect once the readers are done.
@@ -544,7 +602,7 @@ impl Monitor {
                 format!("{refused} probe connection(s) refused: too many processes at once"),
             );
         }
-        if self.config.probe.is_some() && connections == 0 {
+        if self.config.probe.is_some() && connections == 0 && self.attached.is_none() {
             if let Some(why) = probe_absent_reason(&self.config.command) {
                 self.note(NoteLevel::Info, why);
             }

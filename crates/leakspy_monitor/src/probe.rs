@@ -4,6 +4,7 @@
 //! stream socket in that folder, one connection per process (forked workers
 //! connect on their own).
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::PermissionsExt;
@@ -11,7 +12,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -77,6 +78,9 @@ struct Shared {
     connections: AtomicUsize,
     refused: AtomicUsize,
     malformed: AtomicUsize,
+    /// A second handle on each open connection, to hang up on an attached
+    /// job that goes on running (its connections never close by themselves).
+    open: Mutex<HashMap<usize, UnixStream>>,
 }
 
 pub struct ProbeServer {
@@ -144,6 +148,44 @@ impl ProbeServer {
 
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// The Unix socket the probe connects to.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// The probe's settings.
+    pub fn config(&self) -> &ProbeConfig {
+        &self.config
+    }
+
+    /// Hangs up on every process still connected. A probe whose connection
+    /// is gone switches itself off at its next message: how an attached
+    /// job, which keeps running, gets rid of it.
+    pub fn close_connections(&self) {
+        if let Ok(open) = self.shared.open.lock() {
+            for s in open.values() {
+                let _ = s.shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
+
+    /// Hands the folder, the package and the socket to another user (root
+    /// attaching to a job of that user, which must read the package and
+    /// connect to the socket). That user can then only change what its own
+    /// process runs.
+    pub fn give_to(&self, uid: u32, gid: u32) -> std::io::Result<()> {
+        fn walk(p: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
+            std::os::unix::fs::lchown(p, Some(uid), Some(gid))?;
+            if p.is_dir() {
+                for e in std::fs::read_dir(p)? {
+                    walk(&e?.path(), uid, gid)?;
+                }
+            }
+            Ok(())
+        }
+        walk(self.dir.path(), uid, gid)
     }
 
     /// Connections accepted so far.
@@ -227,13 +269,19 @@ fn accept_loop(listener: UnixListener, shared: Arc<Shared>, start: Instant, tx: 
             continue;
         }
         shared.active.fetch_add(1, Ordering::AcqRel);
-        shared.connections.fetch_add(1, Ordering::Relaxed);
+        let id = shared.connections.fetch_add(1, Ordering::Relaxed);
+        if let (Ok(other), Ok(mut open)) = (stream.try_clone(), shared.open.lock()) {
+            open.insert(id, other);
+        }
         let conn_shared = Arc::clone(&shared);
         let tx = tx.clone();
         let spawned = std::thread::Builder::new()
             .name("leakspy-probe-conn".into())
             .spawn(move || {
                 read_messages(stream, &conn_shared, start, &tx);
+                if let Ok(mut open) = conn_shared.open.lock() {
+                    open.remove(&id);
+                }
                 conn_shared.active.fetch_sub(1, Ordering::AcqRel);
             });
         if spawned.is_err() {

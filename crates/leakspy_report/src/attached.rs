@@ -81,6 +81,50 @@ fn fmt_age(s: f64) -> String {
 mod tests {
     use super::*;
 
+    const HEADER: &str = r#"{"kind":"header","format":"leakspy-trace","version":1,"t":0.0,"started_at":10000.0,"command":["python","t.py"],"pid":7,"sample_interval_s":0.1,"attach":{"pid":7,"cmdline":["python","t.py"],"process_started_at":2800.0,"python":"3.11"}}"#;
+
+    fn trace(lines: &[&str]) -> Trace {
+        let mut text = format!("{HEADER}\n");
+        for l in lines {
+            text.push_str(l);
+            text.push('\n');
+        }
+        leakspy_trace::parse_trace(&text).unwrap()
+    }
+
+    #[test]
+    fn how_an_attached_recording_ended() {
+        let t = trace(&[r#"{"kind":"detach","t":5.0,"reason":"duration","alive":true}"#]);
+        let x = detach_exit(&t).unwrap();
+        assert!(!x.killed && x.recorded && x.status.is_none());
+        assert_eq!(
+            x.message,
+            "attached to pid 7, detached after --duration; the job goes on"
+        );
+        let t = trace(&[r#"{"kind":"detach","t":5.0,"reason":"ended","alive":false}"#]);
+        assert!(detach_exit(&t)
+            .unwrap()
+            .message
+            .contains("ended during the recording"));
+        // No detach event: the monitor died; the run's own message says so.
+        assert!(detach_exit(&trace(&[])).is_none());
+    }
+
+    #[test]
+    fn notes_say_how_late_the_attach_came_and_what_became_of_the_probe() {
+        let t = trace(&[
+            r#"{"kind":"note","t":0.0,"level":"info","message":"no NVIDIA GPU/driver"}"#,
+            r#"{"kind":"note","t":0.1,"level":"warn","message":"probe not injected: the process is not Python; memory from /proc only"}"#,
+        ]);
+        assert_eq!(
+            attach_notes(&t),
+            [
+                "attached to pid 7 2 h 0 min after it started: memory before that is not in the trace",
+                "probe not injected: the process is not Python; memory from /proc only",
+            ]
+        );
+    }
+
     #[test]
     fn ages_read_well() {
         assert_eq!(fmt_age(12.4), "12 s");

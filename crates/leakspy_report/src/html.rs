@@ -511,19 +511,6 @@ pub(crate) fn escape(s: &str) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::escape;
-
-    #[test]
-    fn escapes_markup() {
-        assert_eq!(
-            escape("<script>alert(1)</script>\"><img onerror='x'>&"),
-            "&lt;script&gt;alert(1)&lt;/script&gt;&quot;&gt;&lt;img onerror=&#39;x&#39;&gt;&amp;"
-        );
-    }
-}
-
 /// Several traces: each one's verdict, then every rank side by side.
 pub fn render_ranks_html(traces: &[(String, Diagnosis)], rows: &[RankRow]) -> String {
     let mut out = String::with_capacity(16 * 1024);
@@ -603,4 +590,17 @@ fn rank_table_html(out: &mut String, rows: &[RankRow], with_trace: bool) {
         out.push_str("</tr>");
     }
     out.push_str("</table>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape;
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(
+            escape("<script>alert(1)</script>\"><img onerror='x'>&"),
+            "&lt;script&gt;alert(1)&lt;/script&gt;&quot;&gt;&lt;img onerror=&#39;x&#39;&gt;&amp;"
+        );
+    }
 }

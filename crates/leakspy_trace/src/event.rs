@@ -27,6 +27,8 @@ pub enum Event {
     Suspect(serde_json::Map<String, serde_json::Value>),
     Note(Note),
     Exit(Exit),
+    /// `leakspy attach` stopped recording a job that it did not start.
+    Detach(Detach),
 }
 
 impl Event {
@@ -43,6 +45,7 @@ impl Event {
                 .unwrap_or(0.0),
             Event::Note(n) => n.t,
             Event::Exit(e) => e.t,
+            Event::Detach(d) => d.t,
         }
     }
 
@@ -58,6 +61,7 @@ impl Event {
             Event::Suspect(_) => "suspect",
             Event::Note(_) => "note",
             Event::Exit(_) => "exit",
+            Event::Detach(_) => "detach",
         }
     }
 
@@ -65,7 +69,16 @@ impl Event {
     pub fn is_known_kind(kind: &str) -> bool {
         matches!(
             kind,
-            "header" | "sample" | "gpu" | "step" | "probe" | "census" | "suspect" | "note" | "exit"
+            "header"
+                | "sample"
+                | "gpu"
+                | "step"
+                | "probe"
+                | "census"
+                | "suspect"
+                | "note"
+                | "exit"
+                | "detach"
         )
     }
 }
@@ -95,6 +108,42 @@ pub struct Header {
     /// Nominal interval between samples (the real one is jittered).
     #[serde(default)]
     pub sample_interval_s: f64,
+    /// Set when `leakspy attach` recorded a process that was already running
+    /// (`command` is then its command line and `pid` its pid).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attach: Option<AttachInfo>,
+}
+
+/// The process `leakspy attach` joined, as /proc showed it then.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttachInfo {
+    pub pid: u32,
+    /// `/proc/PID/cmdline`.
+    #[serde(default)]
+    pub cmdline: Vec<String>,
+    /// `/proc/PID/exe`, when readable.
+    #[serde(default)]
+    pub exe: Option<String>,
+    /// Unix time (seconds) when the process started.
+    #[serde(default)]
+    pub process_started_at: Option<f64>,
+    /// `major.minor` of the process's CPython, when it is one.
+    #[serde(default)]
+    pub python: Option<String>,
+}
+
+/// The end of an attached recording. The job's own exit status is not
+/// visible to a process that is not its parent, so there is no `exit` event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Detach {
+    pub t: f64,
+    /// `duration` (`--duration` elapsed), `interrupted` (leakspy got
+    /// SIGINT/SIGTERM/SIGHUP) or `ended` (the job ended); other values may
+    /// come from newer writers.
+    pub reason: String,
+    /// Whether the job was still running when recording stopped.
+    #[serde(default)]
+    pub alive: bool,
 }
 
 impl Header {
@@ -111,6 +160,7 @@ impl Header {
             hostname: String::new(),
             pid,
             sample_interval_s: interval,
+            attach: None,
         }
     }
 }

@@ -13,8 +13,8 @@ mod writer;
 
 pub use error::TraceError;
 pub use event::{
-    CgroupSample, Event, Exit, GpuDevice, GpuProc, GpuSample, Header, MemTotals, Note, NoteLevel,
-    ProcSample, Sample, Step, StepSource, FORMAT_NAME, FORMAT_VERSION,
+    AttachInfo, CgroupSample, Detach, Event, Exit, GpuDevice, GpuProc, GpuSample, Header,
+    MemTotals, Note, NoteLevel, ProcSample, Sample, Step, StepSource, FORMAT_NAME, FORMAT_VERSION,
 };
 pub use reader::{
     parse_trace, parse_trace_bytes, read_trace, read_trace_from, read_trace_from_with,

@@ -10,7 +10,8 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::{
-    Event, Exit, GpuSample, Header, Note, Sample, Step, TraceError, FORMAT_NAME, FORMAT_VERSION,
+    Detach, Event, Exit, GpuSample, Header, Note, Sample, Step, TraceError, FORMAT_NAME,
+    FORMAT_VERSION,
 };
 
 /// Past this many, warnings are counted instead of listed: a file of garbage
@@ -145,6 +146,14 @@ impl Trace {
     pub fn exit(&self) -> Option<&Exit> {
         self.events.iter().rev().find_map(|e| match e {
             Event::Exit(x) => Some(x),
+            _ => None,
+        })
+    }
+
+    /// How an attached recording ended (`leakspy attach`); `None` for runs.
+    pub fn detach(&self) -> Option<&Detach> {
+        self.events.iter().rev().find_map(|e| match e {
+            Event::Detach(d) => Some(d),
             _ => None,
         })
     }

@@ -1,4 +1,5 @@
 //! One file per subcommand.
+pub mod attach;
 pub mod check;
 pub mod diff;
 pub mod report;

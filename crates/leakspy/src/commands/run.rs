@@ -84,18 +84,8 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<u8> {
-    if !(args.interval.is_finite() && args.interval >= 0.001 && args.interval <= 3600.0) {
-        bail!(
-            "--interval must be between 0.001 and 3600 seconds, got {}",
-            args.interval
-        );
-    }
-    if !(args.probe_budget.is_finite() && args.probe_budget > 0.0 && args.probe_budget <= 0.5) {
-        bail!(
-            "--probe-budget must be a fraction above 0 and at most 0.5, got {}",
-            args.probe_budget
-        );
-    }
+    check_interval(args.interval)?;
+    check_probe_budget(args.probe_budget)?;
     let step_regex = args
         .step_regex
         .as_deref()
@@ -173,6 +163,22 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     Ok(code)
 }
 
+/// `--interval`, for `run` and `attach`.
+pub(crate) fn check_interval(interval: f64) -> anyhow::Result<()> {
+    if !(interval.is_finite() && (0.001..=3600.0).contains(&interval)) {
+        bail!("--interval must be between 0.001 and 3600 seconds, got {interval}");
+    }
+    Ok(())
+}
+
+/// `--probe-budget`, for `run` and `attach`.
+pub(crate) fn check_probe_budget(budget: f64) -> anyhow::Result<()> {
+    if !(budget.is_finite() && budget > 0.0 && budget <= 0.5) {
+        bail!("--probe-budget must be a fraction above 0 and at most 0.5, got {budget}");
+    }
+    Ok(())
+}
+
 fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
@@ -186,30 +192,71 @@ fn finish(
     outcome: &RunOutcome,
 ) -> anyhow::Result<(u8, Option<leakspy_stats::Verdict>)> {
     let child_status = u8::try_from(outcome.exit.status.clamp(0, 255)).unwrap_or(EXIT_ERROR);
+    let reported = report_trace(
+        &outcome.trace_path,
+        outcome.write_error.as_deref(),
+        args.report_json.as_deref(),
+        args.report_html.as_deref(),
+    );
+    let Some(verdict) = reported.verdict else {
+        return Ok((
+            if child_status == 0 {
+                EXIT_ERROR
+            } else {
+                child_status
+            },
+            None,
+        ));
+    };
+    let leak = matches!(verdict, leakspy_stats::Verdict::Leak);
+    let code = if child_status != 0 {
+        child_status
+    } else if reported.tool_failed {
+        EXIT_ERROR
+    } else if args.fail_on_leak && leak {
+        EXIT_FINDINGS
+    } else {
+        0
+    };
+    Ok((code, Some(verdict)))
+}
+
+/// What reporting a recorded trace came to (failures were said on stderr).
+pub(crate) struct Reported {
+    /// None when the trace could not be read back.
+    pub verdict: Option<leakspy_stats::Verdict>,
+    /// The trace is incomplete, or a report could not be written.
+    pub tool_failed: bool,
+}
+
+/// The end of `run` and `attach`: reads the trace back, prints the
+/// diagnosis on stderr, writes the JSON and HTML reports asked for.
+pub(crate) fn report_trace(
+    trace_path: &Path,
+    write_error: Option<&str>,
+    report_json: Option<&Path>,
+    report_html: Option<&Path>,
+) -> Reported {
     let mut stderr = std::io::stderr().lock();
     let mut tool_failed = false;
-    if let Some(err) = &outcome.write_error {
+    if let Some(err) = write_error {
         let _ = writeln!(stderr, "leakspy: error: the trace is incomplete: {err}");
         tool_failed = true;
     }
-    let trace = match read_trace(&outcome.trace_path) {
+    let trace = match read_trace(trace_path) {
         Ok(t) => t,
         Err(e) => {
             let _ = writeln!(stderr, "leakspy: error: cannot read back the trace: {e}");
-            return Ok((
-                if child_status == 0 {
-                    EXIT_ERROR
-                } else {
-                    child_status
-                },
-                None,
-            ));
+            return Reported {
+                verdict: None,
+                tool_failed: true,
+            };
         }
     };
     let mut diagnosis = diagnose(&trace, &DiagnoseOptions::default());
     leakspy_report::attach_static_findings(&mut diagnosis);
     let _ = write!(stderr, "{}", render_text(&diagnosis, &trace));
-    let _ = writeln!(stderr, "trace: {}", outcome.trace_path.display());
+    let _ = writeln!(stderr, "trace: {}", trace_path.display());
     // A report that cannot be written is a tool error, but the other report is still tried.
     let mut write_report =
         |path: &std::path::Path, content: String| match std::fs::write(path, content) {
@@ -225,27 +272,20 @@ fn finish(
                 tool_failed = true;
             }
         };
-    if let Some(path) = &args.report_json {
+    if let Some(path) = report_json {
         write_report(path, render_json(&diagnosis));
     }
-    if let Some(path) = &args.report_html {
+    if let Some(path) = report_html {
         write_report(path, render_html(&diagnosis, &trace));
     }
-    let leak = matches!(diagnosis.verdict, leakspy_stats::Verdict::Leak);
-    let code = if child_status != 0 {
-        child_status
-    } else if tool_failed {
-        EXIT_ERROR
-    } else if args.fail_on_leak && leak {
-        EXIT_FINDINGS
-    } else {
-        0
-    };
-    Ok((code, Some(diagnosis.verdict)))
+    Reported {
+        verdict: Some(diagnosis.verdict),
+        tool_failed,
+    }
 }
 
 /// Creates the trace file (and its folder), failing with what to do.
-fn create_trace(path: &Path) -> anyhow::Result<TraceWriter> {
+pub(crate) fn create_trace(path: &Path) -> anyhow::Result<TraceWriter> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| {
             format!(
@@ -264,7 +304,7 @@ fn create_trace(path: &Path) -> anyhow::Result<TraceWriter> {
 }
 
 /// `leakspy-runs/20260121-093000-train.jsonl`, never overwriting an existing trace.
-fn default_trace_path(command: &[String]) -> anyhow::Result<PathBuf> {
+pub(crate) fn default_trace_path(command: &[String]) -> anyhow::Result<PathBuf> {
     let stamp = local_timestamp();
     let name = command_name(command);
     let dir = Path::new(RUNS_DIR);
@@ -333,7 +373,7 @@ fn local_timestamp() -> String {
 
 /// Where the status goes: a redrawn line on a terminal, periodic plain lines
 /// otherwise (logs), nothing with --quiet.
-struct StatusDisplay {
+pub(crate) struct StatusDisplay {
     mode: Mode,
     plain_every: Duration,
     last: Option<Instant>,
@@ -348,7 +388,7 @@ enum Mode {
 }
 
 impl StatusDisplay {
-    fn new(quiet: bool, plain_every: Duration) -> Self {
+    pub(crate) fn new(quiet: bool, plain_every: Duration) -> Self {
         let mode = if quiet {
             Mode::Quiet
         } else if std::io::stderr().is_terminal() {
@@ -364,7 +404,7 @@ impl StatusDisplay {
         }
     }
 
-    fn update(&mut self, st: &LiveStatus) {
+    pub(crate) fn update(&mut self, st: &LiveStatus) {
         let every = match self.mode {
             Mode::Quiet => return,
             Mode::Terminal => REDRAW_EVERY,
@@ -390,7 +430,7 @@ impl StatusDisplay {
         self.drawn = true;
     }
 
-    fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if self.mode == Mode::Terminal && self.drawn {
             let _ = write!(std::io::stderr(), "\r\x1b[K");
         }

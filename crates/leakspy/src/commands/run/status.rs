@@ -92,6 +92,7 @@ mod tests {
             headroom: Some(3 << 30),
             time_to_oom_s: Some(14_981.0),
             gpu_used: Some(2 << 30),
+            ..Default::default()
         };
         let flat = LiveStatus {
             elapsed: 95.0,

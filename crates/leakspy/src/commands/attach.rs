@@ -1,0 +1,166 @@
+//! `leakspy attach PID`: record a job that is already running, with the
+//! in-process probe put in without a restart, and end with the same
+//! diagnosis as `leakspy run`. The job is never stopped or signalled:
+//! Ctrl-C stops the recording, and leakspy detaches.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use leakspy_monitor::{
+    AttachConfig, AttachError, InjectMethod, Monitor, MonitorConfig, ProbeConfig, Python,
+};
+
+use super::run::{
+    check_interval, check_probe_budget, create_trace, default_trace_path, report_trace,
+    StatusDisplay,
+};
+use crate::{EXIT_ERROR, EXIT_FINDINGS};
+
+#[derive(Args)]
+#[command(
+    after_help = "Recording stops at --duration, at Ctrl-C or SIGTERM to leakspy (never \
+passed on to the job), or when the job ends; leakspy then detaches and the job goes on.\n\n\
+Exit status: 0 when recorded and diagnosed (whatever the job does); 1 with --fail-on-leak when \
+a leak is found; 2 when leakspy fails (no such process, a zombie, leakspy itself, not permitted \
+to trace it, trace not writable)."
+)]
+pub struct AttachArgs {
+    /// Process id of the running job (its main process).
+    #[arg(value_name = "PID")]
+    pub pid: u32,
+    /// Stop recording after SECS [default: until Ctrl-C or the job ends].
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// Trace file to write [default: leakspy-runs/<YYYYmmdd-HHMMSS>-<command>.jsonl].
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Mean seconds between memory samples (jittered ±20 %).
+    #[arg(long, value_name = "SECS", default_value_t = 0.1)]
+    pub interval: f64,
+    /// No status line, no start lines (the diagnosis is still printed).
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Also write the diagnosis as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub report_json: Option<PathBuf>,
+    /// Also write a self-contained HTML report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub report_html: Option<PathBuf>,
+    /// Exit 1 when a leak is found, for CI.
+    #[arg(long)]
+    pub fail_on_leak: bool,
+    /// Do not put the in-process probe into the job (memory from /proc only;
+    /// needs no permission to trace it).
+    #[arg(long)]
+    pub no_probe: bool,
+    /// Fraction of the job's wall time the probe's object census may use.
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.01)]
+    pub probe_budget: f64,
+    /// Steps only from the probe: no object census, holders or creation sites.
+    #[arg(long)]
+    pub no_census: bool,
+    /// How to put the probe in: auto, ptrace, gdb or remote-exec.
+    #[arg(long, value_name = "METHOD", default_value = "auto", hide = true)]
+    pub inject_with: InjectMethod,
+    /// Longest wait for gdb or the helper of `sys.remote_exec`.
+    #[arg(long, value_name = "SECS", default_value_t = 20.0, hide = true)]
+    pub inject_timeout: f64,
+    /// Seconds between status lines when stderr is not a terminal (logs).
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, hide = true)]
+    pub status_interval: f64,
+}
+
+pub fn run(args: AttachArgs) -> anyhow::Result<u8> {
+    check_interval(args.interval)?;
+    check_probe_budget(args.probe_budget)?;
+    if let Some(d) = args.duration {
+        if !(d.is_finite() && d > 0.0 && d <= 1e9) {
+            bail!("--duration must be a positive number of seconds, got {d}");
+        }
+    }
+    if !(args.inject_timeout.is_finite() && args.inject_timeout > 0.0) {
+        bail!("--inject-timeout must be a positive number of seconds");
+    }
+    let process = leakspy_monitor::inspect(args.pid)?;
+    // Unknown: its mappings were unreadable, most likely for want of the
+    // same permission.
+    let python = matches!(process.python, Python::CPython { .. } | Python::Unknown(_));
+    // Tracing is needed only to put the probe in; /proc figures of another
+    // user's process stay readable without it (all but PSS/USS).
+    if !args.no_probe && python {
+        if let Err(e) = leakspy_monitor::check_trace_permission(&process) {
+            if let AttachError::NotPermitted { .. } = e {
+                bail!(
+                    "{e}. (Without tracing it, `--no-probe` records its memory from /proc only.)"
+                );
+            }
+            return Err(e.into());
+        }
+    }
+
+    let trace_path = match &args.trace {
+        Some(p) => p.clone(),
+        None => default_trace_path(&process.cmdline)?,
+    };
+    let writer = create_trace(&trace_path)?;
+
+    let mut attach = AttachConfig::new(process.clone());
+    attach.duration = args.duration.map(Duration::from_secs_f64);
+    attach.method = args.inject_with;
+    attach.inject_timeout = Duration::from_secs_f64(args.inject_timeout.min(3600.0));
+    let mut config = MonitorConfig::attach(attach);
+    config.interval = Duration::from_secs_f64(args.interval);
+    config.probe = (!args.no_probe).then_some(ProbeConfig {
+        budget: args.probe_budget,
+        census: !args.no_census,
+    });
+    let monitor = Monitor::start(config, writer).context("cannot start recording")?;
+
+    if !args.quiet {
+        let cmd = if process.cmdline.is_empty() {
+            "?".to_string()
+        } else {
+            process.cmdline.join(" ")
+        };
+        let python = process
+            .python
+            .version_text()
+            .map(|v| format!(", Python {v}"))
+            .unwrap_or_default();
+        let until = match args.duration {
+            Some(d) => format!("for {d} s or "),
+            None => String::new(),
+        };
+        eprintln!(
+            "leakspy: attached to pid {} ({cmd}{python}); recording {until}until Ctrl-C or its end (the job goes on)",
+            process.pid
+        );
+        for n in monitor.notes().iter().filter(|n| n.contains("probe")) {
+            eprintln!("leakspy: {n}");
+        }
+    }
+
+    let plain_every = Duration::from_secs_f64(args.status_interval.clamp(0.01, 86_400.0));
+    let mut display = StatusDisplay::new(args.quiet, plain_every);
+    let outcome = monitor.run_attached(|st| display.update(st))?;
+    display.finish();
+
+    let reported = report_trace(
+        &outcome.trace_path,
+        outcome.write_error.as_deref(),
+        args.report_json.as_deref(),
+        args.report_html.as_deref(),
+    );
+    let Some(verdict) = reported.verdict else {
+        return Ok(EXIT_ERROR);
+    };
+    Ok(if reported.tool_failed {
+        EXIT_ERROR
+    } else if args.fail_on_leak && matches!(verdict, leakspy_stats::Verdict::Leak) {
+        EXIT_FINDINGS
+    } else {
+        0
+    })
+}
