@@ -1,0 +1,88 @@
+//! The fuzz targets' bodies (fuzz/fuzz_targets) on stable, over every seed of
+//! fuzz/seeds and every input that once crashed (fuzz/regressions): a crash
+//! found by `cargo +nightly fuzz` is saved there and stays tested in CI.
+
+use std::path::{Path, PathBuf};
+
+use leakspy_lint::{apply_fixes, check_source, Applicability, RuleSet};
+use leakspy_report::{diagnose, render_html, render_json, render_text, DiagnoseOptions};
+use leakspy_trace::parse_trace_bytes;
+
+fn inputs(target: &str) -> Vec<PathBuf> {
+    let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+    let mut out = Vec::new();
+    for dir in ["seeds", "regressions"] {
+        let Ok(entries) = std::fs::read_dir(fuzz.join(dir).join(target)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_file() && !p.file_name().is_some_and(|n| n == ".keep") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Same as fuzz/fuzz_targets/check_source.rs.
+fn check_source_body(data: &[u8]) {
+    let Ok(source) = std::str::from_utf8(data) else {
+        return;
+    };
+    let rules = RuleSet::default();
+    let checked = check_source(source, &rules);
+    if checked.syntax_error.is_some() {
+        return;
+    }
+    let fixed = apply_fixes(source, &checked.diagnostics, Applicability::Unsafe);
+    if fixed.applied > 0 {
+        let again = check_source(&fixed.source, &rules);
+        assert!(
+            again.syntax_error.is_none(),
+            "a fix broke the file: {:?}",
+            again.syntax_error
+        );
+    }
+}
+
+/// Same as fuzz/fuzz_targets/trace_reader.rs.
+fn trace_reader_body(data: &[u8]) {
+    let Ok(trace) = parse_trace_bytes(data) else {
+        return;
+    };
+    let d = diagnose(&trace, &DiagnoseOptions::default());
+    let _ = render_text(&d, &trace);
+    let _ = render_json(&d);
+    let _ = render_html(&d, &trace);
+}
+
+#[test]
+fn check_source_seeds_and_regressions() {
+    let all = inputs("check_source");
+    assert!(all.len() >= 10, "seeds missing: {all:?}");
+    for p in all {
+        let data = std::fs::read(&p).unwrap();
+        let run = std::panic::catch_unwind(|| check_source_body(&data));
+        assert!(run.is_ok(), "{} panics", p.display());
+        // Every prefix too: what an editor sees while the file is typed.
+        for cut in (0..data.len()).step_by(97) {
+            let run = std::panic::catch_unwind(|| check_source_body(&data[..cut]));
+            assert!(run.is_ok(), "{} cut at byte {cut} panics", p.display());
+        }
+    }
+}
+
+#[test]
+fn trace_reader_seeds_and_regressions() {
+    let all = inputs("trace_reader");
+    assert!(all.len() >= 3, "seeds missing: {all:?}");
+    for p in all {
+        let data = std::fs::read(&p).unwrap();
+        for cut in (0..=data.len()).step_by(211) {
+            let run = std::panic::catch_unwind(|| trace_reader_body(&data[..cut]));
+            assert!(run.is_ok(), "{} cut at byte {cut} panics", p.display());
+        }
+    }
+}
