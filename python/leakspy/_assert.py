@@ -37,6 +37,7 @@ MAX_PICKED = 16
 MAX_SHOWN_WITH = 5
 TRACE_FRAMES = 25
 TRACE_CANDIDATES = 5000
+PRUNE_ROUNDS = 4
 
 _NAN = float("nan")
 
@@ -243,6 +244,8 @@ class _Run(object):
         gc.collect()
         if i == 0:
             self._freeze()
+        else:
+            self._prune()
         with _GcPaused():
             fields, _ = self.census.run(want_picks=False, track=track)
         self._record(i, fields)
@@ -368,7 +371,7 @@ class _Run(object):
         if not key.startswith("type:"):
             return (None, False)
         if not self.kinds:
-            for ref, _env, name, kind, user in list(self.census._type_info.values()):
+            for _ref, _env, name, kind, user in list(self.census._type_info.values()):
                 self.kinds[name] = (kind, user)
         return self.kinds.get(key[5:], (None, False))
 
@@ -554,7 +557,7 @@ class _Run(object):
                         "line": None, "chain": [type(value).__name__, "fixture"]}
             level = [value]
             seen = {id(value)}
-            for depth in range(1, 5):
+            for _ in range(4):
                 try:
                     refs = gc.get_referents(*level)
                 except Exception:
@@ -656,14 +659,17 @@ class _Run(object):
                     cands = self._growing_tensors(key[8:].split("/"))
                 elif kind == "type":
                     ts = {t for t in present if type_name(t) == rest}
-                    cands = list(islice(compress(objs, map(ts.__contains__, kinds)), TRACE_CANDIDATES))
+                    cands = list(islice(compress(objs, map(ts.__contains__, kinds)),
+                                        TRACE_CANDIDATES))
                 elif kind in ("tensors", "graph"):
                     ts = compress(objs, map(tensor_types.__contains__, kinds))
-                    cands = _tensor_filter(torch, ts, rest.split("/") if kind == "tensors" else None,
+                    cands = _tensor_filter(torch, ts,
+                                           rest.split("/") if kind == "tensors" else None,
                                            kind == "graph", TRACE_CANDIDATES)
                 elif kind == "modules":
                     ts = {t for t in module_types if getattr(t, "__qualname__", None) == rest}
-                    cands = list(islice(compress(objs, map(ts.__contains__, kinds)), TRACE_CANDIDATES))
+                    cands = list(islice(compress(objs, map(ts.__contains__, kinds)),
+                                        TRACE_CANDIDATES))
                 elif kind == "container":
                     if by_id is None:
                         conts = list(compress(objs, map(_CONTAINER_SET.__contains__, kinds)))
@@ -838,13 +844,14 @@ class _Run(object):
         """Moves every object alive now out of the collector's sight, so that
         each gc.collect() before a census walks only what the calls made
         (a full collection walks the whole heap: with torch loaded, as long
-        as a census). The census counts the frozen objects from a list
-        (which keeps them alive: they existed before the first judged call,
-        so no series grows from them). A cycle among them that becomes
-        garbage is not collected until the end: it counts as alive, but it
-        cannot grow with the calls. Not done under the probe (its censuses
-        would stop seeing the frozen objects) nor when the program froze
-        objects itself (unfreezing at the end would undo that)."""
+        as a census). The census counts the frozen objects from a list;
+        those that only this list keeps alive are dropped from it before
+        each census (_prune), so they die as they would have. A cycle among
+        them that becomes garbage is not collected until the end: it counts
+        as alive, but it cannot grow with the calls. Not done under the
+        probe (its censuses would stop seeing the frozen objects) nor when
+        the program froze objects itself (unfreezing at the end would undo
+        that)."""
         try:
             if gc.get_freeze_count() or _probe_active():
                 return
@@ -854,6 +861,25 @@ class _Run(object):
             return
         self.census.frozen = objs
         self.frozen = True
+
+    def _prune(self):
+        """Drops the frozen objects that nothing but the census's list
+        holds any more (a reference count of 2: the list's and the
+        argument's), which frees them; what only they held follows at the
+        next round."""
+        from itertools import compress
+
+        frozen = self.census.frozen
+        for _ in range(PRUNE_ROUNDS):
+            if not frozen:
+                break
+            held = list(map((2).__lt__, map(sys.getrefcount, frozen)))
+            if all(held):
+                break
+            frozen = list(compress(frozen, held))
+            self.census.frozen = frozen  # the old list goes, and what it alone held
+            del held
+        del frozen
 
     def _thaw(self):
         if not self.frozen:
