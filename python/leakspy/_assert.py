@@ -16,6 +16,8 @@ import os
 import sys
 import time
 
+from ._census import GcPaused
+
 __all__ = ["assert_no_leak", "LeakError", "LeakReport", "Leak"]
 
 DEFAULT_STEPS = 200
@@ -183,21 +185,6 @@ def _name(f):
     return repr(f)
 
 
-class _GcPaused(object):
-    """The census holds a list of every object: a collection would walk it."""
-
-    def __enter__(self):
-        self.was = gc.isenabled()
-        if self.was:
-            gc.disable()
-        return self
-
-    def __exit__(self, *exc):
-        if self.was:
-            gc.enable()
-        return False
-
-
 class _Run(object):
     def __init__(self, k, xs, creation_sites, roots=None):
         from ._census import Census, Libraries
@@ -246,7 +233,7 @@ class _Run(object):
             self._freeze()
         else:
             self._prune()
-        with _GcPaused():
+        with GcPaused():
             fields, _ = self.census.run(want_picks=False, track=track)
         self._record(i, fields)
         del fields
@@ -390,7 +377,7 @@ class _Run(object):
             pk = _pick_key(key)
             if pk is not None and pk not in pick_keys:
                 pick_keys.append(pk)
-        with _GcPaused():
+        with GcPaused():
             _, suspects = self.census.run(want_picks=False, keys=pick_keys)
         try:
             picked = {s[0]: s[3] for s in suspects}
@@ -439,7 +426,7 @@ class _Run(object):
         torch = self.census._torch()
         if torch is None:
             return []
-        with _GcPaused():
+        with GcPaused():
             objs = gc.get_objects()
             if self.census.frozen:
                 objs.extend(self.census.frozen)
@@ -511,7 +498,7 @@ class _Run(object):
         del through
         groups = [s[3]["objects"] for s in suspects]
         try:
-            with _GcPaused():
+            with GcPaused():
                 found = searcher.search(groups)
         finally:
             searcher.close()
@@ -634,7 +621,7 @@ class _Run(object):
         from ._probe import _figures, _newest_items, _tensor_filter
 
         out = {}
-        with _GcPaused():
+        with GcPaused():
             torch = self.census._torch()
             objs = gc.get_objects()
             if self.census.frozen:

@@ -18,6 +18,23 @@ from itertools import compress, filterfalse, islice
 
 from ._autograd import walk as walk_graph
 
+
+class GcPaused(object):
+    """Pauses the cyclic collector while a census holds the list of every
+    object (a collection would walk that list each time), and restores it
+    as found."""
+
+    def __enter__(self):
+        self.was = gc.isenabled()
+        if self.was:
+            gc.disable()
+        return self
+
+    def __exit__(self, *exc):
+        if self.was:
+            gc.enable()
+        return False
+
 # A series is a suspect when it rose at each of the last RISES comparisons.
 RISES = 3
 # Containers are followed (by id) from this length on.

@@ -428,21 +428,12 @@ class _LoaderProxy(object):
 # -- census --------------------------------------------------------------------------
 
 
-class _GcPaused(object):
-    """Pauses the cyclic collector while the probe holds the list of every
-    object (a collection would walk that list each time) and restores it as
-    found."""
+def _gc_paused():
+    """The collector paused while the probe holds the list of every object
+    (``_census.GcPaused``); loaded with the census, never before."""
+    from ._census import GcPaused
 
-    def __enter__(self):
-        self.was = gc.isenabled()
-        if self.was:
-            gc.disable()
-        return self
-
-    def __exit__(self, *exc):
-        if self.was:
-            gc.enable()
-        return False
+    return GcPaused()
 
 
 def _ensure_census(st):
@@ -467,7 +458,7 @@ def _census(st, source, step):
         return
     t0 = _perf()
     try:
-        with _GcPaused():
+        with _gc_paused():
             fields, suspects = st.census.run(want_picks=True)
     except Exception as e:
         _census_failed(st, e)
@@ -512,7 +503,7 @@ def _suspects(st, suspects, step):
     searcher = Searcher(st.libs, through_types)
     groups = [s[3]["objects"] for s in suspects]
     try:
-        with _GcPaused():
+        with _gc_paused():
             holders = searcher.search(groups)
     finally:
         searcher.close()
@@ -725,7 +716,7 @@ def _resolve_sites(st):
         import tracemalloc
 
         if tracemalloc.is_tracing():
-            with _GcPaused():
+            with _gc_paused():
                 sites = _sites(st, pending, tracemalloc)
         else:
             sites = {}

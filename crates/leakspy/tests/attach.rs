@@ -4,6 +4,10 @@
 //! run` would, and left running, unharmed, with nothing of leakspy's in
 //! its output; it then ends normally when asked.
 
+mod run_support;
+
+use run_support::{repo_root, torch_python};
+
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -13,23 +17,6 @@ use serde_json::Value;
 
 fn leakspy() -> PathBuf {
     assert_cmd::cargo::cargo_bin("leakspy")
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The project's venv python, with torch (scripts/venv.sh makes it).
-fn torch_python() -> PathBuf {
-    let py = std::env::var_os("LEAKSPY_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join(".venv/bin/python"));
-    assert!(
-        py.is_file(),
-        "{} missing: these tests need torch (run scripts/venv.sh)",
-        py.display()
-    );
-    py
 }
 
 fn trainer() -> PathBuf {

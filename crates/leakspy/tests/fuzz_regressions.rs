@@ -4,10 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use leakspy_lint::{apply_fixes, check_source, Applicability, RuleSet};
-use leakspy_report::{diagnose, render_html, render_json, render_text, DiagnoseOptions};
-use leakspy_trace::parse_trace_bytes;
-
 /// The seeds (the files the fuzzers start from: the rules' fixtures and the
 /// examples, the recorded traces) and the saved crashes of one target.
 fn inputs(target: &str) -> Vec<PathBuf> {
@@ -28,7 +24,7 @@ fn inputs(target: &str) -> Vec<PathBuf> {
         for e in entries.flatten() {
             let p = e.path();
             let wanted = ext.is_none_or(|x| p.extension().is_some_and(|e| e == x));
-            if p.is_file() && wanted && !p.file_name().is_some_and(|n| n == ".keep") {
+            if p.is_file() && wanted && p.file_name().is_none_or(|n| n != ".keep") {
                 out.push(p);
             }
         }
@@ -41,37 +37,7 @@ fn inputs(target: &str) -> Vec<PathBuf> {
     out
 }
 
-/// Same as fuzz/fuzz_targets/check_source.rs.
-fn check_source_body(data: &[u8]) {
-    let Ok(source) = std::str::from_utf8(data) else {
-        return;
-    };
-    let rules = RuleSet::default();
-    let checked = check_source(source, &rules);
-    if checked.syntax_error.is_some() {
-        return;
-    }
-    let fixed = apply_fixes(source, &checked.diagnostics, Applicability::Unsafe);
-    if fixed.applied > 0 {
-        let again = check_source(&fixed.source, &rules);
-        assert!(
-            again.syntax_error.is_none(),
-            "a fix broke the file: {:?}",
-            again.syntax_error
-        );
-    }
-}
-
-/// Same as fuzz/fuzz_targets/trace_reader.rs.
-fn trace_reader_body(data: &[u8]) {
-    let Ok(trace) = parse_trace_bytes(data) else {
-        return;
-    };
-    let d = diagnose(&trace, &DiagnoseOptions::default());
-    let _ = render_text(&d, &trace);
-    let _ = render_json(&d);
-    let _ = render_html(&d, &trace);
-}
+include!("../../../fuzz/bodies.rs");
 
 #[test]
 fn check_source_seeds_and_regressions() {

@@ -6,25 +6,10 @@ mod run_support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use run_support::{leakspy, workload};
-
-fn venv_python() -> PathBuf {
-    let py = std::env::var_os("LEAKSPY_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python")
-        });
-    assert!(
-        py.is_file(),
-        "{} missing (run scripts/venv.sh)",
-        py.display()
-    );
-    py
-}
+use run_support::{leakspy, torch_python, workload};
 
 /// One HTTP/1.1 request; returns (status line, content type, body).
 fn get(addr: &str, path: &str) -> (String, String, String) {
@@ -129,7 +114,7 @@ assert suspected == 1
 assert verdict == ["running"], verdict
 print("ok", fams["leakspy_run"].samples[0].labels["command"])
 "#;
-    let mut py = Command::new(venv_python())
+    let mut py = Command::new(torch_python())
         .args(["-c", check])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

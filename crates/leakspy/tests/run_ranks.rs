@@ -3,27 +3,15 @@
 //! only rank 0 leaks. Each trace names its rank; `leakspy report A B` puts
 //! the ranks side by side and says which one leaks and who holds it.
 
+mod run_support;
+
+use run_support::{repo_root, torch_python};
+
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn torch_python() -> PathBuf {
-    let py = std::env::var_os("LEAKSPY_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join(".venv/bin/python"));
-    assert!(
-        py.is_file(),
-        "{} missing: this test needs torch (run scripts/venv.sh)",
-        py.display()
-    );
-    py
-}
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

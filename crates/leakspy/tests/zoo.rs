@@ -3,27 +3,13 @@
 //! their holder named; controls (memory that fills and flattens) must not
 //! be called leaks. Expectations live in examples/zoo/manifest.json.
 
-use std::path::{Path, PathBuf};
+mod run_support;
+
+use run_support::{repo_root, torch_python};
+
 use std::process::Command;
 
 use serde_json::Value;
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The project's venv python (scripts/venv.sh makes it; CI runs that first).
-fn torch_python() -> PathBuf {
-    let py = std::env::var_os("LEAKSPY_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join(".venv/bin/python"));
-    assert!(
-        py.is_file(),
-        "{} missing: the zoo needs torch (run scripts/venv.sh)",
-        py.display()
-    );
-    py
-}
 
 fn manifest_entry(program: &str) -> Value {
     let text = std::fs::read_to_string(repo_root().join("examples/zoo/manifest.json"))

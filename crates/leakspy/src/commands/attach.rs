@@ -3,7 +3,6 @@
 //! diagnosis as `leakspy run`. The job is never stopped or signalled:
 //! Ctrl-C stops the recording, and leakspy detaches.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
@@ -33,48 +32,19 @@ pub struct AttachArgs {
     /// Stop recording after SECS [default: until Ctrl-C or the job ends].
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
-    /// Trace file to write [default: leakspy-runs/<YYYYmmdd-HHMMSS>-<command>.jsonl].
-    #[arg(long, value_name = "FILE")]
-    pub trace: Option<PathBuf>,
-    /// Mean seconds between memory samples (jittered ±20 %).
-    #[arg(long, value_name = "SECS", default_value_t = 0.1)]
-    pub interval: f64,
-    /// No status line, no start lines (the diagnosis is still printed).
-    #[arg(long, short)]
-    pub quiet: bool,
-    /// Also write the diagnosis as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub report_json: Option<PathBuf>,
-    /// Also write a self-contained HTML report to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub report_html: Option<PathBuf>,
-    /// Exit 1 when a leak is found, for CI.
-    #[arg(long)]
-    pub fail_on_leak: bool,
-    /// Do not put the in-process probe into the job (memory from /proc only;
-    /// needs no permission to trace it).
-    #[arg(long)]
-    pub no_probe: bool,
-    /// Fraction of the job's wall time the probe's object census may use.
-    #[arg(long, value_name = "FRACTION", default_value_t = 0.01)]
-    pub probe_budget: f64,
-    /// Steps only from the probe: no object census, holders or creation sites.
-    #[arg(long)]
-    pub no_census: bool,
+    #[command(flatten)]
+    pub record: super::record_args::RecordArgs,
     /// How to put the probe in: auto, ptrace, gdb or remote-exec.
     #[arg(long, value_name = "METHOD", default_value = "auto", hide = true)]
     pub inject_with: InjectMethod,
     /// Longest wait for gdb or the helper of `sys.remote_exec`.
     #[arg(long, value_name = "SECS", default_value_t = 20.0, hide = true)]
     pub inject_timeout: f64,
-    /// Seconds between status lines when stderr is not a terminal (logs).
-    #[arg(long, value_name = "SECS", default_value_t = 10.0, hide = true)]
-    pub status_interval: f64,
 }
 
 pub fn run(args: AttachArgs) -> anyhow::Result<u8> {
-    check_interval(args.interval)?;
-    check_probe_budget(args.probe_budget)?;
+    check_interval(args.record.interval)?;
+    check_probe_budget(args.record.probe_budget)?;
     if let Some(d) = args.duration {
         if !(d.is_finite() && d > 0.0 && d <= 1e9) {
             bail!("--duration must be a positive number of seconds, got {d}");
@@ -89,7 +59,7 @@ pub fn run(args: AttachArgs) -> anyhow::Result<u8> {
     let python = matches!(process.python, Python::CPython { .. } | Python::Unknown(_));
     // Tracing is needed only to put the probe in; /proc figures of another
     // user's process stay readable without it (all but PSS/USS).
-    if !args.no_probe && python {
+    if !args.record.no_probe && python {
         if let Err(e) = leakspy_monitor::check_trace_permission(&process) {
             if let AttachError::NotPermitted { .. } = e {
                 bail!(
@@ -100,7 +70,7 @@ pub fn run(args: AttachArgs) -> anyhow::Result<u8> {
         }
     }
 
-    let trace_path = match &args.trace {
+    let trace_path = match &args.record.trace {
         Some(p) => p.clone(),
         None => default_trace_path(&process.cmdline)?,
     };
@@ -111,14 +81,14 @@ pub fn run(args: AttachArgs) -> anyhow::Result<u8> {
     attach.method = args.inject_with;
     attach.inject_timeout = Duration::from_secs_f64(args.inject_timeout.min(3600.0));
     let mut config = MonitorConfig::attach(attach);
-    config.interval = Duration::from_secs_f64(args.interval);
-    config.probe = (!args.no_probe).then_some(ProbeConfig {
-        budget: args.probe_budget,
-        census: !args.no_census,
+    config.interval = Duration::from_secs_f64(args.record.interval);
+    config.probe = (!args.record.no_probe).then_some(ProbeConfig {
+        budget: args.record.probe_budget,
+        census: !args.record.no_census,
     });
     let monitor = Monitor::start(config, writer).context("cannot start recording")?;
 
-    if !args.quiet {
+    if !args.record.quiet {
         let cmd = if process.cmdline.is_empty() {
             "?".to_string()
         } else {
@@ -142,23 +112,23 @@ pub fn run(args: AttachArgs) -> anyhow::Result<u8> {
         }
     }
 
-    let plain_every = Duration::from_secs_f64(args.status_interval.clamp(0.01, 86_400.0));
-    let mut display = StatusDisplay::new(args.quiet, plain_every);
+    let plain_every = Duration::from_secs_f64(args.record.status_interval.clamp(0.01, 86_400.0));
+    let mut display = StatusDisplay::new(args.record.quiet, plain_every);
     let outcome = monitor.run_attached(|st| display.update(st))?;
     display.finish();
 
     let reported = report_trace(
         &outcome.trace_path,
         outcome.write_error.as_deref(),
-        args.report_json.as_deref(),
-        args.report_html.as_deref(),
+        args.record.report_json.as_deref(),
+        args.record.report_html.as_deref(),
     );
     let Some(verdict) = reported.verdict else {
         return Ok(EXIT_ERROR);
     };
     Ok(if reported.tool_failed {
         EXIT_ERROR
-    } else if args.fail_on_leak && matches!(verdict, leakspy_stats::Verdict::Leak) {
+    } else if args.record.fail_on_leak && matches!(verdict, leakspy_stats::Verdict::Leak) {
         EXIT_FINDINGS
     } else {
         0

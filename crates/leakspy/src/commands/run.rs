@@ -28,38 +28,13 @@ const REDRAW_EVERY: Duration = Duration::from_millis(250);
 2 when leakspy itself fails (command not found, trace not writable)."
 )]
 pub struct RunArgs {
-    /// Trace file to write [default: leakspy-runs/<YYYYmmdd-HHMMSS>-<command>.jsonl].
-    #[arg(long, value_name = "FILE")]
-    pub trace: Option<PathBuf>,
-    /// Mean seconds between memory samples (jittered ±20 %).
-    #[arg(long, value_name = "SECS", default_value_t = 0.1)]
-    pub interval: f64,
-    /// No status line (the diagnosis is still printed).
-    #[arg(long, short)]
-    pub quiet: bool,
-    /// Also write the diagnosis as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub report_json: Option<PathBuf>,
-    /// Also write a self-contained HTML report to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub report_html: Option<PathBuf>,
-    /// Exit 1 when a leak is found (and the command itself exited 0), for CI.
-    #[arg(long)]
-    pub fail_on_leak: bool,
+    #[command(flatten)]
+    pub record: super::record_args::RecordArgs,
     /// Mark a step for every line of the command's stdout that matches REGEX
     /// (its first capture group, when a number, is the step number). The
     /// command's stdout is then piped through leakspy, unchanged.
     #[arg(long, value_name = "REGEX")]
     pub step_regex: Option<String>,
-    /// Do not inject the in-process probe into Python (memory from /proc only).
-    #[arg(long)]
-    pub no_probe: bool,
-    /// Fraction of the job's wall time the probe's object census may use.
-    #[arg(long, value_name = "FRACTION", default_value_t = 0.01)]
-    pub probe_budget: f64,
-    /// Steps only from the probe: no object census, holders or creation sites.
-    #[arg(long)]
-    pub no_census: bool,
     /// Serve OpenMetrics for Prometheus at http://ADDR/metrics while the job
     /// runs (memory per process, growth per step, verdict). ADDR is HOST:PORT
     /// or PORT; without a value, 127.0.0.1:9464. Loopback unless you name
@@ -72,9 +47,6 @@ pub struct RunArgs {
         require_equals = false
     )]
     pub prometheus: Option<String>,
-    /// Seconds between status lines when stderr is not a terminal (logs).
-    #[arg(long, value_name = "SECS", default_value_t = 10.0, hide = true)]
-    pub status_interval: f64,
     /// The command to run and its arguments (after `--`).
     // No allow_hyphen_values: a mistyped option before the command must be
     // an option error, not a command named `-o`. After the first word,
@@ -84,8 +56,8 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<u8> {
-    check_interval(args.interval)?;
-    check_probe_budget(args.probe_budget)?;
+    check_interval(args.record.interval)?;
+    check_probe_budget(args.record.probe_budget)?;
     let step_regex = args
         .step_regex
         .as_deref()
@@ -111,12 +83,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         })
         .transpose()?;
     if let Some(m) = &metrics {
-        if !args.quiet {
+        if !args.record.quiet {
             eprintln!("leakspy: metrics at http://{}/metrics", m.local_addr());
         }
     }
 
-    let trace_path = match &args.trace {
+    let trace_path = match &args.record.trace {
         Some(p) => p.clone(),
         None => default_trace_path(&args.command)?,
     };
@@ -125,11 +97,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     let writer = create_trace(&trace_path)?;
 
     let mut config = MonitorConfig::new(args.command.clone());
-    config.interval = Duration::from_secs_f64(args.interval);
+    config.interval = Duration::from_secs_f64(args.record.interval);
     config.step_regex = step_regex;
-    config.probe = (!args.no_probe).then_some(leakspy_monitor::ProbeConfig {
-        budget: args.probe_budget,
-        census: !args.no_census,
+    config.probe = (!args.record.no_probe).then_some(leakspy_monitor::ProbeConfig {
+        budget: args.record.probe_budget,
+        census: !args.record.no_census,
     });
     let monitor = match Monitor::start(config, writer) {
         Ok(m) => m,
@@ -145,8 +117,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
         }
     };
 
-    let plain_every = Duration::from_secs_f64(args.status_interval.clamp(0.01, 86_400.0));
-    let mut display = StatusDisplay::new(args.quiet, plain_every);
+    let plain_every = Duration::from_secs_f64(args.record.status_interval.clamp(0.01, 86_400.0));
+    let mut display = StatusDisplay::new(args.record.quiet, plain_every);
     let mut last = None;
     let outcome = monitor.run(|st| {
         display.update(st);
@@ -195,8 +167,8 @@ fn finish(
     let reported = report_trace(
         &outcome.trace_path,
         outcome.write_error.as_deref(),
-        args.report_json.as_deref(),
-        args.report_html.as_deref(),
+        args.record.report_json.as_deref(),
+        args.record.report_html.as_deref(),
     );
     let Some(verdict) = reported.verdict else {
         return Ok((
@@ -213,7 +185,7 @@ fn finish(
         child_status
     } else if reported.tool_failed {
         EXIT_ERROR
-    } else if args.fail_on_leak && leak {
+    } else if args.record.fail_on_leak && leak {
         EXIT_FINDINGS
     } else {
         0

@@ -16,6 +16,24 @@ pub fn workload() -> PathBuf {
 
 pub const MIB: f64 = 1048576.0;
 
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The project's venv python, with torch (scripts/venv.sh makes it; the
+/// test command runs that first and sets LEAKSPY_PYTHON).
+pub fn torch_python() -> PathBuf {
+    let py = std::env::var_os("LEAKSPY_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join(".venv/bin/python"));
+    assert!(
+        py.is_file(),
+        "{} missing: this test needs torch (run scripts/venv.sh)",
+        py.display()
+    );
+    py
+}
+
 pub struct Finished {
     pub output: Output,
     pub report: serde_json::Value,
