@@ -106,7 +106,7 @@ def main():
         ("`check` wall time vs ruff (`--select B,F,PLW`), torch's sources", "%s\u00d7 (memory %s\u00d7)" % (ruff_ratio, mem_ratio),
          "bench/check_vs_ruff.py --rounds 5"),
         ("`check` wall time vs TorchFix (`--select ALL`), torch/nn (%d files)" % tf_files,
-         "%.2f\u00d7 (%.2f s vs %.2f s)" % (tf_ratio, tf_l, tf_t), "bench/table.py (torchfix_part)"),
+         "%.4f\u00d7 (%.3f s vs %.2f s)" % (tf_ratio, tf_l, tf_t), "bench/table.py (torchfix_part)"),
         ("training loop under `leakspy run` (defaults) vs plain", ratio("leakspy run"),
          "bench/probe_overhead.py"),
         ("... under `leakspy run --no-probe`", ratio("leakspy run --no-probe"), "bench/probe_overhead.py"),
@@ -117,9 +117,9 @@ def main():
     mon_cells = [[c.strip() for c in l.strip().strip("|").split("|")] for l in mon_out.splitlines()
                  if l.startswith("| ")]
     for cells in mon_cells:
-        if len(cells) == 8 and cells[0] != "child":
+        if len(cells) == 8 and cells[0] not in ("child", "---"):
             rows.append(("monitor's own cost, child %s" % cells[0],
-                         "%s of one core, peak RSS %s" % (cells[3], cells[7]), "bench/monitor_cost.sh"))
+                         "%s of one core, peak RSS %s" % (("0" + cells[3] if cells[3].startswith(".") else cells[3]), cells[7]), "bench/monitor_cost.sh"))
         if len(cells) == 3 and cells[0].endswith(" s"):
             rows.append(("`leakspy report` of a %s-hour 10 Hz trace" % ("4" if QUICK else "24"),
                          "%s, peak %s" % (cells[0], cells[1]), "bench/monitor_cost.sh"))

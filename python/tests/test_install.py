@@ -150,3 +150,27 @@ def test_pytest_finds_the_plugin_by_its_entry_point(installed, tmp_path):
     assert p.returncode == 1, p.stdout + p.stderr
     assert "1 failed, 1 passed" in p.stdout, p.stdout
     assert "Recorder.seen" in p.stdout, p.stdout
+
+
+def test_the_pre_commit_hook_fails_a_commit_with_a_leak(installed, tmp_path):
+    # The `language: system` hook of .pre-commit-hooks.yaml, with the leakspy
+    # this package installed; the `language: python` one builds the same
+    # package from the repository (`pip install .`, tested above).
+    _run([installed / "bin" / "python", "-m", "pip", "install", "--quiet",
+          "--disable-pip-version-check", "pre-commit"])
+    repo = tmp_path / "project"
+    repo.mkdir()
+    (repo / "train.py").write_text((ROOT / "examples" / "leaky_train.py").read_text())
+    (repo / "clean.py").write_text("def add(a, b):\n    return a + b\n")
+    _run(["git", "init", "-q"], cwd=repo)
+    _run(["git", "add", "."], cwd=repo)
+    env = _clean_env(PATH=str(installed / "bin") + os.pathsep + os.environ.get("PATH", ""))
+    pre_commit = installed / "bin" / "pre-commit"
+    bad = _run([pre_commit, "try-repo", ROOT, "leakspy-check-system", "--files", "train.py"],
+               cwd=repo, env=env, check=False)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "LS002" in bad.stdout and "Failed" in bad.stdout, bad.stdout
+    good = _run([pre_commit, "try-repo", ROOT, "leakspy-check-system", "--files", "clean.py"],
+                cwd=repo, env=env, check=False)
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "Passed" in good.stdout, good.stdout
