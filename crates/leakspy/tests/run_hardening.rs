@@ -55,11 +55,11 @@ fn leakspy_killed_mid_run_leaves_a_readable_trace_and_the_job_running() {
 struct SmallDisk(std::path::PathBuf);
 
 impl SmallDisk {
-    fn mount(dir: &Path, size: &str) -> Option<SmallDisk> {
+    fn mount(dir: &Path, options: &str) -> Option<SmallDisk> {
         let at = dir.join("disk");
         std::fs::create_dir(&at).ok()?;
         let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
             .arg(&at)
             .stderr(Stdio::null())
             .status()
@@ -77,7 +77,7 @@ impl Drop for SmallDisk {
 #[test]
 fn a_disk_that_fills_up_during_the_run_is_an_error_and_the_job_is_not_harmed() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(disk) = SmallDisk::mount(dir.path(), "24k") else {
+    let Some(disk) = SmallDisk::mount(dir.path(), "size=24k") else {
         eprintln!("skipped: cannot mount a small tmpfs here (needs root)");
         return;
     };
@@ -115,6 +115,32 @@ fn a_disk_that_fills_up_during_the_run_is_an_error_and_the_job_is_not_harmed() {
     // What fitted on the disk still reads.
     let t = leakspy_trace::read_trace(disk.0.join("t.jsonl")).expect("the part written reads");
     assert!(t.sample_count() > 0);
+}
+
+#[test]
+fn a_read_only_trace_folder_is_an_error_and_the_job_does_not_start() {
+    // A read-only mount: root's permission bypass does not apply, so this
+    // holds in CI, which runs as root.
+    let dir = tempfile::tempdir().unwrap();
+    let Some(disk) = SmallDisk::mount(dir.path(), "ro,size=64k") else {
+        eprintln!("skipped: cannot mount a read-only tmpfs here (needs root)");
+        return;
+    };
+    let marker = dir.path().join("ran");
+    let out = Command::new(leakspy())
+        .args(["run", "-q", "--trace"])
+        .arg(disk.0.join("t.jsonl"))
+        .args(["--", "python3", "-c"])
+        .arg(format!("open({:?}, 'w')", marker.display().to_string()))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("Read-only file system"), "{stderr}");
+    assert!(
+        !marker.exists(),
+        "the job started although nothing could be recorded"
+    );
 }
 
 #[test]
