@@ -613,11 +613,10 @@ class _Run(object):
             return {}
         if not tracemalloc.is_tracing():
             return {}
-        from collections import Counter
         from itertools import compress, islice
 
         from ._census import _CONTAINER_SET, _CellType, _mro, type_name
-        from ._holders import function_at, raw_traceback, user_site
+        from ._holders import function_at, vote_site
         from ._probe import _figures, _newest_items, _tensor_filter
 
         out = {}
@@ -673,18 +672,10 @@ class _Run(object):
                     del c
                 elif kind == "figures":
                     cands = _figures()
-                votes = {}
-                for item in cands:
-                    depth, o = item if kind == "container" else (1, item)
-                    raw = raw_traceback(tracemalloc, o)
-                    if raw is None:
-                        continue
-                    site = user_site(self.libs, raw)
-                    if site is not None:
-                        votes.setdefault(depth, Counter())[site] += 1
+                site = vote_site(tracemalloc, self.libs, cands, kind == "container")
                 del cands
-                if votes:
-                    f, line = votes[min(votes)].most_common(1)[0][0]
+                if site is not None:
+                    f, line = site
                     out[key] = (os.path.abspath(f), line, function_at(f, line))
             del objs, kinds, by_id
         return out

@@ -655,3 +655,24 @@ def user_site(libs, raw):
     except Exception:
         pass
     return None
+
+
+def vote_site(tracemalloc, libs, cands, nested):
+    """The creation site most of ``cands`` were made at, as (file, line), or
+    None. With ``nested``, candidates are ``(depth, object)`` pairs (items of
+    a container before what they hold) and the shallowest level with any
+    traced object decides."""
+    from collections import Counter
+
+    votes = {}
+    for item in cands:
+        depth, o = item if nested else (1, item)
+        raw = raw_traceback(tracemalloc, o)
+        if raw is None:
+            continue
+        site = user_site(libs, raw)
+        if site is not None:
+            votes.setdefault(depth, Counter())[site] += 1
+    if not votes:
+        return None
+    return votes[min(votes)].most_common(1)[0][0]

@@ -747,11 +747,10 @@ SITE_CANDIDATES = 400
 def _sites(st, pending, tracemalloc):
     """key -> (file, line): the most common user line among the tracebacks of
     the newest instances of each pending key (a few hundred at most)."""
-    from collections import Counter
     from itertools import compress, islice
 
     from ._census import _CONTAINER_SET, _CellType, _mro, type_name
-    from ._holders import raw_traceback, user_site
+    from ._holders import vote_site
 
     libs = st.libs
     torch = sys.modules.get("torch")
@@ -822,20 +821,11 @@ def _sites(st, pending, tracemalloc):
             del c
         elif kind == "figures":
             cands = _figures()
-        # Votes per level (elements before what they hold); the first level
-        # with any traced object decides.
-        votes = {}
-        for item in cands:
-            depth, o = item if kind == "container" else (1, item)
-            raw = raw_traceback(tracemalloc, o)
-            if raw is None:
-                continue
-            site = user_site(libs, raw)
-            if site is not None:
-                votes.setdefault(depth, Counter())[site] += 1
+        # Items of a container vote before what they hold.
+        site = vote_site(tracemalloc, libs, cands, kind == "container")
         del cands
-        if votes:
-            out[key] = votes[min(votes)].most_common(1)[0][0]
+        if site is not None:
+            out[key] = site
     del sel, sel_types, by_id
     return out
 
