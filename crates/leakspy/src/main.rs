@@ -5,6 +5,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+// `check` allocates and frees many small AST nodes and keys; glibc's malloc spent a fifth of
+// its time there. mimalloc is what fast Rust linters ship with for the same reason.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod check;
 mod commands;
 

@@ -16,7 +16,7 @@ use crate::diagnostic::Diagnostic;
 use crate::registry::{Rule, RuleSet};
 use crate::rules;
 use crate::semantic::facts::{
-    init_kind, is_loss_ctor, is_module_ctor, self_attr, ModuleFacts, PlaceFacts,
+    init_kind_of_call, is_loss_ctor, is_module_ctor, self_attr, ModuleFacts, PlaceFacts,
 };
 use crate::semantic::names::{
     builtin_cuts, builtin_passes, disables_grad, dotted, is_conventional_loss_param,
@@ -64,7 +64,7 @@ pub enum ScopeKind<'a> {
 
 pub struct LoopFrame<'a> {
     pub stmt: &'a Stmt,
-    pub facts: Rc<BlockFacts>,
+    pub facts: Rc<BlockFacts<'a>>,
     /// Offset of the loop header, for messages.
     pub offset: TextSize,
 }
@@ -79,15 +79,17 @@ pub struct Scope<'a> {
     pub bound_depth: FxHashMap<String, usize>,
     pub params: FxHashSet<String>,
     pub declared_global: FxHashSet<String>,
-    pub body_facts: Rc<BlockFacts>,
+    pub body_facts: Rc<BlockFacts<'a>>,
     /// Join of the values returned so far; `None` before the first `return`.
     pub returned: Option<Value>,
     /// Locals known to hold an instance of a class of this file.
     pub instances: FxHashMap<String, String>,
+    /// Locals known to hold a list of such instances (`agents = [Agent() for _ in ...]`).
+    pub elem_instances: FxHashMap<String, String>,
 }
 
 impl<'a> Scope<'a> {
-    fn new(kind: ScopeKind<'a>, body_facts: Rc<BlockFacts>) -> Self {
+    fn new(kind: ScopeKind<'a>, body_facts: Rc<BlockFacts<'a>>) -> Self {
         Self {
             kind,
             env: FxHashMap::default(),
@@ -99,6 +101,7 @@ impl<'a> Scope<'a> {
             body_facts,
             returned: None,
             instances: FxHashMap::default(),
+            elem_instances: FxHashMap::default(),
         }
     }
 }
@@ -125,7 +128,11 @@ pub struct Checker<'a> {
     param_taint: std::cell::RefCell<FxHashMap<String, Vec<Option<std::rc::Rc<Origin>>>>>,
     /// Positional argument count of the call being evaluated, for arity matching.
     current_call_args: std::cell::Cell<usize>,
-    block_cache: std::cell::RefCell<FxHashMap<(usize, usize), Rc<BlockFacts>>>,
+    block_cache: std::cell::RefCell<FxHashMap<(usize, usize), Rc<BlockFacts<'a>>>>,
+    /// Names that appear called (`name(`) anywhere in the file; `None` when unknown.
+    called_names: Option<FxHashSet<&'a str>>,
+    /// The last `qualified_function` answer, by callee address; cleared at each statement.
+    qualified_memo: std::cell::RefCell<Option<(usize, Option<String>)>>,
 }
 
 impl<'a> Checker<'a> {
@@ -159,7 +166,16 @@ impl<'a> Checker<'a> {
             param_taint: Default::default(),
             current_call_args: Default::default(),
             block_cache: Default::default(),
+            qualified_memo: Default::default(),
+            called_names: None,
         }
+    }
+
+    /// Tells the summary passes which names the file calls, so they skip functions whose
+    /// return value nothing here asks for.
+    pub fn with_called_names(mut self, names: FxHashSet<&'a str>) -> Self {
+        self.called_names = Some(names);
+        self
     }
 
     /// Runs the analysis on a module and returns its diagnostics.
@@ -200,7 +216,11 @@ impl<'a> Checker<'a> {
     }
 
     /// The scan of a block, made once and shared by every pass over it.
-    fn cached_facts(&self, body: &[Stmt], scan: impl FnOnce() -> BlockFacts) -> Rc<BlockFacts> {
+    fn cached_facts(
+        &self,
+        body: &[Stmt],
+        scan: impl FnOnce() -> BlockFacts<'a>,
+    ) -> Rc<BlockFacts<'a>> {
         let key = (body.as_ptr() as usize, body.len());
         if let Some(f) = self.block_cache.borrow().get(&key) {
             return f.clone();
@@ -314,7 +334,7 @@ impl<'a> Checker<'a> {
     }
 
     /// Facts of the innermost loop's body, or of the function body outside loops.
-    pub fn block_facts(&self) -> &BlockFacts {
+    pub fn block_facts(&self) -> &BlockFacts<'a> {
         match self.scope().loops.last() {
             Some(l) => &l.facts,
             None => &self.scope().body_facts,
@@ -519,14 +539,10 @@ impl<'a> Checker<'a> {
         None
     }
 
-    fn origin(&self, expr: &Expr, is_loss: bool) -> Origin {
-        let what = match expr {
-            Expr::Call(call) => format!("{}(...)", shorten(&self.source[call.func.range()])),
-            e => shorten(&self.source[e.range()]),
-        };
+    fn origin_of_call(&self, call: &ExprCall, is_loss: bool) -> Origin {
         Origin {
-            what,
-            offset: expr.start(),
+            what: format!("{}(...)", shorten(&self.source[call.func.range()])),
+            offset: call.start(),
             is_loss,
             backpropagated: false,
             param: None,
@@ -703,9 +719,27 @@ impl<'a> Checker<'a> {
     /// The dotted, import-resolved name of a function being called, when the call is of a
     /// module-level function (`torch.cat`, `F.mse_loss`, `np.zeros`), not a method on a value.
     pub fn qualified_function(&self, func: &Expr) -> Option<String> {
-        let key = dotted(func)?;
-        let head = key.split('.').next().unwrap_or(&key);
-        if self.lookup(head).is_some() || head == "self" {
+        // Every call hook of every rule asks this of the same callee; the environment does not
+        // change between them, so the last answer is kept until the next statement.
+        let at = func as *const Expr as usize;
+        if let Some((key, q)) = &*self.qualified_memo.borrow() {
+            if *key == at {
+                return q.clone();
+            }
+        }
+        let q = self.qualify_uncached(func);
+        *self.qualified_memo.borrow_mut() = Some((at, q.clone()));
+        q
+    }
+
+    fn qualify_uncached(&self, func: &Expr) -> Option<String> {
+        let mut head = func;
+        while let Expr::Attribute(a) = head {
+            head = &a.value;
+        }
+        let Expr::Name(n) = head else { return None };
+        let head = n.id.as_str();
+        if head == "self" || self.lookup(head).is_some() {
             return None;
         }
         self.facts.imports.qualify(func)
@@ -754,7 +788,7 @@ impl<'a> Checker<'a> {
                 let args = self.args_value(call);
                 Value {
                     graph: Graph::Yes(std::rc::Rc::new(
-                        self.origin(&Expr::Call(call.clone()), callee.kind == Kind::LossFn),
+                        self.origin_of_call(call, callee.kind == Kind::LossFn),
                     )),
                     kind: Kind::Tensor,
                     device: callee.device || args.device,
@@ -801,9 +835,7 @@ impl<'a> Checker<'a> {
                 };
             }
             return Value {
-                graph: Graph::Yes(std::rc::Rc::new(
-                    self.origin(&Expr::Call(call.clone()), true),
-                )),
+                graph: Graph::Yes(std::rc::Rc::new(self.origin_of_call(call, true))),
                 kind: Kind::Tensor,
                 device: args.device,
             };
@@ -917,11 +949,7 @@ impl<'a> Checker<'a> {
                 Kind::Unknown
             });
         }
-        let kind = init_kind(
-            &Expr::Call(call.clone()),
-            &self.facts.imports,
-            &self.facts.classes,
-        );
+        let kind = init_kind_of_call(call, &self.facts.imports, &self.facts.classes);
         Value::of_kind(kind)
     }
 
@@ -1158,9 +1186,9 @@ impl<'a> Checker<'a> {
         match expr {
             Expr::Attribute(a) => self.instance_attr(a)?.elem_class.clone(),
             Expr::Name(n) => {
-                let key = format!("[]{}", n.id.as_str());
+                let key = n.id.as_str();
                 for scope in self.scopes.iter().rev() {
-                    if let Some(c) = scope.instances.get(&key) {
+                    if let Some(c) = scope.elem_instances.get(key) {
                         return Some(c.clone());
                     }
                 }
@@ -1243,6 +1271,7 @@ impl<'a> Checker<'a> {
     }
 
     fn walk_stmt(&mut self, stmt: &'a Stmt) {
+        *self.qualified_memo.get_mut() = None;
         // Rules see the environment as it is before the statement runs. Silent passes only
         // learn values: running rules there would be wasted work.
         if self.emit {
@@ -1268,15 +1297,15 @@ impl<'a> Checker<'a> {
                 };
                 for target in &assign.targets {
                     if let Expr::Name(n) = target {
-                        let id = n.id.as_str().to_string();
+                        let id = n.id.as_str();
                         let scope = self.scope_mut();
                         match &class {
-                            Some(c) => scope.instances.insert(id.clone(), c.clone()),
-                            None => scope.instances.remove(&id),
+                            Some(c) => scope.instances.insert(id.to_string(), c.clone()),
+                            None => scope.instances.remove(id),
                         };
                         match &elem {
-                            Some(c) => scope.instances.insert(format!("[]{id}"), c.clone()),
-                            None => scope.instances.remove(&format!("[]{id}")),
+                            Some(c) => scope.elem_instances.insert(id.to_string(), c.clone()),
+                            None => scope.elem_instances.remove(id),
                         };
                     }
                 }
@@ -1587,14 +1616,19 @@ impl<'a> Checker<'a> {
             scope.no_grad = 1;
         }
         // A summary pass learns return values and the graphs passed to this file's functions:
-        // a function that returns nothing and calls none of them teaches it nothing.
-        let teaches = self.emit || scope.body_facts.returns_value || {
+        // a function that returns nothing (or that nothing in the file calls by name) and calls
+        // none of them teaches it nothing.
+        let called = self
+            .called_names
+            .as_ref()
+            .is_none_or(|names| names.contains(name));
+        let teaches = self.emit || (scope.body_facts.returns_value && called) || {
             let facts = self.facts;
             let owners = &self.method_owners;
             scope.body_facts.callees.iter().any(|c| {
-                facts.functions.contains(c)
-                    || owners.contains_key(c)
-                    || facts.classes.contains_key(c)
+                facts.functions.contains(*c)
+                    || owners.contains_key(*c)
+                    || facts.classes.contains_key(*c)
             })
         };
         self.scopes.push(scope);

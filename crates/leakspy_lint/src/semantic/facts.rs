@@ -2,7 +2,7 @@
 //! module global is initialised with, and everywhere it is grown, trimmed, cleared or rebound.
 //! Rules ask these facts "is this container ever bounded?" without walking the file again.
 
-use ruff_python_ast::{Expr, Stmt, StmtClassDef, StmtFunctionDef};
+use ruff_python_ast::{Expr, ExprCall, Stmt, StmtClassDef, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -416,35 +416,42 @@ pub fn init_kind(value: &Expr, imports: &Imports, classes: &FxHashMap<String, Cl
         Expr::List(_) | Expr::ListComp(_) => Kind::List,
         Expr::Dict(_) | Expr::DictComp(_) => Kind::Dict,
         Expr::Set(_) | Expr::SetComp(_) => Kind::Set,
-        Expr::Call(call) => {
-            let Some(q) = imports.qualify(&call.func) else {
-                return Kind::Unknown;
-            };
-            match last_segment(&q) {
-                "list" => Kind::List,
-                "dict" | "defaultdict" | "OrderedDict" | "Counter" => Kind::Dict,
-                "set" => Kind::Set,
-                "deque" => {
-                    let bounded = call.arguments.keywords.iter().any(|k| {
-                        k.arg.as_ref().is_some_and(|a| a.as_str() == "maxlen")
-                            && !k.value.is_none_literal_expr()
-                    }) || call.arguments.args.len() >= 2;
-                    Kind::Deque { bounded }
-                }
-                "figure" | "subplots" | "subplot_mosaic" if q.starts_with("matplotlib.pyplot") => {
-                    Kind::Figure
-                }
-                _ if is_module_ctor(&q, classes) => Kind::Module,
-                _ if is_loss_ctor(&q) => Kind::LossFn,
-                _ if q.starts_with("torch.optim.") => Kind::Optimizer,
-                _ if q.starts_with("numpy.") => Kind::Array,
-                _ if q.starts_with("torch.") && !q.starts_with("torch.nn.") => Kind::Tensor,
-                _ => Kind::Unknown,
-            }
-        }
+        Expr::Call(call) => init_kind_of_call(call, imports, classes),
         Expr::NumberLiteral(_) | Expr::StringLiteral(_) | Expr::BooleanLiteral(_) => Kind::Plain,
         // `self.model = model` where the parameter is conventionally a module.
         Expr::Name(n) if super::names::is_conventional_module_param(n.id.as_str()) => Kind::Module,
+        _ => Kind::Unknown,
+    }
+}
+
+/// What a call used as an initialiser makes (`deque(maxlen=...)`, `nn.Linear(...)`).
+pub fn init_kind_of_call(
+    call: &ExprCall,
+    imports: &Imports,
+    classes: &FxHashMap<String, ClassFacts>,
+) -> Kind {
+    let Some(q) = imports.qualify(&call.func) else {
+        return Kind::Unknown;
+    };
+    match last_segment(&q) {
+        "list" => Kind::List,
+        "dict" | "defaultdict" | "OrderedDict" | "Counter" => Kind::Dict,
+        "set" => Kind::Set,
+        "deque" => {
+            let bounded = call.arguments.keywords.iter().any(|k| {
+                k.arg.as_ref().is_some_and(|a| a.as_str() == "maxlen")
+                    && !k.value.is_none_literal_expr()
+            }) || call.arguments.args.len() >= 2;
+            Kind::Deque { bounded }
+        }
+        "figure" | "subplots" | "subplot_mosaic" if q.starts_with("matplotlib.pyplot") => {
+            Kind::Figure
+        }
+        _ if is_module_ctor(&q, classes) => Kind::Module,
+        _ if is_loss_ctor(&q) => Kind::LossFn,
+        _ if q.starts_with("torch.optim.") => Kind::Optimizer,
+        _ if q.starts_with("numpy.") => Kind::Array,
+        _ if q.starts_with("torch.") && !q.starts_with("torch.nn.") => Kind::Tensor,
         _ => Kind::Unknown,
     }
 }

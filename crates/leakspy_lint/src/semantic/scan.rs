@@ -11,7 +11,7 @@ use super::mutation::{for_each_mutation, Mutation};
 use super::names::dotted;
 
 #[derive(Debug, Default, Clone)]
-pub struct BlockFacts {
+pub struct BlockFacts<'a> {
     /// Every change to each container key in the block (nested blocks included, nested
     /// functions excluded).
     pub changes: FxHashMap<String, Vec<Mutation>>,
@@ -27,18 +27,33 @@ pub struct BlockFacts {
     /// A `return` with a value somewhere in the block.
     pub returns_value: bool,
     /// The last name of every callee (`f` of `f(x)`, `update` of `agent.update(x)`).
-    pub callees: FxHashSet<String>,
+    pub callees: FxHashSet<&'a str>,
 }
 
-impl BlockFacts {
-    pub fn scan(body: &[Stmt]) -> Self {
+impl<'a> BlockFacts<'a> {
+    pub fn scan(body: &'a [Stmt]) -> Self {
         let mut facts = BlockFacts::default();
-        let mut deps: FxHashMap<String, FxHashSet<String>> = FxHashMap::default();
         let mut backward_exprs: Vec<FxHashSet<String>> = Vec::new();
+        let mut assigns: Vec<&'a Stmt> = Vec::new();
         visit_block(body, &mut |stmt| {
             for_each_mutation(stmt, &mut |key, m, _| {
                 facts.changes.entry(key).or_default().push(m);
             });
+            if matches!(stmt, Stmt::Assign(_) | Stmt::AugAssign(_)) {
+                assigns.push(stmt);
+            }
+            CallScan {
+                facts: &mut facts,
+                backward_exprs: &mut backward_exprs,
+            }
+            .scan_stmt(stmt);
+        });
+        if backward_exprs.is_empty() {
+            return facts;
+        }
+        // Which keys each assignment reads: needed only where something is backpropagated.
+        let mut deps: FxHashMap<String, FxHashSet<String>> = FxHashMap::default();
+        for stmt in assigns {
             if let Stmt::Assign(assign) = stmt {
                 let used = keys_in(&assign.value);
                 for target in &assign.targets {
@@ -52,12 +67,7 @@ impl BlockFacts {
                     deps.entry(t).or_default().extend(keys_in(&aug.value));
                 }
             }
-            CallScan {
-                facts: &mut facts,
-                backward_exprs: &mut backward_exprs,
-            }
-            .scan_stmt(stmt);
-        });
+        }
         // A key is consumed by backward when it appears in a backpropagated expression, or in
         // the value of a name that is (two levels are enough for `total = sum(parts)` then
         // `(total / n).backward()`).
@@ -98,7 +108,7 @@ impl BlockFacts {
 
 /// Like `visit_body`, but does not enter nested function or class definitions: their bodies do
 /// not run as part of this block.
-pub fn visit_block(body: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
+pub fn visit_block<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
     for stmt in body {
         f(stmt);
         match stmt {
@@ -159,14 +169,14 @@ pub fn keys_in(expr: &Expr) -> FxHashSet<String> {
     k.keys
 }
 
-struct CallScan<'f> {
-    facts: &'f mut BlockFacts,
+struct CallScan<'f, 'a> {
+    facts: &'f mut BlockFacts<'a>,
     backward_exprs: &'f mut Vec<FxHashSet<String>>,
 }
 
-impl CallScan<'_> {
-    fn scan_stmt(&mut self, stmt: &Stmt) {
-        let exprs: Vec<&Expr> = match stmt {
+impl<'a> CallScan<'_, 'a> {
+    fn scan_stmt(&mut self, stmt: &'a Stmt) {
+        let exprs: Vec<&'a Expr> = match stmt {
             Stmt::Expr(e) => vec![&e.value],
             Stmt::Assign(a) => vec![&a.value],
             Stmt::AugAssign(a) => vec![&a.value],
@@ -189,15 +199,15 @@ impl CallScan<'_> {
     }
 }
 
-impl<'a> Visitor<'a> for CallScan<'_> {
+impl<'a> Visitor<'a> for CallScan<'_, 'a> {
     fn visit_expr(&mut self, expr: &'a Expr) {
         if let Expr::Call(call) = expr {
             match &*call.func {
                 Expr::Name(n) => {
-                    self.facts.callees.insert(n.id.as_str().to_string());
+                    self.facts.callees.insert(n.id.as_str());
                 }
                 Expr::Attribute(a) => {
-                    self.facts.callees.insert(a.attr.as_str().to_string());
+                    self.facts.callees.insert(a.attr.as_str());
                 }
                 _ => {}
             }
