@@ -20,7 +20,7 @@ use crate::semantic::facts::{
 };
 use crate::semantic::names::{
     builtin_cuts, builtin_passes, disables_grad, dotted, is_conventional_loss_param,
-    is_conventional_module_param, is_functional_loss, is_per_step_method, last_segment,
+    is_conventional_module_param, is_dotted, is_functional_loss, is_per_step_method, last_segment,
     tensor_attr_cuts, tensor_method_cuts, torch_function_cuts,
 };
 use crate::semantic::scan::BlockFacts;
@@ -67,6 +67,16 @@ pub struct LoopFrame<'a> {
     pub facts: Rc<BlockFacts<'a>>,
     /// Offset of the loop header, for messages.
     pub offset: TextSize,
+    /// Does the loop run once per epoch or episode; asked at many calls, answered once.
+    pub coarse: std::cell::OnceCell<bool>,
+}
+
+impl LoopFrame<'_> {
+    pub fn is_coarse(&self) -> bool {
+        *self
+            .coarse
+            .get_or_init(|| crate::rules::helpers::is_coarse_loop(self.stmt))
+    }
 }
 
 pub struct Scope<'a> {
@@ -702,7 +712,7 @@ impl<'a> Checker<'a> {
         // `[l for l in losses]`: elements of a graph container keep the graph.
         if let Expr::Name(n) = elt {
             for g in generators {
-                if dotted(&g.target).as_deref() == Some(n.id.as_str()) {
+                if is_dotted(&g.target, n.id.as_str()) {
                     let it = self.value_inner(&g.iter);
                     if it.has_graph() {
                         return Value {
@@ -1377,7 +1387,7 @@ impl<'a> Checker<'a> {
                         let Expr::Call(call) = &*for_.iter else {
                             return None;
                         };
-                        if dotted(&call.func).as_deref() != Some("enumerate") {
+                        if !is_dotted(&call.func, "enumerate") {
                             return None;
                         }
                         let Expr::Tuple(t) = &*for_.target else {
@@ -1479,6 +1489,7 @@ impl<'a> Checker<'a> {
             stmt,
             facts,
             offset: stmt.start(),
+            coarse: std::cell::OnceCell::new(),
         };
         self.scope_mut().loops.push(frame);
         if self.emit {

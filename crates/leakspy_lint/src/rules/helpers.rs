@@ -314,7 +314,7 @@ pub(crate) fn is_coarse_function(name: &str) -> bool {
 /// directly in a per-step method (`training_step`, `update`, `on_train_batch_end`...).
 pub(crate) fn runs_every_step(checker: &Checker) -> bool {
     if let Some(l) = checker.innermost_loop() {
-        return !is_coarse_loop(l.stmt);
+        return !l.is_coarse();
     }
     checker.in_per_step_function()
         && !checker

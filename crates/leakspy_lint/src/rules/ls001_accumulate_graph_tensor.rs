@@ -45,7 +45,7 @@ use crate::checker::Checker;
 use crate::diagnostic::{Diagnostic, Fix};
 use crate::registry::Rule;
 use crate::rules::helpers::{append_call, origin_phrase, retained, short};
-use crate::semantic::names::dotted;
+use crate::semantic::names::{dotted, is_dotted};
 
 pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     if !checker.grad_enabled() || !checker.per_step() {
@@ -67,9 +67,9 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
             };
             let Some(key) = dotted(target) else { return };
             // `acc = acc + x` or `acc = x + acc`.
-            if dotted(&bin.left).as_deref() == Some(key.as_str()) {
+            if is_dotted(&bin.left, &key) {
                 (target, &*bin.right)
-            } else if dotted(&bin.right).as_deref() == Some(key.as_str()) {
+            } else if is_dotted(&bin.right, &key) {
                 (target, &*bin.left)
             } else {
                 return;

@@ -56,7 +56,7 @@ use crate::diagnostic::Diagnostic;
 use crate::registry::Rule;
 use crate::rules::helpers::short;
 use crate::semantic::mutation::Mutation;
-use crate::semantic::names::{dotted, last_segment};
+use crate::semantic::names::{dotted, is_dotted, last_segment};
 use crate::semantic::scan::visit_block;
 use crate::semantic::value::Kind;
 
@@ -234,7 +234,7 @@ fn reset_in(checker: &Checker, body: &[Stmt], key: &str) -> bool {
                 keys.iter().any(|k| k == key) && !is_carry(checker, &a.value, key)
             }
             Stmt::AnnAssign(a) => {
-                dotted(&a.target).as_deref() == Some(key)
+                is_dotted(&a.target, key)
                     && a.value
                         .as_deref()
                         .is_some_and(|v| !is_carry(checker, v, key))
@@ -251,7 +251,7 @@ fn reset_in(checker: &Checker, body: &[Stmt], key: &str) -> bool {
                 }
                 keys.iter().any(|k| k == key)
             }),
-            Stmt::Delete(d) => d.targets.iter().any(|t| dotted(t).as_deref() == Some(key)),
+            Stmt::Delete(d) => d.targets.iter().any(|t| is_dotted(t, key)),
             Stmt::Expr(e) => resets_by_call(checker, &e.value, key),
             _ => false,
         };
@@ -288,7 +288,7 @@ fn resets_by_call(checker: &Checker, expr: &Expr, key: &str) -> bool {
     let mentions = |e: &Expr| {
         let mut cur = e;
         loop {
-            if dotted(cur).as_deref() == Some(key) {
+            if is_dotted(cur, key) {
                 return true;
             }
             match cur {

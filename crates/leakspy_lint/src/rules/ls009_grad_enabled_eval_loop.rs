@@ -60,7 +60,7 @@ use crate::checker::{Checker, Lifetime};
 use crate::diagnostic::{Diagnostic, Edit, Fix};
 use crate::registry::Rule;
 use crate::rules::helpers::varies_per_iteration;
-use crate::semantic::names::dotted;
+use crate::semantic::names::{dotted, is_dotted};
 use crate::semantic::value::Value;
 
 const STORE_METHODS: &[&str] = &["append", "extend", "insert", "add", "appendleft"];
@@ -166,9 +166,9 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
                         return;
                     };
                     let Some(key) = dotted(t) else { return };
-                    if dotted(&bin.left).as_deref() == Some(key.as_str()) {
+                    if is_dotted(&bin.left, &key) {
                         (t, &*bin.right, true)
-                    } else if dotted(&bin.right).as_deref() == Some(key.as_str()) {
+                    } else if is_dotted(&bin.right, &key) {
                         (t, &*bin.left, true)
                     } else {
                         return;

@@ -49,7 +49,7 @@ use crate::diagnostic::{Diagnostic, Fix};
 use crate::registry::Rule;
 use crate::rules::helpers::{append_call, origin_phrase, short};
 use crate::semantic::facts::self_attr;
-use crate::semantic::names::{dotted, is_snapshot_method, last_segment};
+use crate::semantic::names::{dotted, is_dotted, is_snapshot_method, last_segment};
 use crate::semantic::value::Graph;
 
 const CONCAT: &[&str] = &[
@@ -216,7 +216,7 @@ fn concat_function(checker: &Checker, call: &ExprCall) -> Option<String> {
 fn refers_to(expr: &Expr, key: &str) -> bool {
     let mut cur = expr;
     loop {
-        if dotted(cur).as_deref() == Some(key) {
+        if is_dotted(cur, key) {
             return true;
         }
         match cur {

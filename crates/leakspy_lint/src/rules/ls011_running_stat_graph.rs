@@ -65,7 +65,7 @@ use crate::diagnostic::{Diagnostic, Edit, Fix};
 use crate::registry::Rule;
 use crate::rules::helpers::{append_call, origin_phrase, short};
 use crate::semantic::facts::self_attr;
-use crate::semantic::names::{dotted, last_segment};
+use crate::semantic::names::{dotted, is_dotted, last_segment};
 use crate::semantic::scan::{keys_in, visit_block};
 use crate::semantic::value::{Kind, Origin, Value};
 
@@ -113,17 +113,14 @@ fn update<'s>(
             let key = dotted(target)?;
             let mut leaves = Vec::new();
             arith_leaves(&assign.value, &mut leaves);
-            if !leaves
-                .iter()
-                .any(|l| dotted(l).as_deref() == Some(key.as_str()))
-            {
+            if !leaves.iter().any(|l| is_dotted(l, &key)) {
                 return None;
             }
             // `acc = acc + x` is LS001's when that rule reports it.
             if let Expr::BinOp(bin) = &*assign.value {
-                let direct = if dotted(&bin.left).as_deref() == Some(key.as_str()) {
+                let direct = if is_dotted(&bin.left, &key) {
                     Some(&*bin.right)
-                } else if dotted(&bin.right).as_deref() == Some(key.as_str()) {
+                } else if is_dotted(&bin.right, &key) {
                     Some(&*bin.left)
                 } else {
                     None
@@ -137,7 +134,7 @@ fn update<'s>(
             } else {
                 Form::Other
             };
-            leaves.retain(|l| dotted(l).as_deref() != Some(key.as_str()));
+            leaves.retain(|l| !is_dotted(l, &key));
             Some((target, key, leaves, form))
         }
         Stmt::AugAssign(aug) => {
@@ -315,9 +312,7 @@ fn loop_carried(checker: &Checker, target: &Expr, key: &str) -> Option<Lifetime>
     let mut fresh = false;
     visit_block(body, &mut |s| {
         if let Stmt::Assign(a) = s {
-            if a.targets.iter().any(|t| dotted(t).as_deref() == Some(key))
-                && !keys_in(&a.value).contains(key)
-            {
+            if a.targets.iter().any(|t| is_dotted(t, key)) && !keys_in(&a.value).contains(key) {
                 fresh = true;
             }
         }
@@ -341,8 +336,7 @@ fn scaled(expr: &Expr, key: &str) -> bool {
     match expr {
         Expr::BinOp(b) => {
             (matches!(b.op, Operator::Mult | Operator::Div)
-                && (dotted(&b.left).as_deref() == Some(key)
-                    || dotted(&b.right).as_deref() == Some(key)))
+                && (is_dotted(&b.left, key) || is_dotted(&b.right, key)))
                 || scaled(&b.left, key)
                 || scaled(&b.right, key)
         }

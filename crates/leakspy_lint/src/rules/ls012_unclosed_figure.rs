@@ -325,30 +325,34 @@ fn tuple_names(elts: &[Expr]) -> (Vec<String>, Option<String>) {
 /// Functions whose job is to draw (`plot_fitness`, `log_images`, `make_figure`,
 /// `visualize_attention`): a figure per call is a figure per time they are called.
 fn plotting_name(name: &str) -> bool {
+    // Asked at every call outside loops: compares without lowercasing into new strings.
+    fn starts_with_ci(w: &str, prefix: &str) -> bool {
+        w.len() >= prefix.len()
+            && w.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+    }
+    const WORDS: &[&str] = &[
+        "draw",
+        "render",
+        "chart",
+        "charts",
+        "fig",
+        "figs",
+        "figure",
+        "figures",
+        "image",
+        "images",
+        "img",
+        "imgs",
+        "heatmap",
+        "heatmaps",
+        "hist",
+        "histogram",
+        "histograms",
+    ];
     name.split('_').any(|w| {
-        let w = w.to_ascii_lowercase();
-        w.starts_with("plot")
-            || w.starts_with("visuali")
-            || matches!(
-                w.as_str(),
-                "draw"
-                    | "render"
-                    | "chart"
-                    | "charts"
-                    | "fig"
-                    | "figs"
-                    | "figure"
-                    | "figures"
-                    | "image"
-                    | "images"
-                    | "img"
-                    | "imgs"
-                    | "heatmap"
-                    | "heatmaps"
-                    | "hist"
-                    | "histogram"
-                    | "histograms"
-            )
+        starts_with_ci(w, "plot")
+            || starts_with_ci(w, "visuali")
+            || WORDS.iter().any(|k| w.eq_ignore_ascii_case(k))
     })
 }
 

@@ -47,7 +47,6 @@ use ruff_text_size::Ranged;
 use crate::checker::Checker;
 use crate::diagnostic::Diagnostic;
 use crate::registry::Rule;
-use crate::rules::helpers::is_coarse_loop;
 use crate::semantic::names::last_segment;
 use crate::semantic::scan::keys_in;
 
@@ -55,7 +54,7 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
     let Some(frame) = checker.innermost_loop() else {
         return;
     };
-    if is_coarse_loop(frame.stmt) {
+    if frame.is_coarse() {
         return;
     }
     let Some(q) = checker.qualified_function(&call.func) else {

@@ -5,7 +5,7 @@ use ruff_python_ast::visitor::{walk_expr, Visitor};
 use ruff_python_ast::{Expr, Stmt};
 use ruff_text_size::{Ranged, TextSize};
 
-use super::names::dotted;
+use super::names::{dotted, is_dotted};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mutation {
@@ -115,8 +115,7 @@ fn target_mutations(
             let m = match value {
                 Some(v) if is_self_update(&key, v) => Mutation::Grow,
                 Some(Expr::Subscript(sub))
-                    if dotted(&sub.value).as_deref() == Some(key.as_str())
-                        && matches!(&*sub.slice, Expr::Slice(_)) =>
+                    if is_dotted(&sub.value, &key) && matches!(&*sub.slice, Expr::Slice(_)) =>
                 {
                     Mutation::Trim
                 }
@@ -167,5 +166,5 @@ pub fn is_self_update(key: &str, value: &Expr) -> bool {
     let Expr::BinOp(bin) = value else {
         return false;
     };
-    dotted(&bin.left).as_deref() == Some(key) || dotted(&bin.right).as_deref() == Some(key)
+    is_dotted(&bin.left, key) || is_dotted(&bin.right, key)
 }

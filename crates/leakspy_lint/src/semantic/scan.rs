@@ -26,7 +26,8 @@ pub struct BlockFacts<'a> {
     pub closes_all_figures: bool,
     /// A `return` with a value somewhere in the block.
     pub returns_value: bool,
-    /// The last name of every callee (`f` of `f(x)`, `update` of `agent.update(x)`).
+    /// The last name of every callee given positional arguments (`f` of `f(x)`, `update` of
+    /// `agent.update(x)`): the calls through which a graph can reach a parameter.
     pub callees: FxHashSet<&'a str>,
 }
 
@@ -201,7 +202,7 @@ impl<'a> CallScan<'_, 'a> {
 
 impl<'a> Visitor<'a> for CallScan<'_, 'a> {
     fn visit_expr(&mut self, expr: &'a Expr) {
-        if let Expr::Call(call) = expr {
+        if let Some(call) = expr.as_call_expr().filter(|c| !c.arguments.args.is_empty()) {
             match &*call.func {
                 Expr::Name(n) => {
                     self.facts.callees.insert(n.id.as_str());
