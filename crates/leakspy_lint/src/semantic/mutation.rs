@@ -2,7 +2,7 @@
 //! the class/module pre-pass and the per-loop scans.
 
 use ruff_python_ast::visitor::{walk_expr, Visitor};
-use ruff_python_ast::{Expr, Stmt};
+use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::{Ranged, TextSize};
 
 use super::names::{dotted, is_dotted};
@@ -22,6 +22,25 @@ pub enum Mutation {
 /// Calls `f(key, mutation, offset)` for each container change the statement makes itself
 /// (nested bodies are the caller's business). `key` is the dotted text of the container.
 pub fn for_each_mutation(stmt: &Stmt, f: &mut dyn FnMut(String, Mutation, TextSize)) {
+    for_each_mutation_inner(stmt, true, f);
+}
+
+/// The changes a statement makes by assignment and `del`, leaving out the method calls in its
+/// expressions: for a caller that visits those expressions anyway and asks `call_mutation`.
+pub fn for_each_target_mutation(stmt: &Stmt, f: &mut dyn FnMut(String, Mutation, TextSize)) {
+    for_each_mutation_inner(stmt, false, f);
+}
+
+fn for_each_mutation_inner(
+    stmt: &Stmt,
+    with_calls: bool,
+    f: &mut dyn FnMut(String, Mutation, TextSize),
+) {
+    let calls_in = |e: &Expr, f: &mut dyn FnMut(String, Mutation, TextSize)| {
+        if with_calls {
+            calls_in(e, f);
+        }
+    };
     match stmt {
         Stmt::Assign(assign) => {
             for target in &assign.targets {
@@ -130,7 +149,23 @@ fn is_full_slice(slice: &Expr) -> bool {
     matches!(slice, Expr::Slice(s) if s.lower.is_none() && s.upper.is_none() && s.step.is_none())
 }
 
-/// Method calls on containers anywhere inside an expression.
+/// The change a method call makes to its receiver (`xs.append(x)` grows `xs`).
+pub fn call_mutation(call: &ExprCall) -> Option<(String, Mutation)> {
+    let Expr::Attribute(attr) = &*call.func else {
+        return None;
+    };
+    let m = match attr.attr.as_str() {
+        "append" | "extend" | "insert" | "add" | "appendleft" | "extendleft" | "setdefault"
+        | "update" | "push" => Mutation::Grow,
+        "clear" => Mutation::Clear,
+        "pop" | "popleft" | "popitem" | "remove" | "discard" => Mutation::Trim,
+        _ => return None,
+    };
+    Some((dotted(&attr.value)?, m))
+}
+
+/// Method calls on containers anywhere inside an expression (lambda bodies excluded: they run
+/// later, if ever).
 fn calls_in(expr: &Expr, f: &mut dyn FnMut(String, Mutation, TextSize)) {
     struct V<'f> {
         f: &'f mut dyn FnMut(String, Mutation, TextSize),
@@ -138,19 +173,8 @@ fn calls_in(expr: &Expr, f: &mut dyn FnMut(String, Mutation, TextSize)) {
     impl<'a> Visitor<'a> for V<'_> {
         fn visit_expr(&mut self, expr: &'a Expr) {
             if let Expr::Call(call) = expr {
-                if let Expr::Attribute(attr) = &*call.func {
-                    let m = match attr.attr.as_str() {
-                        "append" | "extend" | "insert" | "add" | "appendleft" | "extendleft"
-                        | "setdefault" | "update" | "push" => Some(Mutation::Grow),
-                        "clear" => Some(Mutation::Clear),
-                        "pop" | "popleft" | "popitem" | "remove" | "discard" => {
-                            Some(Mutation::Trim)
-                        }
-                        _ => None,
-                    };
-                    if let (Some(m), Some(key)) = (m, dotted(&attr.value)) {
-                        (self.f)(key, m, call.start());
-                    }
+                if let Some((key, m)) = call_mutation(call) {
+                    (self.f)(key, m, call.start());
                 }
             }
             if !matches!(expr, Expr::Lambda(_)) {

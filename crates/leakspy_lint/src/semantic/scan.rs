@@ -7,7 +7,7 @@ use ruff_python_ast::{Expr, Stmt};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::facts::visit_body;
-use super::mutation::{for_each_mutation, Mutation};
+use super::mutation::{call_mutation, for_each_target_mutation, Mutation};
 use super::names::dotted;
 
 #[derive(Debug, Default, Clone)]
@@ -37,7 +37,9 @@ impl<'a> BlockFacts<'a> {
         let mut backward_exprs: Vec<FxHashSet<String>> = Vec::new();
         let mut assigns: Vec<&'a Stmt> = Vec::new();
         visit_block(body, &mut |stmt| {
-            for_each_mutation(stmt, &mut |key, m, _| {
+            // Method-call changes (`xs.append`) are recorded by the call scan below, in the
+            // same visit of the statement's expressions.
+            for_each_target_mutation(stmt, &mut |key, m, _| {
                 facts.changes.entry(key).or_default().push(m);
             });
             if matches!(stmt, Stmt::Assign(_) | Stmt::AugAssign(_)) {
@@ -46,6 +48,7 @@ impl<'a> BlockFacts<'a> {
             CallScan {
                 facts: &mut facts,
                 backward_exprs: &mut backward_exprs,
+                in_lambda: 0,
             }
             .scan_stmt(stmt);
         });
@@ -171,6 +174,8 @@ pub fn keys_in(expr: &Expr) -> FxHashSet<String> {
 }
 
 struct CallScan<'f, 'a> {
+    /// Inside a lambda body: its container calls run later, if ever, and change nothing here.
+    in_lambda: u32,
     facts: &'f mut BlockFacts<'a>,
     backward_exprs: &'f mut Vec<FxHashSet<String>>,
 }
@@ -202,6 +207,17 @@ impl<'a> CallScan<'_, 'a> {
 
 impl<'a> Visitor<'a> for CallScan<'_, 'a> {
     fn visit_expr(&mut self, expr: &'a Expr) {
+        if let Expr::Lambda(_) = expr {
+            self.in_lambda += 1;
+            walk_expr(self, expr);
+            self.in_lambda -= 1;
+            return;
+        }
+        if self.in_lambda == 0 {
+            if let Some((key, m)) = expr.as_call_expr().and_then(call_mutation) {
+                self.facts.changes.entry(key).or_default().push(m);
+            }
+        }
         if let Some(call) = expr.as_call_expr().filter(|c| !c.arguments.args.is_empty()) {
             match &*call.func {
                 Expr::Name(n) => {
