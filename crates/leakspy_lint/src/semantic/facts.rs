@@ -6,7 +6,7 @@ use ruff_python_ast::{Expr, ExprCall, Stmt, StmtClassDef, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::mutation::{for_each_mutation, Mutation};
+use super::mutation::{for_each_mutation_of, for_each_target_mutation, Keys, Mutation};
 use super::names::{last_segment, Imports};
 use super::value::Kind;
 
@@ -203,19 +203,23 @@ impl ModuleFacts {
                                 }
                             }
                         }
-                        for_each_mutation(stmt, &mut |key, mutation, offset| {
-                            if let Some(attr) = key.strip_prefix("self.") {
-                                if !attr.contains('.') {
-                                    attrs.entry(attr.to_string()).or_default().changes.push(
-                                        Change {
-                                            function: method.to_string(),
-                                            mutation,
-                                            offset,
-                                        },
-                                    );
+                        for_each_mutation_of(
+                            stmt,
+                            Keys::SelfAttrs,
+                            &mut |key, mutation, offset| {
+                                if let Some(attr) = key.strip_prefix("self.") {
+                                    if !attr.contains('.') {
+                                        attrs.entry(attr.to_string()).or_default().changes.push(
+                                            Change {
+                                                function: method.to_string(),
+                                                mutation,
+                                                offset,
+                                            },
+                                        );
+                                    }
                                 }
-                            }
-                        });
+                            },
+                        );
                         record_reads(stmt, method, &mut attrs);
                     });
                 }
@@ -249,7 +253,7 @@ impl ModuleFacts {
         let fname = func.name.as_str().to_string();
         let globals = &mut self.globals;
         visit_body(&func.body, &mut |stmt| {
-            for_each_mutation(stmt, &mut |key, mutation, offset| {
+            for_each_mutation_of(stmt, Keys::Names, &mut |key, mutation, offset| {
                 if key.contains('.') || locals.contains(key.as_str()) {
                     return;
                 }
@@ -357,7 +361,8 @@ pub fn local_bindings(func: &StmtFunctionDef) -> FxHashSet<String> {
     visit_body(&func.body, &mut |stmt| match stmt {
         Stmt::Global(g) => globals.extend(g.names.iter().map(|n| n.as_str().to_string())),
         Stmt::Nonlocal(g) => globals.extend(g.names.iter().map(|n| n.as_str().to_string())),
-        _ => for_each_mutation(stmt, &mut |key, m, _| {
+        // Only assignments and `del` rebind: the calls in the statement need no visit.
+        _ => for_each_target_mutation(stmt, Keys::Names, &mut |key, m, _| {
             if m == Mutation::Rebind && !key.contains('.') {
                 locals.insert(key);
             }

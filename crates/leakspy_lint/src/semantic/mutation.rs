@@ -22,25 +22,71 @@ pub enum Mutation {
 /// Calls `f(key, mutation, offset)` for each container change the statement makes itself
 /// (nested bodies are the caller's business). `key` is the dotted text of the container.
 pub fn for_each_mutation(stmt: &Stmt, f: &mut dyn FnMut(String, Mutation, TextSize)) {
-    for_each_mutation_inner(stmt, true, f);
+    for_each_mutation_inner(stmt, true, Keys::All, f);
+}
+
+/// Which containers a caller wants to hear about. Pre-passes over every method look only for
+/// `self.<attr>` or bare names; filtering before the key is built saves a string per
+/// assignment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keys {
+    All,
+    /// `self.<attr>`, one level deep.
+    SelfAttrs,
+    /// Bare names.
+    Names,
+}
+
+impl Keys {
+    fn key(self, expr: &Expr) -> Option<String> {
+        let wanted = match self {
+            Keys::All => true,
+            Keys::SelfAttrs => matches!(expr, Expr::Attribute(a)
+                if matches!(&*a.value, Expr::Name(n) if n.id.as_str() == "self")),
+            Keys::Names => matches!(expr, Expr::Name(_)),
+        };
+        if wanted {
+            dotted(expr)
+        } else {
+            None
+        }
+    }
+}
+
+/// `for_each_mutation`, reporting only the containers `keys` selects.
+pub fn for_each_mutation_of(
+    stmt: &Stmt,
+    keys: Keys,
+    f: &mut dyn FnMut(String, Mutation, TextSize),
+) {
+    for_each_mutation_inner(stmt, true, keys, f);
 }
 
 /// The changes a statement makes by assignment and `del`, leaving out the method calls in its
 /// expressions: for a caller that visits those expressions anyway and asks `call_mutation`.
-pub fn for_each_target_mutation(stmt: &Stmt, f: &mut dyn FnMut(String, Mutation, TextSize)) {
-    for_each_mutation_inner(stmt, false, f);
+pub fn for_each_target_mutation(
+    stmt: &Stmt,
+    keys: Keys,
+    f: &mut dyn FnMut(String, Mutation, TextSize),
+) {
+    for_each_mutation_inner(stmt, false, keys, f);
 }
 
 fn for_each_mutation_inner(
     stmt: &Stmt,
     with_calls: bool,
+    keys: Keys,
     f: &mut dyn FnMut(String, Mutation, TextSize),
 ) {
     let calls_in = |e: &Expr, f: &mut dyn FnMut(String, Mutation, TextSize)| {
         if with_calls {
-            calls_in(e, f);
+            calls_in(e, keys, f);
         }
     };
+    let target_mutations =
+        |t: &Expr, v: Option<&Expr>, f: &mut dyn FnMut(String, Mutation, TextSize)| {
+            target_mutations(t, v, keys, f);
+        };
     match stmt {
         Stmt::Assign(assign) => {
             for target in &assign.targets {
@@ -56,7 +102,7 @@ fn for_each_mutation_inner(
         }
         Stmt::AugAssign(aug) => {
             if matches!(&*aug.value, Expr::List(_) | Expr::ListComp(_)) {
-                if let Some(key) = dotted(&aug.target) {
+                if let Some(key) = keys.key(&aug.target) {
                     f(key, Mutation::Grow, aug.start());
                 }
             }
@@ -65,7 +111,7 @@ fn for_each_mutation_inner(
         Stmt::Delete(del) => {
             for target in &del.targets {
                 if let Expr::Subscript(sub) = target {
-                    if let Some(key) = dotted(&sub.value) {
+                    if let Some(key) = keys.key(&sub.value) {
                         let m = if is_full_slice(&sub.slice) {
                             Mutation::Clear
                         } else {
@@ -73,7 +119,7 @@ fn for_each_mutation_inner(
                         };
                         f(key, m, del.start());
                     }
-                } else if let Some(key) = dotted(target) {
+                } else if let Some(key) = keys.key(target) {
                     f(key, Mutation::Rebind, del.start());
                 }
             }
@@ -105,22 +151,23 @@ fn for_each_mutation_inner(
 fn target_mutations(
     target: &Expr,
     value: Option<&Expr>,
+    keys: Keys,
     f: &mut dyn FnMut(String, Mutation, TextSize),
 ) {
     match target {
         Expr::Tuple(t) => {
             for elt in &t.elts {
-                target_mutations(elt, None, f);
+                target_mutations(elt, None, keys, f);
             }
         }
         Expr::List(l) => {
             for elt in &l.elts {
-                target_mutations(elt, None, f);
+                target_mutations(elt, None, keys, f);
             }
         }
-        Expr::Starred(s) => target_mutations(&s.value, None, f),
+        Expr::Starred(s) => target_mutations(&s.value, None, keys, f),
         Expr::Subscript(sub) => {
-            if let Some(key) = dotted(&sub.value) {
+            if let Some(key) = keys.key(&sub.value) {
                 let m = if is_full_slice(&sub.slice) {
                     Mutation::Clear
                 } else {
@@ -130,7 +177,7 @@ fn target_mutations(
             }
         }
         _ => {
-            let Some(key) = dotted(target) else { return };
+            let Some(key) = keys.key(target) else { return };
             let m = match value {
                 Some(v) if is_self_update(&key, v) => Mutation::Grow,
                 Some(Expr::Subscript(sub))
@@ -151,6 +198,10 @@ fn is_full_slice(slice: &Expr) -> bool {
 
 /// The change a method call makes to its receiver (`xs.append(x)` grows `xs`).
 pub fn call_mutation(call: &ExprCall) -> Option<(String, Mutation)> {
+    call_mutation_of(call, Keys::All)
+}
+
+fn call_mutation_of(call: &ExprCall, keys: Keys) -> Option<(String, Mutation)> {
     let Expr::Attribute(attr) = &*call.func else {
         return None;
     };
@@ -161,19 +212,20 @@ pub fn call_mutation(call: &ExprCall) -> Option<(String, Mutation)> {
         "pop" | "popleft" | "popitem" | "remove" | "discard" => Mutation::Trim,
         _ => return None,
     };
-    Some((dotted(&attr.value)?, m))
+    Some((keys.key(&attr.value)?, m))
 }
 
 /// Method calls on containers anywhere inside an expression (lambda bodies excluded: they run
 /// later, if ever).
-fn calls_in(expr: &Expr, f: &mut dyn FnMut(String, Mutation, TextSize)) {
+fn calls_in(expr: &Expr, keys: Keys, f: &mut dyn FnMut(String, Mutation, TextSize)) {
     struct V<'f> {
+        keys: Keys,
         f: &'f mut dyn FnMut(String, Mutation, TextSize),
     }
     impl<'a> Visitor<'a> for V<'_> {
         fn visit_expr(&mut self, expr: &'a Expr) {
             if let Expr::Call(call) = expr {
-                if let Some((key, m)) = call_mutation(call) {
+                if let Some((key, m)) = call_mutation_of(call, self.keys) {
                     (self.f)(key, m, call.start());
                 }
             }
@@ -182,7 +234,7 @@ fn calls_in(expr: &Expr, f: &mut dyn FnMut(String, Mutation, TextSize)) {
             }
         }
     }
-    V { f }.visit_expr(expr);
+    V { keys, f }.visit_expr(expr);
 }
 
 /// `key = key + x` (or `x + key`, any binary operator): the new value is built from the old.

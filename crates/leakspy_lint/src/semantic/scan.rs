@@ -7,7 +7,7 @@ use ruff_python_ast::{Expr, Stmt};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::facts::visit_body;
-use super::mutation::{call_mutation, for_each_target_mutation, Mutation};
+use super::mutation::{call_mutation, for_each_target_mutation, Keys, Mutation};
 use super::names::dotted;
 
 #[derive(Debug, Default, Clone)]
@@ -39,7 +39,7 @@ impl<'a> BlockFacts<'a> {
         visit_block(body, &mut |stmt| {
             // Method-call changes (`xs.append`) are recorded by the call scan below, in the
             // same visit of the statement's expressions.
-            for_each_target_mutation(stmt, &mut |key, m, _| {
+            for_each_target_mutation(stmt, Keys::All, &mut |key, m, _| {
                 facts.changes.entry(key).or_default().push(m);
             });
             if matches!(stmt, Stmt::Assign(_) | Stmt::AugAssign(_)) {
