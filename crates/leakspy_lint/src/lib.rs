@@ -51,7 +51,7 @@ pub fn check_source(source: &str, rules: &RuleSet) -> CheckedSource {
             };
         }
     };
-    let noqa = noqa::NoqaMap::from_tokens(parsed.tokens(), source, &line_index);
+    let (noqa, called) = scan_tokens(parsed.tokens(), source, &line_index);
     if noqa.file_exempt() {
         return CheckedSource {
             diagnostics: Vec::new(),
@@ -61,8 +61,8 @@ pub fn check_source(source: &str, rules: &RuleSet) -> CheckedSource {
     }
     let suite = parsed.suite();
     let facts = semantic::facts::ModuleFacts::collect(suite);
-    let checker = checker::Checker::new(source, &facts, &line_index, rules)
-        .with_called_names(called_names(parsed.tokens(), source));
+    let checker =
+        checker::Checker::new(source, &facts, &line_index, rules).with_called_names(called);
     let mut diagnostics = checker.check_module(suite);
     diagnostics.retain(|d| {
         rules.contains(d.rule)
@@ -78,30 +78,36 @@ pub fn check_source(source: &str, rules: &RuleSet) -> CheckedSource {
     }
 }
 
-/// Every identifier directly followed by `(` that is not being defined (`def f(`, `class C(`):
-/// the names this file calls, read off the token stream at almost no cost.
-fn called_names<'s>(
+/// One pass over the tokens: `noqa` comments, and every identifier directly followed by `(`
+/// that is not being defined (`def f(`, `class C(`), i.e. the names this file calls.
+fn scan_tokens<'s>(
     tokens: &ruff_python_ast::token::Tokens,
     source: &'s str,
-) -> rustc_hash::FxHashSet<&'s str> {
+    line_index: &LineIndex,
+) -> (noqa::NoqaMap, rustc_hash::FxHashSet<&'s str>) {
     use ruff_python_ast::token::TokenKind;
+    let mut noqa = noqa::NoqaMap::default();
     let mut names = rustc_hash::FxHashSet::default();
     let mut before = TokenKind::Newline;
     let mut last: Option<(TokenKind, ruff_text_size::TextRange)> = None;
     for token in tokens.iter() {
         let kind = token.kind();
         if kind.is_trivia() {
+            if kind == TokenKind::Comment {
+                noqa.add_comment(&source[token.range()], token.start(), line_index);
+            }
             continue;
         }
-        if let Some((TokenKind::Name, range)) = last {
-            if kind == TokenKind::Lpar && !matches!(before, TokenKind::Def | TokenKind::Class) {
+        if let Some((last_kind, range)) = last {
+            if last_kind == TokenKind::Name
+                && kind == TokenKind::Lpar
+                && !matches!(before, TokenKind::Def | TokenKind::Class)
+            {
                 names.insert(&source[range]);
             }
-        }
-        if let Some((k, _)) = last {
-            before = k;
+            before = last_kind;
         }
         last = Some((kind, token.range()));
     }
-    names
+    (noqa, names)
 }

@@ -1,8 +1,11 @@
 //! `# noqa`, `# noqa: LS001,LS002` (per line) and `# leakspy: noqa` (whole file).
 
+#[cfg(test)]
 use ruff_python_ast::token::{TokenKind, Tokens};
 use ruff_source_file::LineIndex;
+#[cfg(test)]
 use ruff_text_size::Ranged;
+use ruff_text_size::TextSize;
 use rustc_hash::FxHashMap;
 
 use crate::registry::Rule;
@@ -21,23 +24,27 @@ pub struct NoqaMap {
 }
 
 impl NoqaMap {
-    pub fn from_tokens(tokens: &Tokens, source: &str, index: &LineIndex) -> Self {
+    /// Reads one comment token's text; the caller walks the tokens once for several purposes.
+    pub fn add_comment(&mut self, text: &str, start: TextSize, index: &LineIndex) {
+        let body = text.trim_start_matches('#').trim();
+        if let Some(rest) = strip_prefix_ci(body, "leakspy:") {
+            if strip_prefix_ci(rest.trim(), "noqa").is_some() {
+                self.file_exempt = true;
+            }
+            return;
+        }
+        if let Some(directive) = parse_noqa(text) {
+            let line = index.line_index(start).to_zero_indexed();
+            self.lines.insert(line, directive);
+        }
+    }
+
+    #[cfg(test)]
+    fn from_tokens(tokens: &Tokens, source: &str, index: &LineIndex) -> Self {
         let mut map = NoqaMap::default();
         for token in tokens.iter() {
-            if token.kind() != TokenKind::Comment {
-                continue;
-            }
-            let text = &source[token.range()];
-            let body = text.trim_start_matches('#').trim();
-            if let Some(rest) = strip_prefix_ci(body, "leakspy:") {
-                if rest.trim().to_ascii_lowercase().starts_with("noqa") {
-                    map.file_exempt = true;
-                }
-                continue;
-            }
-            if let Some(directive) = parse_noqa(text) {
-                let line = index.line_index(token.start()).to_zero_indexed();
-                map.lines.insert(line, directive);
+            if token.kind() == TokenKind::Comment {
+                map.add_comment(&source[token.range()], token.start(), index);
             }
         }
         map
@@ -67,8 +74,11 @@ fn strip_prefix_ci<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
 /// Finds a `noqa` directive anywhere in a comment (it may follow other text, as in
 /// `# type: ignore  # noqa: LS002`).
 fn parse_noqa(comment: &str) -> Option<Directive> {
-    let lower = comment.to_ascii_lowercase();
-    let pos = lower.find("noqa")?;
+    // Every comment of every file comes here: look for `noqa` without a lowercased copy.
+    let pos = comment
+        .as_bytes()
+        .windows(4)
+        .position(|w| w.eq_ignore_ascii_case(b"noqa"))?;
     // `noqa` must start a comment segment: preceded by `#` and spaces only.
     let before = comment[..pos].trim_end();
     if !before.ends_with('#') {
