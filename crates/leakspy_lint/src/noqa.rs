@@ -1,10 +1,6 @@
 //! `# noqa`, `# noqa: LS001,LS002` (per line) and `# leakspy: noqa` (whole file).
 
-#[cfg(test)]
-use ruff_python_ast::token::{TokenKind, Tokens};
 use ruff_source_file::LineIndex;
-#[cfg(test)]
-use ruff_text_size::Ranged;
 use ruff_text_size::TextSize;
 use rustc_hash::FxHashMap;
 
@@ -37,17 +33,6 @@ impl NoqaMap {
             let line = index.line_index(start).to_zero_indexed();
             self.lines.insert(line, directive);
         }
-    }
-
-    #[cfg(test)]
-    fn from_tokens(tokens: &Tokens, source: &str, index: &LineIndex) -> Self {
-        let mut map = NoqaMap::default();
-        for token in tokens.iter() {
-            if token.kind() == TokenKind::Comment {
-                map.add_comment(&source[token.range()], token.start(), index);
-            }
-        }
-        map
     }
 
     pub fn file_exempt(&self) -> bool {
