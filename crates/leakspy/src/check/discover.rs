@@ -12,11 +12,6 @@ pub struct Skipped {
     pub reason: String,
 }
 
-pub struct Discovered {
-    pub files: Vec<PathBuf>,
-    pub skipped: Vec<Skipped>,
-}
-
 /// Folder names never entered unless named explicitly.
 const SKIP_DIRS: &[&str] = &[
     "site-packages",
@@ -55,8 +50,19 @@ fn is_virtualenv(dir: &Path) -> bool {
     dir.join("pyvenv.cfg").is_file() || dir.join("conda-meta").is_dir()
 }
 
-pub fn discover(paths: &[PathBuf], excludes: &GlobSet) -> Discovered {
-    let mut files = Vec::new();
+/// Walks `paths` and hands each file to `on_file` as soon as it is found (so checking starts
+/// while the walk goes on), each path once; returns what could not be walked.
+pub fn discover(
+    paths: &[PathBuf],
+    excludes: &GlobSet,
+    on_file: &mut dyn FnMut(PathBuf),
+) -> Vec<Skipped> {
+    let mut seen = std::collections::HashSet::new();
+    let mut on_file = |path: PathBuf| {
+        if seen.insert(path.clone()) {
+            on_file(path);
+        }
+    };
     let mut skipped = Vec::new();
     for root in paths {
         match std::fs::metadata(root) {
@@ -69,7 +75,7 @@ pub fn discover(paths: &[PathBuf], excludes: &GlobSet) -> Discovered {
             }
             Ok(meta) if meta.is_file() => {
                 // A file named explicitly is checked whatever its extension or location.
-                files.push(root.clone());
+                on_file(root.clone());
                 continue;
             }
             Ok(_) => {}
@@ -110,7 +116,7 @@ pub fn discover(paths: &[PathBuf], excludes: &GlobSet) -> Discovered {
                             .extension()
                             .is_some_and(|e| e == "py" || e == "pyi")
                     {
-                        files.push(entry.into_path());
+                        on_file(entry.into_path());
                     }
                 }
                 Err(err) => {
@@ -123,9 +129,7 @@ pub fn discover(paths: &[PathBuf], excludes: &GlobSet) -> Discovered {
             }
         }
     }
-    files.sort();
-    files.dedup();
-    Discovered { files, skipped }
+    skipped
 }
 
 fn describe_walk_error(err: &ignore::Error) -> (Option<PathBuf>, String) {

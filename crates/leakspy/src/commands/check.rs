@@ -7,7 +7,6 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use leakspy_lint::output::{self, FileResult};
 use leakspy_lint::{apply_fixes, check_source, Applicability, Rule, RuleSet};
-use rayon::prelude::*;
 
 use crate::check::{config, discover};
 
@@ -102,9 +101,34 @@ pub fn run(args: CheckArgs) -> Result<u8> {
     let per_file = per_file_rules(&cfg, &rules, loaded.root.as_deref())?;
 
     let excludes = discover::build_excludes(&cfg.exclude)?;
-    let found = discover::discover(&paths, &excludes);
-    let mut problems: Vec<Problem> = found
-        .skipped
+    let min_fix = if args.unsafe_fixes {
+        Applicability::Unsafe
+    } else {
+        Applicability::Safe
+    };
+    // Files are checked as the walk finds them; results are put back in path order after.
+    let outcomes = std::sync::Mutex::new(Vec::new());
+    let skipped = rayon::scope(|s| {
+        let (outcomes, per_file, rules, args) = (&outcomes, &per_file, &rules, &args);
+        discover::discover(&paths, &excludes, &mut |path| {
+            s.spawn(move |_| {
+                let rules = per_file.rules_for(&path, rules);
+                let outcome = check_file(
+                    &path,
+                    &rules,
+                    (args.fix || args.diff).then_some(min_fix),
+                    !args.diff,
+                );
+                outcomes
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((path, outcome));
+            });
+        })
+    });
+    let mut outcomes = outcomes.into_inner().unwrap_or_else(|e| e.into_inner());
+    outcomes.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut problems: Vec<Problem> = skipped
         .into_iter()
         .map(|s| Problem {
             fatal: s.reason.starts_with("cannot read"),
@@ -113,29 +137,10 @@ pub fn run(args: CheckArgs) -> Result<u8> {
         })
         .collect();
 
-    let min_fix = if args.unsafe_fixes {
-        Applicability::Unsafe
-    } else {
-        Applicability::Safe
-    };
-    let outcomes: Vec<Outcome> = found
-        .files
-        .par_iter()
-        .map(|path| {
-            let rules = per_file.rules_for(path, &rules);
-            check_file(
-                path,
-                &rules,
-                (args.fix || args.diff).then_some(min_fix),
-                !args.diff,
-            )
-        })
-        .collect();
-
     let mut results = Vec::new();
     let mut fixed_total = 0;
     let mut diffs = String::new();
-    for outcome in outcomes {
+    for (_, outcome) in outcomes {
         match outcome {
             Outcome::Checked(r) => results.push(*r),
             Outcome::Problem(p) => problems.push(p),
