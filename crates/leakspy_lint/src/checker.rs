@@ -1689,7 +1689,12 @@ impl<'a> Checker<'a> {
         let depth = self.scope().loops.len();
         let scope = self.scope_mut();
         if !key.contains('.') {
-            scope.bound_depth.insert(key.clone(), depth);
+            match scope.bound_depth.get_mut(&key) {
+                Some(d) => *d = depth,
+                None => {
+                    scope.bound_depth.insert(key.clone(), depth);
+                }
+            }
         }
         scope.env.insert(key, value);
     }

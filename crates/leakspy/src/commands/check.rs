@@ -348,7 +348,12 @@ fn read_source(path: &Path) -> std::result::Result<String, Problem> {
         reason,
         fatal,
     };
-    let meta = std::fs::metadata(path).map_err(|e| problem(format!("cannot read: {e}"), true))?;
+    // One open, and the size from the open handle: the path is looked up once per file.
+    let mut file =
+        std::fs::File::open(path).map_err(|e| problem(format!("cannot read: {e}"), true))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| problem(format!("cannot read: {e}"), true))?;
     if meta.len() > MAX_FILE_BYTES {
         return Err(problem(
             format!(
@@ -359,8 +364,11 @@ fn read_source(path: &Path) -> std::result::Result<String, Problem> {
             false,
         ));
     }
-    let bytes = std::fs::read(path).map_err(|e| problem(format!("cannot read: {e}"), true))?;
-    if bytes.iter().take(8192).any(|b| *b == 0) {
+    let mut bytes = Vec::with_capacity(meta.len() as usize + 1);
+    std::io::Read::read_to_end(&mut file, &mut bytes)
+        .map_err(|e| problem(format!("cannot read: {e}"), true))?;
+    drop(file);
+    if bytes[..bytes.len().min(8192)].contains(&0) {
         return Err(problem(
             "skipped: binary file (contains NUL bytes), not Python source".into(),
             false,
