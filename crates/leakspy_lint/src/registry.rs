@@ -85,6 +85,18 @@ impl Rule {
         doc
     }
 
+    /// Words a file must contain for the rule to find anything in it (any one of them), or
+    /// none when the rule can fire anywhere. A rule that looks for one library call can only
+    /// see it where its name is written, whatever alias it is called through.
+    pub fn needs(self) -> &'static [&'static str] {
+        match self {
+            Rule::LS012 => crate::rules::ls012_unclosed_figure::NEEDS,
+            Rule::LS101 => crate::rules::ls101_empty_cache_in_loop::NEEDS,
+            Rule::LS102 => crate::rules::ls102_gc_collect_in_loop::NEEDS,
+            _ => &[],
+        }
+    }
+
     /// Documentation page, shown as `url` in JSON and SARIF output.
     pub fn url(self) -> String {
         format!(
@@ -121,6 +133,19 @@ impl RuleSet {
 
     pub fn contains(&self, rule: Rule) -> bool {
         self.enabled[rule as usize]
+    }
+
+    /// The rules of this set that can find something in `source` (see `Rule::needs`).
+    pub fn for_source(&self, source: &str) -> RuleSet {
+        let mut set = self.clone();
+        for &rule in Rule::ALL {
+            let needs = rule.needs();
+            if set.contains(rule) && !needs.is_empty() && !needs.iter().any(|w| source.contains(w))
+            {
+                set.enabled[rule as usize] = false;
+            }
+        }
+        set
     }
 
     pub fn rules(&self) -> impl Iterator<Item = Rule> + '_ {
@@ -207,5 +232,24 @@ mod tests {
         assert_eq!(codes, ["LS001", "LS101", "LS102", "LS104"]);
         assert!(RuleSet::matching("E501").is_err());
         assert_eq!(RuleSet::matching("unclosed-figure").unwrap(), [Rule::LS012]);
+    }
+
+    #[test]
+    fn rules_that_need_a_name_skip_files_without_it() {
+        let all = RuleSet::default();
+        let plain = all.for_source("for x in xs:\n    total += x\n");
+        assert!(!plain.contains(Rule::LS101) && !plain.contains(Rule::LS102));
+        assert!(!plain.contains(Rule::LS012));
+        assert!(plain.contains(Rule::LS001) && plain.contains(Rule::LS015));
+        // An alias still names the function where it is imported.
+        let aliased = all.for_source("from torch.cuda import empty_cache as ec\nimport gc\n");
+        assert!(aliased.contains(Rule::LS101) && aliased.contains(Rule::LS102));
+        let figures = all.for_source("fig, ax = plt.subplots()\n");
+        assert!(figures.contains(Rule::LS012));
+        // A rule left out by the user stays out.
+        let without = RuleSet::from_selectors(None, &[], &["LS101".into()]).unwrap();
+        assert!(!without
+            .for_source("torch.cuda.empty_cache()")
+            .contains(Rule::LS101));
     }
 }

@@ -61,6 +61,10 @@ use crate::rules::helpers::{
 use crate::semantic::names::last_segment;
 use crate::semantic::value::Kind;
 
+/// Every figure this rule tracks is made by `pyplot.figure`, `subplots` or
+/// `subplot_mosaic` (directly or in a helper of this file), so their names are in the file.
+pub(crate) const NEEDS: &[&str] = &["figure", "subplot"];
+
 pub(crate) fn stmt(_checker: &mut Checker, _stmt: &Stmt) {}
 
 /// How the figure left the block walked.

@@ -61,6 +61,9 @@ use crate::rules::helpers::{
     under_modulo_guard,
 };
 
+/// The rule looks for `empty_cache` calls, under whatever alias.
+pub(crate) const NEEDS: &[&str] = &["empty_cache"];
+
 pub(crate) fn call(checker: &mut Checker, call: &ExprCall, stmt: &Stmt) {
     let Some(q) = checker.qualified_function(&call.func) else {
         return;

@@ -51,6 +51,9 @@ use crate::checker::Checker;
 use crate::registry::Rule;
 use crate::rules::ls101_empty_cache_in_loop::report_every_step;
 
+/// The rule looks for `gc.collect` calls, under whatever alias.
+pub(crate) const NEEDS: &[&str] = &["collect"];
+
 pub(crate) fn call(checker: &mut Checker, call: &ExprCall, stmt: &Stmt) {
     if checker.qualified_function(&call.func).as_deref() != Some("gc.collect") {
         return;
