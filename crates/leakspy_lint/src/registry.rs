@@ -242,7 +242,8 @@ mod tests {
         assert!(!plain.contains(Rule::LS012));
         assert!(plain.contains(Rule::LS001) && plain.contains(Rule::LS015));
         // An alias still names the function where it is imported.
-        let aliased = all.for_source("from torch.cuda import empty_cache as ec\nimport gc\n");
+        let aliased = all
+            .for_source("from torch.cuda import empty_cache as ec\nfrom gc import collect as c\n");
         assert!(aliased.contains(Rule::LS101) && aliased.contains(Rule::LS102));
         let figures = all.for_source("fig, ax = plt.subplots()\n");
         assert!(figures.contains(Rule::LS012));
