@@ -49,10 +49,6 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // Arenas committed up front cost the monitor (a few threads, little data) 8 MiB of RSS for
-    // nothing; committing on demand costs `check` no measurable time. Option 4 is
-    // `mi_option_arena_eager_commit` in mimalloc 2.
-    unsafe { libmimalloc_sys::mi_option_set(4, 0) };
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
