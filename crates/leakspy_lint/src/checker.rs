@@ -4,9 +4,9 @@
 //! functions and ask it questions. Loop bodies are walked twice, the first time silently, so a
 //! value carried around the loop (`h` in `out, h = rnn(x, h)`) is known on the second walk.
 
+use crate::lines::Lines;
 use ruff_python_ast::visitor::{walk_expr, Visitor};
 use ruff_python_ast::{Expr, ExprCall, Stmt, StmtClassDef, StmtFunctionDef};
-use ruff_source_file::LineIndex;
 use ruff_text_size::{Ranged, TextRange, TextSize};
 use std::rc::Rc;
 
@@ -121,7 +121,7 @@ const SILENT_PASSES: usize = 3;
 pub struct Checker<'a> {
     pub source: &'a str,
     pub facts: &'a ModuleFacts,
-    pub line_index: &'a LineIndex,
+    lines: &'a Lines<'a>,
     rules: &'a RuleSet,
     diagnostics: Vec<Diagnostic>,
     emit: bool,
@@ -149,7 +149,7 @@ impl<'a> Checker<'a> {
     pub fn new(
         source: &'a str,
         facts: &'a ModuleFacts,
-        line_index: &'a LineIndex,
+        lines: &'a Lines<'a>,
         rules: &'a RuleSet,
     ) -> Self {
         let mut method_owners: FxHashMap<String, Vec<String>> = FxHashMap::default();
@@ -164,7 +164,7 @@ impl<'a> Checker<'a> {
         Self {
             source,
             facts,
-            line_index,
+            lines,
             rules,
             diagnostics: Vec::new(),
             emit: false,
@@ -364,7 +364,7 @@ impl<'a> Checker<'a> {
     }
 
     pub fn line(&self, offset: TextSize) -> usize {
-        self.line_index.line_index(offset).get()
+        self.lines.line(offset)
     }
 
     /// Source text of a node, on one line and shortened for a message.

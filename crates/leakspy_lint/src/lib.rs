@@ -7,6 +7,7 @@
 pub mod checker;
 pub mod diagnostic;
 pub mod fix;
+pub mod lines;
 pub mod noqa;
 pub mod output;
 pub mod registry;
@@ -32,12 +33,22 @@ pub struct SyntaxError {
 pub struct CheckedSource {
     pub diagnostics: Vec<Diagnostic>,
     pub syntax_error: Option<SyntaxError>,
-    pub line_index: LineIndex,
+    /// The line starts, when the check needed them.
+    line_index: Option<LineIndex>,
+}
+
+impl CheckedSource {
+    /// The line starts of `source`, the text that was checked: the check's own when it built
+    /// them, else built now.
+    pub fn take_line_index(&mut self, source: &str) -> LineIndex {
+        self.line_index
+            .take()
+            .unwrap_or_else(|| LineIndex::from_source_text(source))
+    }
 }
 
 /// Checks one Python source text with the enabled rules.
 pub fn check_source(source: &str, rules: &RuleSet) -> CheckedSource {
-    let line_index = LineIndex::from_source_text(source);
     let parsed = match parse_module(source) {
         Ok(parsed) => parsed,
         Err(err) => {
@@ -47,36 +58,36 @@ pub fn check_source(source: &str, rules: &RuleSet) -> CheckedSource {
                     message: err.error.to_string(),
                     range: err.range(),
                 }),
-                line_index,
+                line_index: None,
             };
         }
     };
-    let (noqa, called) = scan_tokens(parsed.tokens(), source, &line_index);
+    let lines = lines::Lines::new(source);
+    let (noqa, called) = scan_tokens(parsed.tokens(), source, &lines);
     if noqa.file_exempt() {
         return CheckedSource {
             diagnostics: Vec::new(),
             syntax_error: None,
-            line_index,
+            line_index: lines.into_built(),
         };
     }
     let suite = parsed.suite();
     let facts = semantic::facts::ModuleFacts::collect(suite);
     // Rules that look for one library call skip files that never name it.
     let active = rules.for_source(source);
-    let checker =
-        checker::Checker::new(source, &facts, &line_index, &active).with_called_names(called);
+    let checker = checker::Checker::new(source, &facts, &lines, &active).with_called_names(called);
     let mut diagnostics = checker.check_module(suite);
     diagnostics.retain(|d| {
         rules.contains(d.rule)
             && !noqa.suppresses(
-                line_index.line_index(d.range.start()).to_zero_indexed(),
+                lines.index().line_index(d.range.start()).to_zero_indexed(),
                 d.rule,
             )
     });
     CheckedSource {
         diagnostics,
         syntax_error: None,
-        line_index,
+        line_index: lines.into_built(),
     }
 }
 
@@ -85,7 +96,7 @@ pub fn check_source(source: &str, rules: &RuleSet) -> CheckedSource {
 fn scan_tokens<'s>(
     tokens: &ruff_python_ast::token::Tokens,
     source: &'s str,
-    line_index: &LineIndex,
+    lines: &lines::Lines,
 ) -> (noqa::NoqaMap, rustc_hash::FxHashSet<&'s str>) {
     use ruff_python_ast::token::TokenKind;
     let mut noqa = noqa::NoqaMap::default();
@@ -96,7 +107,7 @@ fn scan_tokens<'s>(
         let kind = token.kind();
         if kind.is_trivia() {
             if kind == TokenKind::Comment {
-                noqa.add_comment(&source[token.range()], token.start(), line_index);
+                noqa.add_comment(&source[token.range()], token.start(), lines);
             }
             continue;
         }

@@ -1,9 +1,9 @@
 //! `# noqa`, `# noqa: LS001,LS002` (per line) and `# leakspy: noqa` (whole file).
 
-use ruff_source_file::LineIndex;
 use ruff_text_size::TextSize;
 use rustc_hash::FxHashMap;
 
+use crate::lines::Lines;
 use crate::registry::Rule;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,7 +21,7 @@ pub struct NoqaMap {
 
 impl NoqaMap {
     /// Reads one comment token's text; the caller walks the tokens once for several purposes.
-    pub fn add_comment(&mut self, text: &str, start: TextSize, index: &LineIndex) {
+    pub fn add_comment(&mut self, text: &str, start: TextSize, lines: &Lines) {
         let body = text.trim_start_matches('#').trim();
         if let Some(rest) = strip_prefix_ci(body, "leakspy:") {
             if strip_prefix_ci(rest.trim(), "noqa").is_some() {
@@ -30,7 +30,7 @@ impl NoqaMap {
             return;
         }
         if let Some(directive) = parse_noqa(text) {
-            let line = index.line_index(start).to_zero_indexed();
+            let line = lines.line(start) - 1;
             self.lines.insert(line, directive);
         }
     }

@@ -35,11 +35,12 @@ fn expected_lines(source: &str, rule: Rule) -> Vec<usize> {
 }
 
 fn render(rule: Rule, source: &str) -> String {
-    let checked = check_source(source, &only(rule));
+    let mut checked = check_source(source, &only(rule));
     assert!(checked.syntax_error.is_none(), "{:?}", checked.syntax_error);
+    let index = checked.take_line_index(source);
     let mut out = String::new();
     for d in &checked.diagnostics {
-        let loc = checked.line_index.line_column(d.range.start(), source);
+        let loc = index.line_column(d.range.start(), source);
         let line = source.lines().nth(loc.line.to_zero_indexed()).unwrap_or("");
         writeln!(
             out,
@@ -83,11 +84,12 @@ fn render(rule: Rule, source: &str) -> String {
 
 fn check_rule(rule: Rule) {
     let (_, source) = fixture(&format!("{}.py", rule.code()));
-    let checked = check_source(&source, &only(rule));
+    let mut checked = check_source(&source, &only(rule));
+    let index = checked.take_line_index(&source);
     let mut got: Vec<usize> = checked
         .diagnostics
         .iter()
-        .map(|d| checked.line_index.line_index(d.range.start()).get())
+        .map(|d| index.line_index(d.range.start()).get())
         .collect();
     got.dedup();
     let want = expected_lines(&source, rule);
@@ -105,15 +107,16 @@ fn check_rule(rule: Rule) {
     insta::assert_snapshot!(rule.code(), render(rule, &source));
 
     let (_, ok) = fixture(&format!("{}_ok.py", rule.code()));
-    let checked = check_source(&ok, &only(rule));
+    let mut checked = check_source(&ok, &only(rule));
     assert!(checked.syntax_error.is_none());
+    let index = checked.take_line_index(&ok);
     let rendered: Vec<String> = checked
         .diagnostics
         .iter()
         .map(|d| {
             format!(
                 "line {}: {}",
-                checked.line_index.line_index(d.range.start()).get(),
+                index.line_index(d.range.start()).get(),
                 d.message
             )
         })

@@ -94,12 +94,13 @@ fn check_file(file: &str) -> Vec<StaticMatch> {
     let Ok(source) = std::fs::read_to_string(path) else {
         return Vec::new();
     };
-    let checked = check_source(&source, &RuleSet::default());
+    let mut checked = check_source(&source, &RuleSet::default());
+    let index = checked.take_line_index(&source);
     checked
         .diagnostics
         .iter()
         .map(|d| {
-            let line = checked.line_index.line_index(d.range.start()).get() as u64;
+            let line = index.line_index(d.range.start()).get() as u64;
             StaticMatch {
                 rule: d.rule.code().to_string(),
                 file: file.to_string(),

@@ -276,16 +276,18 @@ fn check_file(path: &Path, rules: &RuleSet, fix: Option<Applicability>, write: b
         Ok(s) => s,
         Err(p) => return Outcome::Problem(p),
     };
+    // The text is copied only when a fix changes it.
     let checked = std::panic::catch_unwind(|| {
-        let mut current = source.clone();
+        let mut fixed_text: Option<String> = None;
         let mut applied_total = 0;
-        let mut result = check_source(&current, rules);
+        let mut result = check_source(&source, rules);
         if let Some(min) = fix {
             for _ in 0..4 {
                 if result.syntax_error.is_some() {
                     break;
                 }
-                let fixed = apply_fixes(&current, &result.diagnostics, min);
+                let current = fixed_text.as_deref().unwrap_or(&source);
+                let fixed = apply_fixes(current, &result.diagnostics, min);
                 if fixed.applied == 0 {
                     break;
                 }
@@ -295,13 +297,13 @@ fn check_file(path: &Path, rules: &RuleSet, fix: Option<Applicability>, write: b
                     break;
                 }
                 applied_total += fixed.applied;
-                current = fixed.source;
+                fixed_text = Some(fixed.source);
                 result = again;
             }
         }
-        (current, applied_total, result)
+        (fixed_text, applied_total, result)
     });
-    let (current, applied, result) = match checked {
+    let (fixed_text, applied, mut result) = match checked {
         Ok(v) => v,
         Err(_) => {
             return Outcome::Problem(Problem {
@@ -311,8 +313,8 @@ fn check_file(path: &Path, rules: &RuleSet, fix: Option<Applicability>, write: b
             });
         }
     };
-    if applied > 0 && write {
-        if let Err(e) = std::fs::write(path, &current) {
+    if let Some(text) = fixed_text.as_deref().filter(|_| write) {
+        if let Err(e) = std::fs::write(path, text) {
             return Outcome::Problem(Problem {
                 path: path.to_path_buf(),
                 reason: format!("cannot write the fixed file: {e}"),
@@ -324,17 +326,23 @@ fn check_file(path: &Path, rules: &RuleSet, fix: Option<Applicability>, write: b
     // A clean file's text is not needed for the output: drop it now rather than hold every
     // source of a large tree until the end.
     let clean = result.diagnostics.is_empty() && result.syntax_error.is_none() && applied == 0;
-    let (current, line_index) = if clean {
+    let (current, line_index, fix_log) = if clean {
         (
             String::new(),
             ruff_source_file::LineIndex::from_source_text(""),
+            None,
         )
     } else {
-        (current, result.line_index)
+        let (current, fix_log) = match fixed_text {
+            Some(text) => (text, fix.is_some().then_some((source, applied))),
+            None => (source, None),
+        };
+        let line_index = result.take_line_index(&current);
+        (current, line_index, fix_log)
     };
     Outcome::Checked(Box::new(FileResult {
         path: display,
-        fix_log: (fix.is_some() && applied > 0).then_some((source, applied)),
+        fix_log,
         source: current,
         line_index,
         diagnostics: result.diagnostics,

@@ -161,9 +161,6 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
 
 /// The keys that are both an input and an output of a module call (`out, h = rnn(x, h)`).
 fn carried_keys(checker: &Checker, target: &Expr, call: &ExprCall) -> Option<Vec<String>> {
-    if !is_module_call(checker, call) {
-        return None;
-    }
     let mut outputs = Vec::new();
     target_keys(target, &mut outputs);
     if outputs.is_empty() {
@@ -179,7 +176,8 @@ fn carried_keys(checker: &Checker, target: &Expr, call: &ExprCall) -> Option<Vec
         target_keys(a, &mut inputs);
     }
     let carried: Vec<String> = outputs.into_iter().filter(|o| inputs.contains(o)).collect();
-    (!carried.is_empty()).then_some(carried)
+    // The syntactic test first: most assignments carry nothing, and the callee's value costs more.
+    (!carried.is_empty() && is_module_call(checker, call)).then_some(carried)
 }
 
 /// A call of an `nn.Module`, or of a callee named like a recurrent layer (`rnn`, `self.lstm`,

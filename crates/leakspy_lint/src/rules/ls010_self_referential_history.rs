@@ -76,7 +76,6 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
         },
         _ => return,
     };
-    let Some(key) = dotted(target) else { return };
     let (concat_expr, sliced) = unwrap_result(value);
     let Expr::Call(call) = concat_expr else {
         return;
@@ -84,6 +83,7 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     let Some(func) = concat_function(checker, call) else {
         return;
     };
+    let Some(key) = dotted(target) else { return };
     let Some(seq) = call.arguments.args.first().or_else(|| {
         call.arguments
             .keywords

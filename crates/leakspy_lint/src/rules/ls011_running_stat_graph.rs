@@ -410,15 +410,17 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
     }
     let name = match &*call.func {
         Expr::Attribute(a) => {
-            let recv = checker.value(&a.value);
-            if recv.has_graph()
-                || !matches!(recv.kind, Kind::Unknown | Kind::Module)
-                || !checker
-                    .facts
-                    .classes
-                    .values()
-                    .any(|c| c.methods.contains(a.attr.as_str()))
+            // The method-name test first: it rules out most calls without evaluating anything.
+            if !checker
+                .facts
+                .classes
+                .values()
+                .any(|c| c.methods.contains(a.attr.as_str()))
             {
+                return;
+            }
+            let recv = checker.value(&a.value);
+            if recv.has_graph() || !matches!(recv.kind, Kind::Unknown | Kind::Module) {
                 return;
             }
             a.attr.as_str()

@@ -54,21 +54,23 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
     let Some(frame) = checker.innermost_loop() else {
         return;
     };
-    if frame.is_coarse() {
-        return;
-    }
     let Some(q) = checker.qualified_function(&call.func) else {
         return;
     };
-    let loop_line = checker.line(frame.offset);
     let (is_numpy, is_torch) = (q.starts_with("numpy."), q.starts_with("torch."));
     let func = last_segment(&q);
-    if is_numpy
+    let stacks = is_numpy
         && matches!(
             func,
             "stack" | "concatenate" | "vstack" | "hstack" | "array" | "asarray"
-        )
-    {
+        );
+    let allocates = (is_numpy || is_torch) && matches!(func, "zeros" | "ones" | "empty" | "full");
+    // Whether the loop is coarse is worked out (once per loop) only for a call it could report.
+    if !(stacks || allocates) || frame.is_coarse() {
+        return;
+    }
+    let loop_line = checker.line(frame.offset);
+    if stacks {
         // A list rebuilt and grown in this iteration, then copied into a new array.
         let Some(Expr::Name(list)) = call.arguments.args.first() else {
             return;
@@ -84,9 +86,6 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
             checker.snippet(call.range())
         );
         checker.report(Diagnostic::new(Rule::LS104, message, call.range()));
-        return;
-    }
-    if !(is_numpy || is_torch) || !matches!(func, "zeros" | "ones" | "empty" | "full") {
         return;
     }
     if is_torch

@@ -401,11 +401,20 @@ fn record_reads(stmt: &Stmt, method: &str, attrs: &mut FxHashMap<String, PlaceFa
             if let Expr::Attribute(a) = expr {
                 if a.ctx.is_load() {
                     if let Some(attr) = self_attr(expr) {
-                        self.attrs
-                            .entry(attr.to_string())
-                            .or_default()
-                            .read_in
-                            .insert(self.method.to_string());
+                        // Most reads repeat an attribute and method already recorded: look up
+                        // before allocating the keys.
+                        match self.attrs.get_mut(attr) {
+                            Some(place) => {
+                                if !place.read_in.contains(self.method) {
+                                    place.read_in.insert(self.method.to_string());
+                                }
+                            }
+                            None => {
+                                let mut place = PlaceFacts::default();
+                                place.read_in.insert(self.method.to_string());
+                                self.attrs.insert(attr.to_string(), place);
+                            }
+                        }
                     }
                 }
             }
