@@ -142,7 +142,7 @@ pub struct Checker<'a> {
     /// Names that appear called (`name(`) anywhere in the file; `None` when unknown.
     called_names: Option<FxHashSet<&'a str>>,
     /// The last `qualified_function` answer, by callee address; cleared at each statement.
-    qualified_memo: std::cell::RefCell<Option<(usize, Option<String>)>>,
+    qualified_memo: std::cell::RefCell<Option<(usize, Option<Rc<str>>)>>,
 }
 
 impl<'a> Checker<'a> {
@@ -728,7 +728,7 @@ impl<'a> Checker<'a> {
 
     /// The dotted, import-resolved name of a function being called, when the call is of a
     /// module-level function (`torch.cat`, `F.mse_loss`, `np.zeros`), not a method on a value.
-    pub fn qualified_function(&self, func: &Expr) -> Option<String> {
+    pub fn qualified_function(&self, func: &Expr) -> Option<Rc<str>> {
         // Every call hook of every rule asks this of the same callee; the environment does not
         // change between them, so the last answer is kept until the next statement.
         let at = func as *const Expr as usize;
@@ -737,7 +737,7 @@ impl<'a> Checker<'a> {
                 return q.clone();
             }
         }
-        let q = self.qualify_uncached(func);
+        let q: Option<Rc<str>> = self.qualify_uncached(func).map(Rc::from);
         *self.qualified_memo.borrow_mut() = Some((at, q.clone()));
         q
     }
@@ -1177,7 +1177,7 @@ impl<'a> Checker<'a> {
             Expr::Attribute(a) => self.instance_attr(a)?.class.clone(),
             Expr::Call(call) => {
                 let q = self.qualified_function(&call.func)?;
-                self.facts.classes.contains_key(q.as_str()).then_some(q)
+                self.facts.classes.contains_key(&*q).then(|| q.to_string())
             }
             Expr::Subscript(sub) => self.elem_class_of(&sub.value),
             _ => None,

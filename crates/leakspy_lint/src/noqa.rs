@@ -59,11 +59,14 @@ fn strip_prefix_ci<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
 /// Finds a `noqa` directive anywhere in a comment (it may follow other text, as in
 /// `# type: ignore  # noqa: LS002`).
 fn parse_noqa(comment: &str) -> Option<Directive> {
-    // Every comment of every file comes here: look for `noqa` without a lowercased copy.
-    let pos = comment
-        .as_bytes()
-        .windows(4)
-        .position(|w| w.eq_ignore_ascii_case(b"noqa"))?;
+    // Every comment of every file comes here: jump from `n` to `n` (memchr) rather than
+    // compare every window, and never make a lowercased copy.
+    let bytes = comment.as_bytes();
+    let pos = memchr::memchr2_iter(b'n', b'N', bytes).find(|&i| {
+        bytes
+            .get(i..i + 4)
+            .is_some_and(|w| w.eq_ignore_ascii_case(b"noqa"))
+    })?;
     // `noqa` must start a comment segment: preceded by `#` and spaces only.
     let before = comment[..pos].trim_end();
     if !before.ends_with('#') {
@@ -103,5 +106,8 @@ mod tests {
             Some(Directive::Codes(vec!["LS012".into()]))
         );
         assert_eq!(parse_noqa("# this is not a noqa comment"), None);
+        assert_eq!(parse_noqa("# NoQA"), Some(Directive::All));
+        assert_eq!(parse_noqa("# no"), None);
+        assert_eq!(parse_noqa("# nnoqa"), None);
     }
 }

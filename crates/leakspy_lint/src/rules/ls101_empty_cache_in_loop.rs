@@ -69,7 +69,7 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall, stmt: &Stmt) {
         return;
     };
     if !matches!(
-        q.as_str(),
+        &*q,
         "torch.cuda.empty_cache"
             | "torch.cuda.memory.empty_cache"
             | "torch.mps.empty_cache"

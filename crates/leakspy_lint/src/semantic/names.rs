@@ -55,23 +55,18 @@ impl Imports {
     /// The qualified dotted name of a name/attribute chain, resolving the head through imports
     /// and the community's conventional aliases when the file does not import them itself.
     pub fn qualify(&self, expr: &Expr) -> Option<String> {
-        let mut parts: Vec<&str> = Vec::new();
+        let mut len = 0;
         let mut cur = expr;
-        loop {
+        let head = loop {
             match cur {
                 Expr::Attribute(attr) => {
-                    parts.push(attr.attr.as_str());
+                    len += attr.attr.len() + 1;
                     cur = &attr.value;
                 }
-                Expr::Name(name) => {
-                    parts.push(name.id.as_str());
-                    break;
-                }
+                Expr::Name(name) => break name.id.as_str(),
                 _ => return None,
             }
-        }
-        parts.reverse();
-        let head = parts[0];
+        };
         let resolved = match self.aliases.get(head) {
             Some(full) => full.as_str(),
             None => match head {
@@ -83,12 +78,19 @@ impl Imports {
                 _ => head,
             },
         };
-        let mut out = String::with_capacity(32);
-        out.push_str(resolved);
-        for part in &parts[1..] {
-            out.push('.');
-            out.push_str(part);
+        // Every call of every file is qualified: one exact allocation, no list of parts.
+        fn push_chain(expr: &Expr, head: &str, out: &mut String) {
+            match expr {
+                Expr::Attribute(attr) => {
+                    push_chain(&attr.value, head, out);
+                    out.push('.');
+                    out.push_str(attr.attr.as_str());
+                }
+                _ => out.push_str(head),
+            }
         }
+        let mut out = String::with_capacity(resolved.len() + len);
+        push_chain(expr, resolved, &mut out);
         Some(out)
     }
 }
