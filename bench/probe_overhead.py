@@ -131,7 +131,7 @@ def main():
     lines = [
         "# Overhead on a healthy training loop",
         "",
-        f"`{Path(PY).name} bench/probe_overhead.py` (ROUNDS={ROUNDS}, SECONDS={SECONDS}): "
+        f"`{Path(PY).name} bench/probe_overhead.py` ({f'ONLY={ONLY!r}, ' if ONLY else ''}ROUNDS={ROUNDS}, SECONDS={SECONDS}): "
         f"examples/zoo/healthy.py (conv net, batch 64, one thread) on {os.cpu_count()} CPUs ({cpu}).",
         "Time ratio = plain steps/s ÷ variant steps/s within one round; median (min–max) over rounds, "
         "and the 95 % bootstrap interval of the median.",

@@ -83,15 +83,19 @@ def main():
     tf_files, tf_l, tf_t, tf_ratio = torchfix_part(leakspy)
 
     overhead_out = sh([PY, "bench/probe_overhead.py"],
-                      env={"ROUNDS": "2" if QUICK else "3", "SECONDS": "8" if QUICK else "15",
+                      env={"ROUNDS": "2" if QUICK else "4", "SECONDS": "8" if QUICK else "15",
                            "OUT": "/dev/null"})
 
     def ratio(label):
         for line in overhead_out.splitlines():
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if len(cells) == 3 and cells[0] == label:
-                return cells[2]
+            if len(cells) == 4 and cells[0] == label:
+                return "%s, 95 %% interval of the median %s" % (cells[2], cells[3])
         return "?"
+
+    accounting = next((line for line in overhead_out.splitlines()
+                       if line.startswith("The probe's own accounting")), "?")
+    census_share = re.search(r"([0-9.]+ %) of it", accounting)
 
     zoo_out = sh([PY, "bench/zoo_detection.py"],
                  env={"LEAKSPY": leakspy, "ZOO_SECONDS": "12" if QUICK else "20"})
@@ -109,6 +113,8 @@ def main():
          "%.4f\u00d7 (%.3f s vs %.2f s)" % (tf_ratio, tf_l, tf_t), "bench/table.py (torchfix_part)"),
         ("training loop under `leakspy run` (defaults) vs plain", ratio("leakspy run"),
          "bench/probe_overhead.py"),
+        ("... the probe's censuses, by its own accounting (share of the loop's time)",
+         census_share.group(1) if census_share else "?", "bench/probe_overhead.py"),
         ("... under `leakspy run --no-probe`", ratio("leakspy run --no-probe"), "bench/probe_overhead.py"),
         ("... under memray", ratio("memray run"), "bench/probe_overhead.py"),
         ("... under tracemalloc", ratio("python -X tracemalloc"), "bench/probe_overhead.py"),
