@@ -23,14 +23,25 @@ from ._channel import Channel
 
 _monotonic = time.monotonic
 _perf = time.perf_counter
+# The probe's work is charged in this thread's CPU time: wall time would also
+# charge it the moments the job waits for a CPU that other programs hold.
+_cpu = time.thread_time
 _INF = float("inf")
 
-STEP_COALESCE_S = 0.02
+# One step message per 0.1 s at most, the monitor's own sampling interval: a
+# message costs the job a socket write and a wake-up of the monitor (tens of
+# microseconds, more on a busy machine), and finer steps add nothing to a
+# per-step fit of 10 Hz samples.
+STEP_COALESCE_S = 0.1
 FIRST_CENSUS_STEPS = 3
 # What a census costs at torch's baseline after a first step (~0.1 s,
 # docs/probe.md): the first census waits until the budget has paid for it,
 # so a short or healthy job never spends more than its budget on the probe.
 FIRST_CENSUS_COST_S = 0.1
+# What the optimizer hook and `leakspy.step()` cost per call, charged to the
+# budget by count: the upper end of python/tests/bench_probe.py's figures
+# (0.4-1.0 us), since timing each call would cost as much as the call.
+STEP_COST_S = 1e-6
 TRACE_STEPS = 3
 TRACE_TIMER_S = 1.0
 FIRST_TIMER_S = 1.0
@@ -65,8 +76,20 @@ class _State(object):
         self.man = _Counter("manual")
         self.due = 0.0
         self.budget = _budget(budget)
-        self.next_census = _monotonic() + (
+        now = _monotonic()
+        self.next_census = now + (
             FIRST_CENSUS_COST_S / self.budget if self.budget > 0 else 0.0)
+        # The probe's own accounting (docs/probe.md, "Cost"): seconds of work
+        # it measured on the job's threads, and the census credit those
+        # seconds are paid from (`_settle`).
+        self.spent = 0.0
+        self.credit = 0.0
+        self.expected = FIRST_CENSUS_COST_S
+        self.acct_t = now
+        self.acct_probe = 0.0
+        self.step_t = now  # end of the last census: the step rate between censuses
+        self.step_n = 0
+        self.step_dt = None  # seconds per step before the last census
         if census is None:
             census = os.environ.get("LEAKSPY_PROBE_CENSUS", "1").strip() != "0"
         self.census_on = bool(census) and self.budget > 0
@@ -274,7 +297,9 @@ def _step(c):
     if now - c.sent_t >= STEP_COALESCE_S:
         c.sent_t = now
         c.sent_n = c.n
+        t0 = _cpu()
         _send({"kind": "step", "pid": st.pid, "step": c.n, "source": c.source})
+        st.spent += _cpu() - t0
     if now >= st.due:
         _on_due(st, c)
 
@@ -310,11 +335,56 @@ def _on_due(st, c):
     try:
         if st.trace_pending and (st.opt.n + st.man.n) - st.trace_n >= TRACE_STEPS:
             _resolve_sites(st)
-        elif c.n >= FIRST_CENSUS_STEPS and _monotonic() >= st.next_census:
+        elif c.n >= FIRST_CENSUS_STEPS and _census_paid(st):
             _census(st, c.source, c.n)
         _set_due(st)
     finally:
         st.busy.release()
+
+
+def _probe_seconds(st):
+    """All the probe has cost this process's threads so far: the work it
+    timed, and its step hooks counted at their measured cost."""
+    return st.spent + (st.opt.n + st.man.n) * STEP_COST_S
+
+
+def _settle(st, now):
+    """Brings the census credit up to ``now``: the job's own time since the
+    last settlement earns ``budget`` of it, the probe's work since then
+    spends it. So over a run the probe's work stays within ``budget`` of the
+    job's own time, whatever each census costs. The credit never exceeds
+    one census, so a stretch without steps (evaluation, a long data load)
+    does not buy a burst of censuses afterwards."""
+    probe = _probe_seconds(st)
+    d_probe = probe - st.acct_probe
+    d_job = (now - st.acct_t) - d_probe
+    st.credit = min(st.credit + st.budget * d_job - d_probe, st.expected)
+    st.acct_t, st.acct_probe = now, probe
+
+
+def _schedule(st, now):
+    """The next census: when the job's time will have paid for it."""
+    owed = st.expected - st.credit
+    st.next_census = now + (owed / st.budget if owed > 0 else 0.0)
+
+
+def _census_paid(st):
+    now = _monotonic()
+    if now < st.next_census:
+        return False
+    _settle(st, now)
+    # Steps since the schedule was made cost a little: a census that is
+    # nearly paid for waits, it does not run on credit.
+    if st.credit < 0.98 * st.expected:
+        _schedule(st, now)
+        return False
+    return True
+
+
+def _send_cost(st, now):
+    _send({"kind": "cost", "pid": st.pid, "probe_s": round(_probe_seconds(st), 6),
+           "wall_s": round(now - st.t_start, 6), "budget": st.budget,
+           "censuses": st.census.n if st.census is not None else 0})
 
 
 def _set_due(st):
@@ -456,14 +526,20 @@ def _ensure_census(st):
 def _census(st, source, step):
     if not _ensure_census(st):
         return
+    n = st.opt.n + st.man.n
+    if n > st.step_n:
+        st.step_dt = (_monotonic() - st.step_t) / (n - st.step_n)
     t0 = _perf()
+    c0 = _cpu()
     try:
         with _gc_paused():
             fields, suspects = st.census.run(want_picks=True)
     except Exception as e:
+        st.spent += _cpu() - c0
         _census_failed(st, e)
         return
     cost = _perf() - t0
+    census_cpu = _cpu() - c0
     msg = {"kind": "census", "pid": st.pid, "step": step, "source": source,
            "cost_s": round(cost, 6), "n": st.census.n, "dropped": st.channel.take_dropped()}
     msg.update(fields)
@@ -476,11 +552,18 @@ def _census(st, source, step):
             _note("warn", "suspect search failed: %s" % _describe(e))
         del suspects
     total = _perf() - t0
-    gap = total / st.budget
-    if gap > MAX_GAP_S:
+    st.spent += _cpu() - c0
+    # The next census is expected to cost what this one did without its
+    # holder search (a search is rare; the credit pays it back).
+    st.expected = max(census_cpu, 1e-4)
+    if total / st.budget > MAX_GAP_S:
         st.census_on = False
         _note("warn", "census disabled: budget exhausted (one census took %.1f s)" % total)
-    st.next_census = _monotonic() + gap
+    now = _monotonic()
+    _settle(st, now)
+    _schedule(st, now)
+    st.step_t, st.step_n = now, st.opt.n + st.man.n
+    _send_cost(st, now)
 
 
 def _census_failed(st, e):
@@ -710,7 +793,13 @@ def _stop_tracing(st):
 
 def _resolve_sites(st):
     """A few steps after a suspect: where were its newest instances made?"""
-    t0 = _perf()
+    c0 = _cpu()
+    # The steps run under tracemalloc were slower: what they took beyond the
+    # step time before the census is the probe's cost too.
+    window = _monotonic() - st.trace_t
+    steps = (st.opt.n + st.man.n) - st.trace_n
+    if st.step_dt is not None and window > 0:
+        st.spent += min(max(window - steps * st.step_dt, 0.0), window)
     pending, st.trace_pending = st.trace_pending, {}
     try:
         import tracemalloc
@@ -737,8 +826,12 @@ def _resolve_sites(st):
                              "function": _clean(function_at(f, line))}
         st.sent[key] = msg
         _send(msg)
-    cost = _perf() - t0
-    st.next_census = max(st.next_census, _monotonic() + cost / max(st.budget, 1e-6))
+    st.spent += _cpu() - c0
+    now = _monotonic()
+    next_census = st.next_census
+    _settle(st, now)
+    _schedule(st, now)
+    st.next_census = max(st.next_census, next_census)
 
 
 SITE_CANDIDATES = 400
@@ -1005,6 +1098,7 @@ def _timer_main(st, wake, exited):
                 if st.trace_pending:
                     _resolve_sites(st)
                 else:
+                    _settle(st, _monotonic())
                     _census(st, "timer", None)
                     st.next_census = max(st.next_census, _monotonic() + MIN_TIMER_GAP_S)
             finally:
@@ -1094,6 +1188,8 @@ def _at_exit():
                 c.sent_n = c.n
                 _send({"kind": "step", "pid": st.pid, "step": c.n, "source": c.source})
         _stop_tracing(st)
+        if not st.forked:
+            _send_cost(st, _monotonic())
         if st.active:
             st.channel.drain(1.0)
             st.channel.close()

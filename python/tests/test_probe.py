@@ -519,6 +519,67 @@ def test_a_program_that_never_steps_gets_timer_censuses(monitor):
     assert any(s["holder"]["path"] == "__main__.kept" for s in sus.values()), sus
 
 
+# -- the budget ------------------------------------------------------------------------
+
+
+@needs_torch
+def test_the_probe_keeps_to_its_budget_by_its_own_accounting(monitor):
+    budget = 0.05
+    p = monitor.run("""
+        import time
+        import torch
+        model = torch.nn.Linear(32, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 6.0:
+            loss = model(torch.randn(64, 32)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        print("done")
+    """, env=monitor.env(LEAKSPY_PROBE_BUDGET=str(budget)), timeout=90)
+    check_ok(p)
+    censuses = monitor.messages("census")
+    costs = monitor.messages("cost")
+    assert len(censuses) >= 2, len(censuses)
+    # One account after each census, and a last one at exit.
+    assert len(costs) == len(censuses) + 1, (len(costs), len(censuses))
+    last = costs[-1]
+    assert last["censuses"] == len(censuses) and last["budget"] == budget
+    assert last["probe_s"] > 0 and last["wall_s"] > 6.0
+    assert [c["probe_s"] for c in costs] == sorted(c["probe_s"] for c in costs)
+    # The probe's work stays within the budget of the job's own time, give or
+    # take the one census it may run ahead of it.
+    job = last["wall_s"] - last["probe_s"]
+    one_census = max(c["cost_s"] for c in censuses)
+    assert last["probe_s"] <= budget * job + one_census, (last, one_census)
+
+
+def test_a_long_pause_does_not_buy_a_burst_of_censuses(monitor):
+    p = monitor.run("""
+        import time
+        import leakspy
+        kept = []
+        for i in range(10):
+            kept.append([i])
+            leakspy.step()
+            time.sleep(0.05)
+        print("paused", flush=True)
+        time.sleep(3.0)
+        for i in range(300):
+            kept.append([i])
+            leakspy.step()
+        print("done")
+    """, env=monitor.env(LEAKSPY_PROBE_BUDGET="0.5"))
+    check_ok(p)
+    censuses = monitor.messages("census")
+    assert censuses and censuses[0]["step"] <= 10, [c["step"] for c in censuses]
+    # 3 s at a 50 % budget would pay for dozens of these censuses; the credit
+    # holds one, so the 300 quick steps after the pause see one or two.
+    after = [c["step"] for c in censuses if c["step"] > 10]
+    assert 1 <= len(after) <= 2, [c["step"] for c in censuses]
+
+
 # -- resilience ------------------------------------------------------------------------
 
 
@@ -566,8 +627,8 @@ def test_a_forked_child_says_hello_on_its_own_connection(monitor):
         pid = os.fork()
         if pid == 0:
             for i in range(3):
+                time.sleep(0.12)  # past the probe's step coalescing (0.1 s): os._exit skips its flush
                 leakspy.step()
-                time.sleep(0.03)
             os._exit(0)
         os.waitpid(pid, 0)
         leakspy.step()

@@ -85,6 +85,21 @@ fn check(program: &str) {
         "{program}: no optimizer steps\n{}",
         run.stderr
     );
+    // The probe accounts for its own work, and kept it within the budget the
+    // run gave it (0.2 of the job's time), give or take one census and the
+    // steps it slowed while tracing allocations.
+    let cost = &r["probe"]["cost"];
+    let share = cost["share"].as_f64().unwrap_or_else(|| {
+        panic!(
+            "{program}: no probe cost in the report: {cost}\n{}",
+            run.stderr
+        )
+    });
+    assert!(
+        share > 0.0 && share <= 0.25 && cost["budget"] == 0.2,
+        "{program}: {cost}\n{}",
+        run.stderr
+    );
     let groups = r["growth"].as_array().cloned().unwrap_or_default();
     if want["verdict"] == "leak" {
         assert_eq!(r["verdict"], "leak", "{program}\n{}", run.stderr);

@@ -415,6 +415,7 @@ impl Monitor {
             }
             "census" => self.emit(&Event::Census(message)),
             "suspect" => self.emit(&Event::Suspect(message)),
+            "cost" => self.emit(&Event::Cost(message)),
             "note" => {
                 let level = match message.get("level").and_then(serde_json::Value::as_str) {
                     Some("warn") => NoteLevel::Warn,

@@ -591,7 +591,33 @@ fn probe_info(trace: &Trace) -> ProbeInfo {
             .steps()
             .filter(|s| s.source == leakspy_trace::StepSource::Optimizer)
             .count(),
+        cost: probe_cost(trace),
     }
+}
+
+fn probe_cost(trace: &Trace) -> Option<crate::model::ProbeCost> {
+    let mut probe_s = 0.0;
+    let mut share: f64 = 0.0;
+    let mut budget = None;
+    let mut any = false;
+    for c in trace.costs() {
+        let field = |k: &str| c.get(k).and_then(serde_json::Value::as_f64);
+        let (Some(p), Some(wall)) = (field("probe_s"), field("wall_s")) else {
+            continue;
+        };
+        if !(p.is_finite() && wall.is_finite() && p >= 0.0 && wall > p) {
+            continue;
+        }
+        any = true;
+        probe_s += p;
+        share = share.max(p / (wall - p));
+        budget = budget.or(field("budget"));
+    }
+    any.then_some(crate::model::ProbeCost {
+        probe_s,
+        share,
+        budget,
+    })
 }
 
 /// What grows but is not a leak, said plainly so nobody chases it.

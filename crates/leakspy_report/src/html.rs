@@ -167,6 +167,13 @@ pub fn render_html(d: &Diagnosis, trace: &Trace) -> String {
     }
     series_table(&mut out, d);
     throughput_section(&mut out, d, &clock);
+    if let Some(c) = &d.probe.cost {
+        let _ = writeln!(
+            out,
+            "<section id=\"probe-cost\"><h2>What watching cost</h2><p>{}</p></section>",
+            escape(&c.describe(d.probe.censuses))
+        );
+    }
     let _ = write!(
         out,
         "<footer>leakspy {} &#183; trace format v{} &#183; written by leakspy {}</footer>\n</main></body></html>\n",

@@ -167,6 +167,46 @@ pub struct ProbeInfo {
     pub suspects: usize,
     /// Step events counted by the optimizer hook.
     pub optimizer_steps: usize,
+    /// The probe's own accounting, from its last `cost` event in each
+    /// process; `None` when no process reported one.
+    pub cost: Option<ProbeCost>,
+}
+
+/// What the probe's work took from the job, by its own clock.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProbeCost {
+    /// Seconds of probe work on the job's threads, all processes together.
+    pub probe_s: f64,
+    /// The largest share of one process's own time (probe seconds over the
+    /// process's seconds without them): the slowdown the probe caused there.
+    pub share: f64,
+    /// The census budget the probe ran with (a share of the job's time).
+    pub budget: Option<f64>,
+}
+
+impl ProbeCost {
+    /// One sentence for the reports.
+    pub fn describe(&self, censuses: usize) -> String {
+        let budget = self
+            .budget
+            .map(|b| format!(" (budget {})", fmt_percent(b)))
+            .unwrap_or_default();
+        format!(
+            "{censuses} census{}, {:.2} s of probe work on the job's threads: {} of the job's own time{budget}",
+            if censuses == 1 { "" } else { "es" },
+            self.probe_s,
+            fmt_percent(self.share),
+        )
+    }
+}
+
+fn fmt_percent(x: f64) -> String {
+    let p = x * 100.0;
+    if p < 10.0 {
+        format!("{p:.2} %")
+    } else {
+        format!("{p:.0} %")
+    }
 }
 
 /// Facts about the run.

@@ -51,6 +51,9 @@ pub fn render_text(d: &Diagnosis, trace: &Trace) -> String {
             if t.falling { ", falling" } else { "" }
         );
     }
+    if let Some(c) = &d.probe.cost {
+        let _ = writeln!(out, "  probe: {}", c.describe(d.probe.censuses));
+    }
     if !d.findings.is_empty() {
         let _ = writeln!(out, "findings:");
         for (i, f) in d.findings.iter().enumerate() {

@@ -25,6 +25,10 @@ pub enum Event {
     Census(serde_json::Map<String, serde_json::Value>),
     /// Something the probe saw grow, with its holder and creation site.
     Suspect(serde_json::Map<String, serde_json::Value>),
+    /// The probe's own accounting in one process: the seconds its work took
+    /// on the job's threads (`probe_s`) against the seconds since it started
+    /// (`wall_s`), after each census and at exit.
+    Cost(serde_json::Map<String, serde_json::Value>),
     Note(Note),
     Exit(Exit),
     /// `leakspy attach` stopped recording a job that it did not start.
@@ -39,7 +43,7 @@ impl Event {
             Event::Sample(s) => s.t,
             Event::Gpu(g) => g.t,
             Event::Step(s) => s.t,
-            Event::Probe(m) | Event::Census(m) | Event::Suspect(m) => m
+            Event::Probe(m) | Event::Census(m) | Event::Suspect(m) | Event::Cost(m) => m
                 .get("t")
                 .and_then(serde_json::Value::as_f64)
                 .unwrap_or(0.0),
@@ -59,6 +63,7 @@ impl Event {
             Event::Probe(_) => "probe",
             Event::Census(_) => "census",
             Event::Suspect(_) => "suspect",
+            Event::Cost(_) => "cost",
             Event::Note(_) => "note",
             Event::Exit(_) => "exit",
             Event::Detach(_) => "detach",
@@ -76,6 +81,7 @@ impl Event {
                 | "probe"
                 | "census"
                 | "suspect"
+                | "cost"
                 | "note"
                 | "exit"
                 | "detach"

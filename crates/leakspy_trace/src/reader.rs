@@ -134,6 +134,14 @@ impl Trace {
         })
     }
 
+    /// The probe's last accounting of each process (`cost` events), raw.
+    pub fn costs(&self) -> impl Iterator<Item = &serde_json::Map<String, Value>> + '_ {
+        self.events.iter().filter_map(|e| match e {
+            Event::Cost(m) => Some(m),
+            _ => None,
+        })
+    }
+
     /// Suspect events as raw JSON objects (without `kind`).
     pub fn suspects(&self) -> impl Iterator<Item = &serde_json::Map<String, Value>> + '_ {
         self.events.iter().filter_map(|e| match e {
@@ -330,6 +338,9 @@ struct ReadState {
     warnings: Vec<String>,
     suppressed: usize,
     unknown_kinds: BTreeMap<String, usize>,
+    /// The latest `cost` event of each process: each one sums up all before
+    /// it, so a long run keeps one per process, not one per census.
+    costs: BTreeMap<Option<u64>, (usize, Event)>,
 }
 
 impl ReadState {
@@ -344,6 +355,7 @@ impl ReadState {
             warnings: Vec::new(),
             suppressed: 0,
             unknown_kinds: BTreeMap::new(),
+            costs: BTreeMap::new(),
         }
     }
 
@@ -364,6 +376,10 @@ impl ReadState {
                 e @ Event::Step(_) => self.steps.push(line, e),
                 e @ Event::Gpu(_) => self.gpu.push(line, e),
                 e @ Event::Census(_) => self.census.push(line, e),
+                Event::Cost(m) => {
+                    let pid = m.get("pid").and_then(Value::as_u64);
+                    self.costs.insert(pid, (line, Event::Cost(m)));
+                }
                 e => self.others.push((line, e)),
             }
             return;
@@ -419,6 +435,7 @@ impl ReadState {
         all.extend(std::mem::replace(&mut self.steps, Thinner::new(0)).into_kept());
         all.extend(std::mem::replace(&mut self.gpu, Thinner::new(0)).into_kept());
         all.extend(std::mem::replace(&mut self.census, Thinner::new(0)).into_kept());
+        all.extend(std::mem::take(&mut self.costs).into_values());
         all.sort_by_key(|(line, _)| *line);
         let thinned = sample_window > 1 || step_stride > 1 || gpu_stride > 1 || census_stride > 1;
         let info = thinned.then_some(Downsampling {

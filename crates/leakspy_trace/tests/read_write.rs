@@ -116,6 +116,29 @@ fn census_keeps_kind_out_of_raw_map_and_writes_it_once() {
 }
 
 #[test]
+fn only_the_latest_cost_of_each_process_is_kept() {
+    let cost = |t: f64, pid: u32, probe_s: f64| {
+        format!(
+            "{{\"kind\":\"cost\",\"t\":{t},\"pid\":{pid},\"probe_s\":{probe_s},\"wall_s\":{t}}}"
+        )
+    };
+    let text = format!(
+        "{HEADER_LINE}\n{}\n{}\n{SAMPLE_LINE}\n{}\n{}\n",
+        cost(1.0, 7, 0.01),
+        cost(1.5, 8, 0.02),
+        cost(2.0, 7, 0.03),
+        cost(3.0, 8, 0.04)
+    );
+    let trace = parse_trace(&text).unwrap();
+    let kept: Vec<(u64, f64)> = trace
+        .costs()
+        .map(|c| (c["pid"].as_u64().unwrap(), c["probe_s"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(kept, [(7, 0.03), (8, 0.04)]);
+    assert!(trace.warnings.is_empty() && trace.unknown_kinds.is_empty());
+}
+
+#[test]
 fn torn_last_line_is_skipped_with_a_warning() {
     let torn = &SAMPLE_LINE[..SAMPLE_LINE.len() / 2];
     let trace = parse_trace(&format!("{HEADER_LINE}\n{SAMPLE_LINE}\n{torn}")).unwrap();
