@@ -2,7 +2,7 @@
 """The benchmark table, one command: runs every benchmark of bench/ side by side with its
 anchors, prints one table and writes it (with each part's full output) to bench/RESULTS.md.
 
-    .venv/bin/python bench/table.py          # ~15 min on 2 cores
+    .venv/bin/python bench/table.py          # ~25 min on 2 cores
 
 Parts (each is also a command of its own):
   1. `leakspy check` vs ruff on torch's installed sources      bench/check_vs_ruff.py
@@ -83,7 +83,7 @@ def main():
     tf_files, tf_l, tf_t, tf_ratio = torchfix_part(leakspy)
 
     overhead_out = sh([PY, "bench/probe_overhead.py"],
-                      env={"ROUNDS": "2" if QUICK else "4", "SECONDS": "8" if QUICK else "15",
+                      env={"ROUNDS": "2" if QUICK else "4", "SECONDS": "12" if QUICK else "20",
                            "OUT": "/dev/null"})
 
     def ratio(label):
@@ -93,9 +93,10 @@ def main():
                 return "%s, 95 %% interval of the median %s" % (cells[2], cells[3])
         return "?"
 
-    accounting = next((line for line in overhead_out.splitlines()
-                       if line.startswith("The probe's own accounting")), "?")
-    census_share = re.search(r"([0-9.]+ %) of it", accounting)
+    calibration = re.search(r"measured ÷ predicted = \*\*([0-9.]+)\*\* \(95 % interval ([0-9.]+–[0-9.]+)\)",
+                            overhead_out)
+    at_defaults = re.search(r"accounted for \*\*([0-9.]+ %)\*\*.*?predicted time ratio at defaults is "
+                            r"\*\*([0-9.]+)×\*\* \(([0-9.]+–[0-9.]+)\)", overhead_out)
 
     zoo_out = sh([PY, "bench/zoo_detection.py"],
                  env={"LEAKSPY": leakspy, "ZOO_SECONDS": "12" if QUICK else "20"})
@@ -113,8 +114,12 @@ def main():
          "%.4f\u00d7 (%.3f s vs %.2f s)" % (tf_ratio, tf_l, tf_t), "bench/table.py (torchfix_part)"),
         ("training loop under `leakspy run` (defaults) vs plain", ratio("leakspy run"),
          "bench/probe_overhead.py"),
-        ("... the probe's censuses, by its own accounting (share of the loop's time)",
-         census_share.group(1) if census_share else "?", "bench/probe_overhead.py"),
+        ("... the probe's work by its own accounting, at defaults (share of the loop's time)",
+         at_defaults.group(1) if at_defaults else "?", "bench/probe_overhead.py"),
+        ("... measured ÷ predicted slowdown, probe budgets 5–20 % (where wall time resolves it)",
+         "%s (95 %% interval %s)" % calibration.groups() if calibration else "?", "bench/probe_overhead.py"),
+        ("... predicted time ratio at defaults (accounting × calibration)",
+         "%s× (%s)" % at_defaults.group(2, 3) if at_defaults else "?", "bench/probe_overhead.py"),
         ("... under `leakspy run --no-probe`", ratio("leakspy run --no-probe"), "bench/probe_overhead.py"),
         ("... under memray", ratio("memray run"), "bench/probe_overhead.py"),
         ("... under tracemalloc", ratio("python -X tracemalloc"), "bench/probe_overhead.py"),

@@ -370,6 +370,10 @@ def _schedule(st, now):
 
 def _census_paid(st):
     now = _monotonic()
+    if st.step_n == 0:
+        # The step rate is timed from here (the third step), not from the
+        # probe's start: imports and data loading came before.
+        st.step_t, st.step_n = now, st.opt.n + st.man.n
     if now < st.next_census:
         return False
     _settle(st, now)

@@ -599,6 +599,7 @@ fn probe_cost(trace: &Trace) -> Option<crate::model::ProbeCost> {
     let mut probe_s = 0.0;
     let mut share: f64 = 0.0;
     let mut budget = None;
+    let mut censuses = 0;
     let mut any = false;
     for c in trace.costs() {
         let field = |k: &str| c.get(k).and_then(serde_json::Value::as_f64);
@@ -612,11 +613,16 @@ fn probe_cost(trace: &Trace) -> Option<crate::model::ProbeCost> {
         probe_s += p;
         share = share.max(p / (wall - p));
         budget = budget.or(field("budget"));
+        censuses += c
+            .get("censuses")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
     }
     any.then_some(crate::model::ProbeCost {
         probe_s,
         share,
         budget,
+        censuses,
     })
 }
 

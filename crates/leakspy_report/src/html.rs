@@ -171,7 +171,7 @@ pub fn render_html(d: &Diagnosis, trace: &Trace) -> String {
         let _ = writeln!(
             out,
             "<section id=\"probe-cost\"><h2>What watching cost</h2><p>{}</p></section>",
-            escape(&c.describe(d.probe.censuses))
+            escape(&c.describe())
         );
     }
     let _ = write!(

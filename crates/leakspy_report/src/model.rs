@@ -182,11 +182,15 @@ pub struct ProbeCost {
     pub share: f64,
     /// The census budget the probe ran with (a share of the job's time).
     pub budget: Option<f64>,
+    /// Censuses the probe took, all processes together (its own count: the
+    /// reader thins census events of long traces).
+    pub censuses: u64,
 }
 
 impl ProbeCost {
     /// One sentence for the reports.
-    pub fn describe(&self, censuses: usize) -> String {
+    pub fn describe(&self) -> String {
+        let censuses = self.censuses;
         let budget = self
             .budget
             .map(|b| format!(" (budget {})", fmt_percent(b)))

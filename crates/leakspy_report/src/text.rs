@@ -52,7 +52,7 @@ pub fn render_text(d: &Diagnosis, trace: &Trace) -> String {
         );
     }
     if let Some(c) = &d.probe.cost {
-        let _ = writeln!(out, "  probe: {}", c.describe(d.probe.censuses));
+        let _ = writeln!(out, "  probe: {}", c.describe());
     }
     if !d.findings.is_empty() {
         let _ = writeln!(out, "findings:");

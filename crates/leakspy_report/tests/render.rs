@@ -347,3 +347,32 @@ fn held_heavy_growth_through_the_last_census_outweighs_a_flat_rss_tail() {
         d.notes
     );
 }
+
+/// The probe's own accounting: the last `cost` event of each process makes
+/// the report's "probe" line (an earlier one is superseded), in every format.
+#[test]
+fn the_probe_line_reads_the_last_account_of_its_work() {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/probe_loss_list.jsonl");
+    let mut text = std::fs::read_to_string(path).unwrap();
+    let exit = text.rfind("{\"kind\":\"exit\"").unwrap();
+    text.insert_str(
+        exit,
+        "{\"kind\":\"cost\",\"t\":6.0,\"pid\":26893,\"probe_s\":0.9,\"wall_s\":5.0,\"budget\":0.2,\"censuses\":3}\n\
+         {\"kind\":\"cost\",\"t\":11.7,\"pid\":26893,\"probe_s\":1.5,\"wall_s\":11.5,\"budget\":0.2,\"censuses\":6}\n",
+    );
+    let t = leakspy_trace::parse_trace(&text).unwrap();
+    let d = diagnose(&t, &DiagnoseOptions::default());
+    let cost = d.probe.cost.as_ref().expect("a probe cost");
+    assert_eq!(cost.probe_s, 1.5);
+    assert!((cost.share - 1.5 / 10.0).abs() < 1e-12, "{cost:?}");
+    let line = render_text(&d, &t)
+        .lines()
+        .find(|l| l.trim_start().starts_with("probe:"))
+        .map(str::to_string);
+    insta::assert_snapshot!(line.unwrap_or_default(), @"  probe: 6 censuses, 1.50 s of probe work on the job's threads: 15 % of the job's own time (budget 20 %)");
+    assert!(render_html(&d, &t).contains(
+        "<section id=\"probe-cost\"><h2>What watching cost</h2><p>6 censuses, 1.50 s of probe work on the job&#39;s threads"
+    ));
+    assert!(render_json(&d).contains("\"cost\": {"));
+}
