@@ -1526,6 +1526,35 @@ impl<'a> Checker<'a> {
             || name.ends_with("_hook")
             || name == "hook";
         let per_step = is_per_step_method(name) || hook;
+        let body_facts = self.cached_facts(&def.body, || BlockFacts::scan(&def.body));
+        let key = match class {
+            Some(c) => format!("{}.{}", c.name.as_str(), name),
+            None => name.to_string(),
+        };
+        // A summary pass learns return values and the graphs passed to this file's functions:
+        // a function that returns nothing (or that nothing in the file calls by name) and calls
+        // none of them teaches it nothing.
+        let teaches = self.emit || {
+            let called = self
+                .called_names
+                .as_ref()
+                .is_none_or(|names| names.contains(name));
+            (body_facts.returns_value && called) || {
+                let facts = self.facts;
+                let owners = &self.method_owners;
+                body_facts.callees.iter().any(|c| {
+                    facts.functions.contains(*c)
+                        || owners.contains_key(*c)
+                        || facts.classes.contains_key(*c)
+                })
+            }
+        };
+        if !teaches {
+            // Its body is not walked, so nothing is ever returned: the summary is what an empty
+            // body gives, and binding the parameters would be wasted.
+            self.summaries.insert(key, Value::plain());
+            return;
+        }
         let mut scope = Scope::new(
             ScopeKind::Function {
                 def,
@@ -1533,7 +1562,7 @@ impl<'a> Checker<'a> {
                 per_step,
                 hook,
             },
-            self.cached_facts(&def.body, || BlockFacts::scan(&def.body)),
+            body_facts,
         );
         for p in def.parameters.iter() {
             let pname = p.name().as_str().to_string();
@@ -1594,10 +1623,6 @@ impl<'a> Checker<'a> {
             }
         }
         // Parameters that callers in this file pass graph-carrying values to.
-        let key = match class {
-            Some(c) => format!("{}.{}", c.name.as_str(), name),
-            None => name.to_string(),
-        };
         if let Some(taints) = self.param_taint.borrow().get(&key) {
             let positional = def
                 .parameters
@@ -1626,35 +1651,13 @@ impl<'a> Checker<'a> {
         {
             scope.no_grad = 1;
         }
-        // A summary pass learns return values and the graphs passed to this file's functions:
-        // a function that returns nothing (or that nothing in the file calls by name) and calls
-        // none of them teaches it nothing.
-        let called = self
-            .called_names
-            .as_ref()
-            .is_none_or(|names| names.contains(name));
-        let teaches = self.emit || (scope.body_facts.returns_value && called) || {
-            let facts = self.facts;
-            let owners = &self.method_owners;
-            scope.body_facts.callees.iter().any(|c| {
-                facts.functions.contains(*c)
-                    || owners.contains_key(*c)
-                    || facts.classes.contains_key(*c)
-            })
-        };
         self.scopes.push(scope);
         if self.emit {
             rules::analyze_function(self, def);
         }
-        if teaches {
-            self.walk_body(&def.body);
-        }
+        self.walk_body(&def.body);
         let scope = self.scopes.pop().expect("pushed above");
         if !self.emit {
-            let key = match class {
-                Some(c) => format!("{}.{}", c.name.as_str(), name),
-                None => name.to_string(),
-            };
             let mut ret = scope.returned.unwrap_or_else(Value::plain);
             if scope.no_grad > 0 {
                 ret.graph = Graph::No;
