@@ -191,7 +191,7 @@ impl<'a> Checker<'a> {
     /// Runs the analysis on a module and returns its diagnostics.
     pub fn check_module(mut self, suite: &'a [Stmt]) -> Vec<Diagnostic> {
         // Only files that register hooks need the walk that finds them.
-        if self.source.contains("register_") {
+        if registers_hooks(self.source) {
             self.hook_functions = collect_hook_functions(suite);
         }
         // Silent walks learn what this file's functions return and which parameters receive
@@ -253,6 +253,11 @@ impl<'a> Checker<'a> {
 
     pub fn enabled(&self, rule: Rule) -> bool {
         self.rules.contains(rule)
+    }
+
+    /// Is `method` the name of a method of some class of this file?
+    pub fn is_method_name(&self, method: &str) -> bool {
+        self.method_owners.contains_key(method)
     }
 
     pub fn report(&mut self, diagnostic: Diagnostic) {
@@ -1889,6 +1894,22 @@ pub fn shorten(text: &str) -> String {
         let cut: String = one.chars().take(45).collect();
         format!("{cut}...")
     }
+}
+
+/// Does the text name a `register_...hook` method? Many files call `register_buffer` or
+/// `register_parameter` and no hook registration: they need no walk for hooks.
+fn registers_hooks(source: &str) -> bool {
+    const PREFIX: &str = "register_";
+    let bytes = source.as_bytes();
+    memchr::memmem::find_iter(bytes, PREFIX).any(|at| {
+        let rest = &bytes[at + PREFIX.len()..];
+        // The identifier goes on while its characters do (non-ASCII ones included).
+        let len = rest
+            .iter()
+            .position(|&b| !(b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80))
+            .unwrap_or(rest.len());
+        rest[..len].ends_with(b"hook")
+    })
 }
 
 /// Functions passed to `register_forward_hook`, `register_full_backward_hook`,

@@ -411,12 +411,7 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
     let name = match &*call.func {
         Expr::Attribute(a) => {
             // The method-name test first: it rules out most calls without evaluating anything.
-            if !checker
-                .facts
-                .classes
-                .values()
-                .any(|c| c.methods.contains(a.attr.as_str()))
-            {
+            if !checker.is_method_name(a.attr.as_str()) {
                 return;
             }
             let recv = checker.value(&a.value);
