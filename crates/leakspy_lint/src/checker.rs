@@ -141,6 +141,8 @@ pub struct Checker<'a> {
     block_cache: std::cell::RefCell<FxHashMap<(usize, usize), Rc<BlockFacts<'a>>>>,
     /// Names that appear called (`name(`) anywhere in the file; `None` when unknown.
     called_names: Option<FxHashSet<&'a str>>,
+    /// Reused by `visit_calls`.
+    calls_buffer: Vec<&'a ExprCall>,
     /// The last `qualified_function` answer, by callee address; cleared at each statement.
     qualified_memo: std::cell::RefCell<Option<(usize, Option<Rc<str>>)>>,
 }
@@ -177,6 +179,7 @@ impl<'a> Checker<'a> {
             current_call_args: Default::default(),
             block_cache: Default::default(),
             qualified_memo: Default::default(),
+            calls_buffer: Vec::new(),
             called_names: None,
         }
     }
@@ -1810,29 +1813,42 @@ impl<'a> Checker<'a> {
 
     /// Calls rules on every call expression of the statement itself (not of nested bodies).
     fn visit_calls(&mut self, stmt: &'a Stmt) {
-        let exprs: Vec<&'a Expr> = match stmt {
-            Stmt::Expr(e) => vec![&e.value],
-            Stmt::Assign(a) => vec![&a.value],
-            Stmt::AugAssign(a) => vec![&a.value],
-            Stmt::AnnAssign(a) => a.value.as_deref().into_iter().collect(),
-            Stmt::Return(r) => r.value.as_deref().into_iter().collect(),
-            Stmt::If(i) => {
-                let mut v = vec![&*i.test];
-                v.extend(i.elif_else_clauses.iter().filter_map(|c| c.test.as_ref()));
-                v
+        // Asked at every statement of the reporting walk: one buffer serves them all.
+        let mut calls = std::mem::take(&mut self.calls_buffer);
+        calls.clear();
+        match stmt {
+            Stmt::Expr(e) => collect_calls(&e.value, &mut calls),
+            Stmt::Assign(a) => collect_calls(&a.value, &mut calls),
+            Stmt::AugAssign(a) => collect_calls(&a.value, &mut calls),
+            Stmt::AnnAssign(a) => {
+                if let Some(v) = &a.value {
+                    collect_calls(v, &mut calls);
+                }
             }
-            Stmt::While(w) => vec![&*w.test],
-            Stmt::For(f) => vec![&*f.iter],
-            Stmt::With(w) => w.items.iter().map(|i| &i.context_expr).collect(),
-            _ => vec![],
-        };
-        let mut calls: Vec<&'a ExprCall> = Vec::new();
-        for e in exprs {
-            collect_calls(e, &mut calls);
+            Stmt::Return(r) => {
+                if let Some(v) = &r.value {
+                    collect_calls(v, &mut calls);
+                }
+            }
+            Stmt::If(i) => {
+                collect_calls(&i.test, &mut calls);
+                for test in i.elif_else_clauses.iter().filter_map(|c| c.test.as_ref()) {
+                    collect_calls(test, &mut calls);
+                }
+            }
+            Stmt::While(w) => collect_calls(&w.test, &mut calls),
+            Stmt::For(f) => collect_calls(&f.iter, &mut calls),
+            Stmt::With(w) => {
+                for item in &w.items {
+                    collect_calls(&item.context_expr, &mut calls);
+                }
+            }
+            _ => {}
         }
-        for call in calls {
+        for &call in &calls {
             rules::analyze_call(self, call, stmt);
         }
+        self.calls_buffer = calls;
     }
 }
 
