@@ -42,6 +42,11 @@ FIRST_CENSUS_COST_S = 0.1
 # budget by count: the upper end of python/tests/bench_probe.py's figures
 # (0.4-1.0 us), since timing each call would cost as much as the call.
 STEP_COST_S = 1e-6
+# A census also slows the steps right after it (the caches it evicted refill;
+# 8-16 % of its own time on a training loop, bench/probe_excess.py): the
+# probe times this many steps after each census against the step time
+# before it and charges what they took beyond it.
+AFTER_STEPS = 30
 TRACE_STEPS = 3
 TRACE_TIMER_S = 1.0
 FIRST_TIMER_S = 1.0
@@ -90,6 +95,9 @@ class _State(object):
         self.step_t = now  # end of the last census: the step rate between censuses
         self.step_n = 0
         self.step_dt = None  # seconds per step before the last census
+        self.after_left = 0  # steps after a census still to be timed
+        self.after_t = 0.0
+        self.after_excess = 0.0
         if census is None:
             census = os.environ.get("LEAKSPY_PROBE_CENSUS", "1").strip() != "0"
         self.census_on = bool(census) and self.budget > 0
@@ -294,6 +302,8 @@ def _step(c):
         return
     c.n += 1
     now = _monotonic()
+    if st.after_left:
+        _after_census_step(st, now)
     if now - c.sent_t >= STEP_COALESCE_S:
         c.sent_t = now
         c.sent_n = c.n
@@ -302,6 +312,16 @@ def _step(c):
         st.spent += _cpu() - t0
     if now >= st.due:
         _on_due(st, c)
+
+
+def _after_census_step(st, now):
+    st.after_excess += (now - st.after_t) - st.step_dt
+    st.after_t = now
+    st.after_left -= 1
+    if not st.after_left:
+        # Noise can make a window come out faster than usual: never a refund.
+        st.spent += max(st.after_excess, 0.0)
+        st.after_excess = 0.0
 
 
 def _manual_step():
@@ -567,6 +587,8 @@ def _census(st, source, step):
     _settle(st, now)
     _schedule(st, now)
     st.step_t, st.step_n = now, st.opt.n + st.man.n
+    if step is not None and st.step_dt is not None:
+        st.after_t, st.after_left, st.after_excess = now, AFTER_STEPS, 0.0
     _send_cost(st, now)
 
 
