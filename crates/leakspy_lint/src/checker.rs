@@ -1217,8 +1217,10 @@ impl<'a> Checker<'a> {
             }
             Expr::Call(call) => {
                 // `reversed(xs)`, `list(xs)`: the elements of `xs`.
-                let name = dotted(&call.func)?;
-                if matches!(name.as_str(), "reversed" | "list" | "sorted" | "iter") {
+                let Expr::Name(name) = &*call.func else {
+                    return None;
+                };
+                if matches!(name.id.as_str(), "reversed" | "list" | "sorted" | "iter") {
                     return self.elem_class_of(call.arguments.args.first()?);
                 }
                 None
@@ -1307,8 +1309,10 @@ impl<'a> Checker<'a> {
                 self.classes.pop();
             }
             Stmt::Assign(assign) => {
-                let value = self.value(&assign.value);
+                // The class first: it asks for the callee's qualified name, which the value's
+                // evaluation then finds kept instead of qualifying it again after the arguments.
                 let class = self.class_of(&assign.value);
+                let value = self.value(&assign.value);
                 let elem = match &*assign.value {
                     Expr::ListComp(c) => self.class_of(&c.elt),
                     e => self.elem_class_of(e),
