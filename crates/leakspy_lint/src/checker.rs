@@ -1339,7 +1339,9 @@ impl<'a> Checker<'a> {
                         {
                             self.update(key, value.clone());
                         }
-                        _ => self.bind(target, &assign.value, value.clone()),
+                        // A name or attribute: its key is built already.
+                        Some(key) => self.bind_key(target, key, value.clone()),
+                        None => self.bind(target, &assign.value, value.clone()),
                     }
                 }
             }
@@ -1763,24 +1765,30 @@ impl<'a> Checker<'a> {
             Expr::Starred(s) => self.bind_plain(&s.value, value),
             Expr::Subscript(_) => {}
             _ => {
-                let Some(key) = dotted(target) else { return };
-                let mut value = value;
-                if value.graph == Graph::Unknown
-                    && self.grad_enabled()
-                    && self.scope().body_facts.backwarded.contains(&key)
-                {
-                    value.graph = Graph::Yes(std::rc::Rc::new(Origin {
-                        what: key.clone(),
-                        offset: target.start(),
-                        is_loss: true,
-                        backpropagated: true,
-                        param: None,
-                    }));
-                    value.kind = Kind::Tensor;
+                if let Some(key) = dotted(target) {
+                    self.bind_key(target, key, value);
                 }
-                self.set(key, value);
             }
         }
+    }
+
+    /// Binds the name or attribute `target`, whose key is `key`.
+    fn bind_key(&mut self, target: &Expr, key: String, value: Value) {
+        let mut value = value;
+        if value.graph == Graph::Unknown
+            && self.grad_enabled()
+            && self.scope().body_facts.backwarded.contains(&key)
+        {
+            value.graph = Graph::Yes(std::rc::Rc::new(Origin {
+                what: key.clone(),
+                offset: target.start(),
+                is_loss: true,
+                backpropagated: true,
+                param: None,
+            }));
+            value.kind = Kind::Tensor;
+        }
+        self.set(key, value);
     }
 
     /// `c.append(x)` and friends: the container now holds what was put in it.
