@@ -2,12 +2,13 @@
 """The benchmark table, one command: runs every benchmark of bench/ side by side with its
 anchors, prints one table and writes it (with each part's full output) to bench/RESULTS.md.
 
-    .venv/bin/python bench/table.py          # ~25 min on 2 cores
+    .venv/bin/python bench/table.py          # ~30 min on 2 cores
 
 Parts (each is also a command of its own):
   1. `leakspy check` vs ruff on torch's installed sources      bench/check_vs_ruff.py
      and vs TorchFix on a sample (torch/nn, ~180 files)         (here)
   2. overhead on a healthy CPU training loop                    bench/probe_overhead.py
+     and what censuses cost it, measured inside the loop         bench/probe_excess.py
   3. detection on the zoo                                       bench/zoo_detection.py
   4. the monitor's own CPU and memory, and a 24-hour trace      bench/monitor_cost.sh
 
@@ -98,6 +99,16 @@ def main():
     at_defaults = re.search(r"accounted for \*\*([0-9.]+ %)\*\*.*?predicted time ratio at defaults is "
                             r"\*\*([0-9.]+)×\*\* \(([0-9.]+–[0-9.]+)\)", overhead_out)
 
+    excess_out = sh([PY, "bench/probe_excess.py"],
+                    env={"SECONDS": "30" if QUICK else "120", "OUT": "/dev/null"})
+
+    def excess_row(budget):
+        for line in excess_out.splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) == 9 and cells[0] == budget:
+                return "%s (probe's own accounting %s; %s censuses judged)" % (cells[7], cells[8], cells[2])
+        return "?"
+
     zoo_out = sh([PY, "bench/zoo_detection.py"],
                  env={"LEAKSPY": leakspy, "ZOO_SECONDS": "12" if QUICK else "20"})
     zoo_line = [line for line in zoo_out.splitlines() if line.startswith("Leaks found")][0]
@@ -120,6 +131,9 @@ def main():
          "%s (95 %% interval %s)" % calibration.groups() if calibration else "?", "bench/probe_overhead.py"),
         ("... predicted time ratio at defaults (accounting × calibration)",
          "%s× (%s)" % at_defaults.group(2, 3) if at_defaults else "?", "bench/probe_overhead.py"),
+        ("... censuses' cost measured inside the loop (steps vs their neighbours), defaults",
+         excess_row("0.01"), "bench/probe_excess.py"),
+        ("... the same at `--probe-budget 0.2`", excess_row("0.2"), "bench/probe_excess.py"),
         ("... under `leakspy run --no-probe`", ratio("leakspy run --no-probe"), "bench/probe_overhead.py"),
         ("... under memray", ratio("memray run"), "bench/probe_overhead.py"),
         ("... under tracemalloc", ratio("python -X tracemalloc"), "bench/probe_overhead.py"),
@@ -147,6 +161,7 @@ def main():
         "",
         "## check vs ruff", "", "```", ruff_out.strip(), "```", "",
         "## Overhead on a healthy training loop", "", overhead_out.strip(), "",
+        "## What censuses cost the loop, measured inside it", "", excess_out.strip(), "",
         "## Detection on the zoo", "", zoo_out.strip(), "",
         "## The monitor's own cost", "", mon_out.strip(), "",
     ])

@@ -587,7 +587,12 @@ def _census(st, source, step):
     _settle(st, now)
     _schedule(st, now)
     st.step_t, st.step_n = now, st.opt.n + st.man.n
-    if step is not None and st.step_dt is not None:
+    if st.trace_pending:
+        # The traced steps are timed from here, after the census that
+        # started tracing (its own time is charged above), and they stand
+        # for the steps after it.
+        st.trace_t = now
+    elif step is not None and st.step_dt is not None:
         st.after_t, st.after_left, st.after_excess = now, AFTER_STEPS, 0.0
     _send_cost(st, now)
 
