@@ -43,7 +43,7 @@ FIRST_CENSUS_COST_S = 0.1
 # (0.4-1.0 us), since timing each call would cost as much as the call.
 STEP_COST_S = 1e-6
 # A census also slows the steps right after it (the caches it evicted refill;
-# 8-16 % of its own time on a training loop, bench/probe_excess.py): the
+# 5-66 % of its own time on a training loop, bench/probe_excess.py): the
 # probe times this many steps after each census against the step time
 # before it and charges what they took beyond it.
 AFTER_STEPS = 30
