@@ -1,6 +1,11 @@
 """The one walk over an autograd graph that the census, suspects and
 examples share."""
 
+# The census's two series of the autograd graphs alive at a step boundary:
+# their nodes, and the history they keep (Census._history). Either one names
+# the same leak.
+GRAPH_KEYS = ("graph", "graph.history")
+
 
 def walk(root, seen, cap):
     """Adds to ``seen`` the autograd nodes reachable from ``root`` (itself
@@ -22,3 +27,49 @@ def walk(root, seen, cap):
                 seen.add(nxt)
                 stack.append(nxt)
     return len(seen) >= cap
+
+
+# AccumulateGrad nodes carry the largest sequence number (they run first in
+# backward): they tell nothing about when a graph was made.
+_NO_SEQ = 1 << 62
+
+
+def oldest(root, cap):
+    """Sequence numbers (the per-thread counter torch stamps on each node it
+    makes) of ``root`` and of the oldest node found by following, from it,
+    the oldest input at each node, for at most ``cap`` hops; None when this
+    torch has no sequence numbers. A graph chained step to step
+    (``total += loss``) is one long path back to its first step, walked in
+    a hop per step, long after a node count has hit its cap."""
+    try:
+        newest = lo = root._sequence_nr()
+    except Exception:
+        return None
+    if newest >= _NO_SEQ:
+        return None
+    node = root
+    hops = 0
+    while hops < cap:
+        best = None
+        best_seq = 0
+        try:
+            nexts = node.next_functions
+        except Exception:
+            break
+        for pair in nexts:
+            nxt = pair[0]
+            if nxt is None:
+                continue
+            try:
+                s = nxt._sequence_nr()
+            except Exception:
+                continue
+            if s < _NO_SEQ and (best is None or s < best_seq):
+                best, best_seq = nxt, s
+        if best is None:
+            break
+        node = best
+        hops += 1
+        if best_seq < lo:
+            lo = best_seq
+    return lo, newest

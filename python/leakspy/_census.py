@@ -16,6 +16,8 @@ from collections import Counter, OrderedDict, defaultdict, deque
 from heapq import nlargest
 from itertools import compress, filterfalse, islice
 
+from ._autograd import GRAPH_KEYS
+from ._autograd import oldest as oldest_node
 from ._autograd import walk as walk_graph
 
 
@@ -43,6 +45,11 @@ TOP_TYPES = 100
 MAX_TYPES = 300
 TOP_CONTAINERS = 20
 GRAPH_NODE_CAP = 100000
+HISTORY_HOP_CAP = 1000000  # about a second of hops, at a million steps chained
+# A graph's history is 0 at every census of a correct loop, however big its
+# graph (it keeps nothing made before the last census): two rises in a row
+# are a chain, not noise.
+HISTORY_RISES = 2
 SAVED_NODE_CAP = 5000
 SAVED_FREED_STREAK = 300
 PICKS = 5
@@ -169,18 +176,31 @@ class Growth(object):
         self.runs = {}
         self.streak = {}
         self.rose = set()
+        self.at_cap = set()  # keys whose rise ran into a walk's cap
 
-    def update(self, values, taint=None):
+    def update(self, values, taint=None, capped=()):
         """values: key -> number for this census. taint: keys whose rise this
-        time does not count (imports under way)."""
+        time does not count (imports under way). capped: keys whose count
+        stopped at a walk's cap (an autograd graph too big to walk)."""
         prev = self.prev
         runs = self.runs
         streak = self.streak
         new_runs = {}
         new_streak = {}
         rose = set()
+        at_cap = set()
         for key, v in values.items():
             p = prev.get(key)
+            if key in capped:
+                if key in self.at_cap and key in runs:
+                    # Still at the cap: whether it grows cannot be seen any
+                    # more, and the rise that reached the cap stands.
+                    new_runs[key] = runs[key]
+                    new_streak[key] = streak.get(key, 0)
+                    at_cap.add(key)
+                    continue
+                if p is not None and v - p >= 1 and (taint is None or key not in taint):
+                    at_cap.add(key)
             if p is None or v - p < 1:
                 continue
             rose.add(key)
@@ -198,14 +218,24 @@ class Growth(object):
         self.runs = new_runs
         self.streak = new_streak
         self.rose = rose  # rose this time, tainted or not
+        self.at_cap = at_cap
         self.prev = values
 
     def rising(self):
-        """key -> (per_census, count, rises in a row) for keys that qualify."""
+        """key -> (per_census, count, rises in a row) for keys that qualify:
+        those that rose at each of the last RISES comparisons (HISTORY_RISES
+        for a graph's history), and those that rose at every comparison
+        until they reached a walk's cap, twice at least (a graph that
+        outgrows the walk between censuses would never qualify otherwise;
+        the report reads such series the same way)."""
         out = {}
         for key, run in self.runs.items():
-            if len(run) >= RISES + 1:
-                out[key] = ((run[-1] - run[-1 - RISES]) / float(RISES), run[-1],
+            need = HISTORY_RISES if key == "graph.history" else RISES
+            if len(run) >= need + 1:
+                out[key] = ((run[-1] - run[-1 - need]) / float(need), run[-1],
+                            self.streak.get(key, 0))
+            elif key in self.at_cap and len(run) >= 3:
+                out[key] = ((run[-1] - run[0]) / float(len(run) - 1), run[-1],
                             self.streak.get(key, 0))
         return out
 
@@ -237,6 +267,9 @@ class Census(object):
         self.survivors_old = {}  # ... and at the one before
         self.tensor_keys = []
         self.torch = None
+        # The newest autograd node (its sequence number) seen at the last
+        # census: a graph whose oldest node is older outlived a census.
+        self.graph_newest = None
         # leakspy.assert_no_leak looks at arrays at every census, and wants
         # every series of each census (it judges growth itself).
         self.numpy_every = NUMPY_PROBE_EVERY
@@ -251,7 +284,7 @@ class Census(object):
 
     def _own_ids(self):
         ids = {id(self.growth.prev), id(self.growth.runs), id(self.growth.streak),
-               id(self.container_prev),
+               id(self.growth.at_cap), id(self.container_prev),
                id(self.container_types), id(self.reported_types), id(self.saved_names),
                id(self.suspect_keys), id(self.suppressed), id(self.libs._modules),
                id(self.libs._files), id(self._type_info), id(self.own_tensors),
@@ -462,10 +495,20 @@ class Census(object):
         self.dirty = False
         if self.keep_values:
             self.values = dict(values)
+        g = fields["graph"]
+        if g is not None and "history" in g:
+            # Not a series of its own for assert_no_leak, which judges the
+            # nodes and their saved bytes.
+            values["graph.history"] = g["history"]
         if first:
-            values = {}  # warm-up: the first census is not compared with
+            # Warm-up: the first census is not compared with (imports and
+            # lazy set-up still add objects), except for the autograd graphs
+            # alive at the step boundary, which set-up does not make: a graph
+            # that outgrows the walk's cap within two censuses needs its
+            # first value.
+            values = {k: values[k] for k in ("graph", "graph.history") if k in values}
         if keys is None:
-            self.growth.update(values, taint)
+            self.growth.update(values, taint, ("graph",) if g and g.get("capped") else ())
 
         suspects = []
         if keys is not None:
@@ -498,6 +541,9 @@ class Census(object):
                     break
                 if key in self.suspect_keys or self.suppressed.get(key, 0) > self.n:
                     continue
+                if key in GRAPH_KEYS and (self.suspect_keys.intersection(GRAPH_KEYS) or any(
+                        s[0] in GRAPH_KEYS for s in suspects)):
+                    continue  # the other series of the graphs named it
                 per, count, rises = rising[key]
                 # ... and they wait two more censuses, for what holds them to
                 # qualify first (a list reaches the followed length later).
@@ -621,6 +667,7 @@ class Census(object):
         visited = set()
         per_root = []
         capped = False
+        newest_seq, newest = -1, None  # the root made last: the head of a chain
         for t in roots:
             if capped:
                 break
@@ -634,6 +681,12 @@ class Census(object):
             if walk_graph(gf, visited, GRAPH_NODE_CAP):
                 capped = True
             per_root.append((len(visited) - n0, t))
+            try:
+                seq = gf._sequence_nr()
+            except Exception:
+                seq = -1
+            if seq > newest_seq:
+                newest_seq, newest = seq, t
         saved, partial = self._saved_bytes(torch, visited, tensor_types, tensors)
         out = {"roots": len(roots), "nodes": len(visited), "saved_bytes": saved}
         if capped:
@@ -642,7 +695,47 @@ class Census(object):
             out["saved_partial"] = True
         best = [t for _, t in nlargest(3, per_root, key=_first)]
         del visited, per_root
+        if capped:
+            heads = best if newest is None or any(t is newest for t in best) else (
+                best + [newest])
+            history = self._history(heads)
+            if history is not None:
+                out["history"] = history
+        del newest
         return out, best
+
+    def _history(self, heads):
+        """How much autograd history the biggest graphs alive at the step
+        boundary keep, where their node count hit the walk's cap and cannot
+        tell growth any more: the nodes made from the oldest node still
+        alive to the newest (sequence numbers), counted only when that
+        oldest node was made before the last census's newest one. A correct
+        loop keeps at most the current step's graph, made since the last
+        census: 0 however big it is and however its size varies. A chain
+        (`total += loss`) grows by every step's nodes, one hop per step.
+        (A graph built anew each step on top of one made once at set-up
+        would look like a chain; below the cap the node count tells them
+        apart.) None without sequence numbers."""
+        found = None
+        newest_seen = None
+        for t in heads:
+            try:
+                gf = t.grad_fn
+            except Exception:
+                continue
+            if gf is None:
+                continue
+            r = oldest_node(gf, HISTORY_HOP_CAP)
+            if r is None:
+                continue
+            lo, hi = r
+            newest_seen = hi if newest_seen is None else max(newest_seen, hi)
+            last = self.graph_newest
+            span = hi - lo if last is None or lo <= last else 0
+            found = span if found is None else max(found, span)
+        if newest_seen is not None:
+            self.graph_newest = newest_seen
+        return found
 
     def _saved_bytes(self, torch, nodes, tensor_types, tensors):
         known = set(map(id, tensors))  # Python objects before this census
@@ -928,7 +1021,7 @@ class Census(object):
             return [t for t, k in zip(tensors, self.tensor_keys) if k in match][:cap]
         if kind == "modules":
             return [m for m in mods if type(m).__qualname__ == rest][:cap]
-        if kind == "graph":
+        if kind in GRAPH_KEYS:
             return roots[:cap]
         return []
 
@@ -958,7 +1051,7 @@ class Census(object):
                 return None
             return {"key": key, "objects": self._survivors_first(key, cands),
                     "kind": "instances"}
-        if kind == "graph":
+        if kind in GRAPH_KEYS:
             # The biggest graphs, and the youngest tensors with a graph: the
             # biggest may be intermediates that only the graph holds (torch
             # keeps their Python objects), which name no holder.

@@ -19,6 +19,7 @@ except ImportError:  # pragma: no cover
     _thread = None
 
 from . import __version__
+from ._autograd import GRAPH_KEYS
 from ._channel import Channel
 
 _monotonic = time.monotonic
@@ -47,6 +48,7 @@ STEP_COST_S = 1e-6
 # probe times this many steps after each census against the step time
 # before it and charges what they took beyond it.
 AFTER_STEPS = 30
+EXAMPLE_NODE_CAP = 100000  # nodes counted in a suspect's example graph
 TRACE_STEPS = 3
 TRACE_TIMER_S = 1.0
 FIRST_TIMER_S = 1.0
@@ -626,12 +628,13 @@ def _suspects(st, suspects, step):
     # by whatever holds the graph.
     graph_holder = None
     for (key, _, _, _), holder in zip(suspects, holders):
-        if key == "graph" and holder is not None:
+        if key in GRAPH_KEYS and holder is not None:
             graph_holder = holder
-    if graph_holder is None and "graph" in st.sent:
-        h = st.sent["graph"]["holder"]
-        if h.get("kind") not in (None, "unknown"):
-            graph_holder = h
+    for key in GRAPH_KEYS:
+        if graph_holder is None and key in st.sent:
+            h = st.sent[key]["holder"]
+            if h.get("kind") not in (None, "unknown"):
+                graph_holder = h
     for (key, per, count, info), holder in zip(suspects, holders):
         bounded = False
         if holder is None and graph_holder is not None and info.get("saved_by_graph"):
@@ -701,10 +704,13 @@ def _describe_key(st, key, info, count):
         what = "%s %s tensors %s" % (dev, dt, label)
         if example and example.get("grad_fn"):
             what += " (%s)" % example["grad_fn"]
-    elif kind == "graph":
-        what = "autograd graph nodes"
+    elif kind in GRAPH_KEYS:
+        what = "autograd graph nodes" if kind == "graph" else "autograd history"
         if example and example.get("grad_fn"):
-            what += " (root %s, %s nodes)" % (example["grad_fn"], example.get("graph_nodes"))
+            n = example.get("graph_nodes")
+            if isinstance(n, int) and n >= EXAMPLE_NODE_CAP:
+                n = "over %d" % EXAMPLE_NODE_CAP
+            what += " (root %s, %s nodes)" % (example["grad_fn"], n)
     elif kind == "container":
         c = objs[0] if objs else None
         item = None
@@ -758,7 +764,7 @@ def _example(st, o):
                       "dtype": str(o.dtype).replace("torch.", ""), "device": str(o.device),
                       "grad_fn": type(gf).__name__ if gf is not None else None}
                 if gf is not None:
-                    ex["graph_nodes"] = _count_nodes(gf, 100000)
+                    ex["graph_nodes"] = _count_nodes(gf, EXAMPLE_NODE_CAP)
                 return ex
     except Exception:
         pass
@@ -896,7 +902,7 @@ def _sites(st, pending, tracemalloc):
         kind, _, rest = key.partition(":")
         if kind == "type":
             wanted[key] = {t for t in types_present if type_name(t) == rest}
-        elif kind in ("tensors", "graph"):
+        elif kind == "tensors" or kind in GRAPH_KEYS:
             wanted[key] = tensor_types
         elif kind == "modules":
             wanted[key] = {t for t in module_types if getattr(t, "__qualname__", None) == rest}
@@ -924,12 +930,12 @@ def _sites(st, pending, tracemalloc):
                 cands = _tensors_like(torch, cands, st.sent.get(key), SITE_CANDIDATES)
             else:
                 cands = list(islice(cands, SITE_CANDIDATES))
-        elif kind in ("tensors", "graph"):
+        elif kind == "tensors" or kind in GRAPH_KEYS:
             all_t = compress(sel, map(tensor_types.__contains__, sel_types))
             dev_dt_kind = rest.split("/") if kind == "tensors" else None
-            cands = _tensor_filter(torch, all_t, dev_dt_kind, kind == "graph",
+            cands = _tensor_filter(torch, all_t, dev_dt_kind, kind in GRAPH_KEYS,
                                    SITE_CANDIDATES)
-            if kind == "graph":
+            if kind in GRAPH_KEYS:
                 cands = _biggest_graphs(cands, 3)
         elif kind == "modules" and ts:
             cands = list(islice(compress(sel, map(ts.__contains__, sel_types)), SITE_CANDIDATES))

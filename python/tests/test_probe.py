@@ -519,6 +519,203 @@ def test_a_program_that_never_steps_gets_timer_censuses(monitor):
     assert any(s["holder"]["path"] == "__main__.kept" for s in sus.values()), sus
 
 
+@needs_torch
+def test_a_graph_that_outgrows_the_walk_between_censuses_is_still_a_suspect(monitor):
+    # The census walks at most 100,000 autograd nodes. A loop chaining every
+    # step's graph onto a running total (`total = total + loss`) can pass
+    # that in three censuses on a fast machine, before the count has risen
+    # at RISES comparisons in a row: the rise up to the cap must count.
+    # The program grows its graph by a fixed amount between censuses (it
+    # reads the probe's census count), so the cap is reached at the third
+    # census whatever the machine's speed.
+    p = monitor.run("""
+        import time
+        import torch
+        import leakspy
+        import leakspy._probe as probe
+
+        w = torch.nn.Parameter(torch.full((8,), 1.0001))
+
+        def train():
+            total = torch.zeros(())
+            seen = -1
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 60:
+                c = probe.S.census
+                n = c.n if c is not None else 0
+                if n != seen:
+                    seen = n
+                    if n >= 4:
+                        break
+                    for _ in range(700 if n else 0):  # 82 nodes each: 57,400
+                        y = torch.ones(8)
+                        for _ in range(80):
+                            y = y * w
+                        total = total + y.sum()
+                time.sleep(0.001)
+                leakspy.step()
+            return total
+
+        print(train().item() > 0)
+    """, timeout=120)
+    check_ok(p)
+    assert p.stdout == b"True\n"
+    nodes = [c["graph"]["nodes"] for c in monitor.messages("census")]
+    capped = [c["graph"].get("capped", False) for c in monitor.messages("census")]
+    assert len(nodes) >= 4 and capped.index(True) == 2, (nodes, capped)
+    sus = suspects_by_key(monitor)
+    g = sus.get("graph")
+    assert g is not None, sorted(sus)
+    assert g["step"] == monitor.messages("census")[2]["step"], g
+    h = g["holder"]
+    assert (h["kind"], h["path"]) == ("local", "train:total"), g
+
+
+CHAIN = """
+    import random
+    import time
+    import torch
+    import leakspy
+    import leakspy._probe as probe
+
+    w = torch.nn.Parameter(torch.full((8,), 1.0001))
+
+    def piece():
+        y = torch.ones(8)
+        for _ in range(80):
+            y = y * w
+        loss = y.sum()  # 82 autograd nodes with the sum and the addition
+        loss.backward()  # frees what the graph saved, as training does
+        return loss
+
+    # A first step ends the timer's censuses (for programs that never step):
+    # none may come while a graph is being built.
+    leakspy.step()
+"""
+
+
+@needs_torch
+def test_a_chain_past_the_walk_cap_from_the_first_census_is_named_by_its_history(monitor):
+    # At the default budget the first census comes seconds into the run: a
+    # chained graph has long passed the walk's cap by then, and its node
+    # count says nothing more. The history it keeps (sequence numbers from
+    # its oldest node to its newest) still grows by every step's nodes.
+    p = monitor.run(textwrap.dedent(CHAIN) + textwrap.dedent("""
+    def train():
+        total = torch.zeros(())
+        for _ in range(1500):  # 123,000 nodes before the first census
+            total = total + piece()
+        seen = 0
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 60:
+            c = probe.S.census
+            n = c.n if c is not None else 0
+            if n != seen:
+                seen = n
+                if n >= 5:
+                    break
+                for _ in range(250):  # 20,500 more by the next one
+                    total = total + piece()
+            time.sleep(0.001)
+            leakspy.step()
+        return total
+
+    print(train().item() > 0)
+    """), timeout=120)
+    check_ok(p)
+    censuses = monitor.messages("census")
+    graphs = [c["graph"] for c in censuses]
+    assert len(graphs) >= 5 and all(g.get("capped") for g in graphs), graphs
+    hist = [g["history"] for g in graphs]
+    assert hist == sorted(hist) and hist[0] > 100000, hist
+    sus = suspects_by_key(monitor)
+    assert "graph" not in sus, sus["graph"]
+    g = sus.get("graph.history")
+    assert g is not None, sorted(sus)
+    # Two rises after the first census: 0 at every census but the first is
+    # what a correct loop's history is.
+    assert g["step"] == censuses[2]["step"], (g, [c["step"] for c in censuses])
+    assert (g["holder"]["kind"], g["holder"]["path"]) == ("local", "train:total"), g
+    assert g["what"].startswith("autograd history (root AddBackward0, over 100000 nodes)"), g
+
+
+@needs_torch
+def test_a_big_graph_made_anew_each_step_keeps_no_history(monitor):
+    # Every step builds a graph past the walk's cap, of a different size each
+    # time, and holds it at the step boundary: big, not growing.
+    p = monitor.run(textwrap.dedent(CHAIN) + textwrap.dedent("""
+    def train():
+        random.seed(0)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 60:
+            c = probe.S.census
+            if c is not None and c.n >= 7:
+                break
+            loss = torch.zeros(())
+            for _ in range(random.randint(1250, 1500)):
+                y = torch.ones(8)
+                for _ in range(80):
+                    y = y * w
+                loss = loss + y.sum()
+            loss.backward()
+            leakspy.step()
+        return loss
+
+    print(train().item() > 0)
+    """), timeout=120)
+    check_ok(p)
+    graphs = [c["graph"] for c in monitor.messages("census")]
+    assert len(graphs) >= 7 and all(g.get("capped") for g in graphs), graphs
+    # (The first census has no earlier one to tell what outlived it.)
+    assert all(g["history"] == 0 for g in graphs[1:]), graphs
+    sus = suspects_by_key(monitor)
+    assert not set(sus) & {"graph", "graph.history"}, sus
+
+
+def test_growth_counts_a_rise_into_the_walk_cap():
+    from leakspy._census import RISES, Growth
+
+    def feed(series):
+        g = Growth()
+        out = []
+        for v, capped in series:
+            g.update({"graph": v}, None, ("graph",) if capped else ())
+            out.append("graph" in g.rising())
+        return out
+
+    cap = 100000
+    # Two rises, the second into the cap: a suspect from then on, while it
+    # stays at the cap.
+    assert feed([(30000, False), (60000, False), (cap, True), (cap, True), (cap + 2, True)]) == [
+        False, False, True, True, True]
+    # Only one rise before the cap is not enough; neither is a graph that was
+    # at the cap from the first census on, nor one that shrank below it.
+    assert feed([(60000, False), (cap, True), (cap, True)]) == [False, False, False]
+    assert feed([(cap, True)] * 6) == [False] * 6
+    assert feed([(30000, False), (60000, False), (cap, True), (50000, False)]) == [
+        False, False, True, False]
+    # A graph that never reaches the cap needs RISES rises in a row.
+    ups = [(1000 * (i + 1), False) for i in range(RISES + 2)]
+    assert feed(ups) == [False] * RISES + [True, True]
+
+
+def test_a_graphs_history_qualifies_after_two_rises():
+    from leakspy._census import Growth
+
+    def feed(series):
+        g = Growth()
+        out = []
+        for v in series:
+            g.update({"graph.history": v, "type:x.Y": v})
+            out.append(sorted(g.rising()))
+        return out
+
+    assert feed([120000, 160000, 200000, 240000]) == [
+        [], [], ["graph.history"], ["graph.history", "type:x.Y"]]
+    # A correct loop's: all it kept at the first census, then nothing older.
+    assert feed([120000, 0, 0, 0, 0]) == [[]] * 5
+
+
 # -- the budget ------------------------------------------------------------------------
 
 

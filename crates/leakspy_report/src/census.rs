@@ -183,7 +183,9 @@ impl Track {
 }
 
 /// Censuses of each process, in time order; the first one of each process
-/// (warm-up: imports, the first step's allocations) is left out of the fits.
+/// (warm-up: imports, the first step's allocations) is left out of the fits,
+/// but for the autograd graphs alive at the step boundary, which set-up does
+/// not make (a graph can outgrow the probe's walk within two censuses).
 pub fn growth_groups(trace: &Trace) -> Vec<GrowthGroup> {
     let mut by_pid: BTreeMap<u32, Vec<&Map<String, Value>>> = BTreeMap::new();
     for c in trace.census() {
@@ -225,7 +227,7 @@ pub fn growth_groups(trace: &Trace) -> Vec<GrowthGroup> {
         cs.sort_by(|a, b| t_of(a).total_cmp(&t_of(b)));
         let stepped = cs.iter().all(|c| c.get("step").is_some_and(Value::is_u64));
         let per = if stepped { "step" } else { "s" };
-        let tracks = tracks_of(&cs[1.min(cs.len())..], stepped);
+        let tracks = tracks_of(&cs, stepped);
         let mut growers: Vec<Grower> = tracks
             .into_iter()
             .filter_map(|(key, tr)| fit(pid, &key, &tr, per))
@@ -248,8 +250,12 @@ pub fn growth_groups(trace: &Trace) -> Vec<GrowthGroup> {
                     };
                     if g.key.starts_with("container:") {
                         g.what = format!("items in one {w}");
-                    } else if g.key == "graph" {
-                        let detail = w.strip_prefix("autograd graph nodes").unwrap_or(w).trim();
+                    } else if g.key == "graph" || g.key == "graph.history" {
+                        let detail = w
+                            .strip_prefix("autograd graph nodes")
+                            .or_else(|| w.strip_prefix("autograd history"))
+                            .unwrap_or(w)
+                            .trim();
                         if !detail.is_empty() {
                             g.what = format!("{} {detail}", g.what);
                         }
@@ -261,9 +267,11 @@ pub fn growth_groups(trace: &Trace) -> Vec<GrowthGroup> {
         // type, the fit found its tensor group) still names the holder of
         // that family of series.
         for g in growers.iter_mut().filter(|g| g.holder.is_none()) {
-            let family = g.key.split(':').next().unwrap_or_default();
+            // (The graph's two series, "graph" and "graph.history", are one family.)
+            let family_of = |k: &str| k.split([':', '.']).next().unwrap_or_default().to_string();
+            let family = family_of(&g.key);
             let found = suspects.iter().find(|((p, k), s)| {
-                *p == pid && k.split(':').next() == Some(family) && s.get("holder").is_some()
+                *p == pid && family_of(k) == family && s.get("holder").is_some()
             });
             if let Some((_, s)) = found {
                 g.holder = s
@@ -299,12 +307,49 @@ fn tracks_of(cs: &[&Map<String, Value>], stepped: bool) -> BTreeMap<String, Trac
         });
         tr.push(x, y, bytes);
     };
-    for c in cs {
+    for (i, c) in cs.iter().enumerate() {
         let x = if stepped {
             num(c.get("step")).unwrap_or(0.0)
         } else {
             t_of(c)
         };
+        // The autograd graphs alive at the step boundary are not made by
+        // set-up: their series start at the first census, as the probe's do
+        // (a `total += loss` chain can pass the walk's cap by the third).
+        if let Some(g) = c.get("graph").and_then(Value::as_object) {
+            // A walk that hit the probe's cap counted a lower bound: left
+            // out, or a graph that kept growing past it would look flat.
+            let capped = g.get("capped").and_then(Value::as_bool) == Some(true);
+            graph_capped += usize::from(capped);
+            if let Some(n) = num(g.get("nodes")).filter(|_| !capped) {
+                put(
+                    "graph".into(),
+                    &|| "autograd graph nodes alive at the step boundary".into(),
+                    "nodes",
+                    x,
+                    n,
+                    num(g.get("saved_bytes")),
+                );
+            }
+            // No cap to speak of: one hop per step chained.
+            if let Some(n) = num(g.get("history")) {
+                put(
+                    "graph.history".into(),
+                    &|| {
+                        "autograd nodes of history kept at the step boundary \
+                         (made since the oldest still alive)"
+                            .into()
+                    },
+                    "nodes",
+                    x,
+                    n,
+                    None,
+                );
+            }
+        }
+        if i == 0 {
+            continue; // warm-up: imports, the first step's allocations
+        }
         if let Some(types) = c.get("types").and_then(Value::as_object) {
             for (name, n) in types {
                 if name.starts_with("leakspy.") {
@@ -351,22 +396,6 @@ fn tracks_of(cs: &[&Map<String, Value>], stepped: bool) -> BTreeMap<String, Trac
                     x,
                     n,
                     num(t.get("bytes")),
-                );
-            }
-        }
-        if let Some(g) = c.get("graph").and_then(Value::as_object) {
-            // A walk that hit the probe's cap counted a lower bound: left
-            // out, or a graph that kept growing past it would look flat.
-            let capped = g.get("capped").and_then(Value::as_bool) == Some(true);
-            graph_capped += usize::from(capped);
-            if let Some(n) = num(g.get("nodes")).filter(|_| !capped) {
-                put(
-                    "graph".into(),
-                    &|| "autograd graph nodes alive at the step boundary".into(),
-                    "nodes",
-                    x,
-                    n,
-                    num(g.get("saved_bytes")),
                 );
             }
         }
@@ -447,14 +476,12 @@ fn tracks_of(cs: &[&Map<String, Value>], stepped: bool) -> BTreeMap<String, Trac
         }
     }
     if graph_capped > 0 {
-        tracks
-            .entry("graph".into())
-            .or_insert_with(|| Track {
-                what: "autograd graph nodes alive at the step boundary".into(),
-                unit: "nodes",
-                ..Track::default()
-            })
-            .capped = graph_capped;
+        let tr = tracks.entry("graph".into()).or_insert_with(|| Track {
+            what: "autograd graph nodes alive at the step boundary".into(),
+            unit: "nodes",
+            ..Track::default()
+        });
+        tr.capped = graph_capped;
     }
     tracks
 }
@@ -474,6 +501,11 @@ fn min_rise(unit: &str, level: f64) -> f64 {
 fn fit(pid: u32, key: &str, tr: &Track, per: &str) -> Option<Grower> {
     let n = tr.x.len();
     if n < 4 {
+        // A graph's history is 0 at every census of a correct loop: two
+        // rises in a row are a chain (the probe names it then too).
+        if key == "graph.history" && n == 3 {
+            return short_rise_fit(pid, key, tr, per, tr.what.clone(), n);
+        }
         return capped_fit(pid, key, tr, per);
     }
     let t = theil_sen(&tr.x, &tr.y, 0.95)?;
@@ -523,8 +555,28 @@ fn fit(pid: u32, key: &str, tr: &Track, per: &str) -> Option<Grower> {
 /// censuses before the cap, rising at every one, and the cap reached, are
 /// the evidence (a graph that big alive at a step boundary is no cache).
 fn capped_fit(pid: u32, key: &str, tr: &Track, per: &str) -> Option<Grower> {
+    if tr.capped == 0 || tr.x.len() < 2 {
+        return None;
+    }
+    let what = format!(
+        "{} (until the probe's walk cap, reached in {} censuses)",
+        tr.what, tr.capped
+    );
+    short_rise_fit(pid, key, tr, per, what, tr.x.len() + tr.capped)
+}
+
+/// A few censuses rising at every one: the slope from the first to the
+/// last, and the least and greatest slope between neighbours as its range.
+fn short_rise_fit(
+    pid: u32,
+    key: &str,
+    tr: &Track,
+    per: &str,
+    what: String,
+    censuses: usize,
+) -> Option<Grower> {
     let n = tr.x.len();
-    if tr.capped == 0 || n < 2 || tr.y.windows(2).any(|w| w[1] <= w[0]) {
+    if n < 2 || tr.y.windows(2).any(|w| w[1] <= w[0]) {
         return None;
     }
     let slopes: Vec<f64> =
@@ -540,10 +592,7 @@ fn capped_fit(pid: u32, key: &str, tr: &Track, per: &str) -> Option<Grower> {
     Some(Grower {
         pid,
         key: key.to_string(),
-        what: format!(
-            "{} (until the probe's walk cap, reached in {} censuses)",
-            tr.what, tr.capped
-        ),
+        what,
         unit: tr.unit.to_string(),
         slope,
         lo: slopes.iter().copied().fold(f64::INFINITY, f64::min),
@@ -552,7 +601,7 @@ fn capped_fit(pid: u32, key: &str, tr: &Track, per: &str) -> Option<Grower> {
         bytes_slope: None,
         first: tr.y[0],
         last: tr.y[n - 1],
-        censuses: n + tr.capped,
+        censuses,
         holder: None,
         created_at: None,
         example: None,
@@ -637,6 +686,8 @@ fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
 fn rank(g: &Grower) -> f64 {
     let kind = if g.key == "graph" {
         6.0
+    } else if g.key == "graph.history" {
+        5.9
     } else if g.key.starts_with("tensors:") {
         5.0
     } else if g.key.starts_with("modules:") || g.key == "figures" {
@@ -705,6 +756,98 @@ mod tests {
             }],
             static_findings: Vec::new(),
         }
+    }
+
+    /// A trace of one process: a census per (step, graph) and a suspect
+    /// of `key` held by `train:total`.
+    fn graph_trace(graphs: &[(u64, &str)], key: &str) -> Trace {
+        let mut lines = vec![
+            r#"{"kind":"header","format":"leakspy-trace","version":1,"leakspy_version":"0.1.0","t":0.0,"started_at":0.0,"command":["python","train.py"],"cwd":"/tmp","hostname":"h","pid":7,"sample_interval_s":0.1}"#.to_string(),
+        ];
+        for (i, (step, graph)) in graphs.iter().enumerate() {
+            lines.push(format!(
+                r#"{{"kind":"census","pid":7,"t":{},"step":{step},"source":"optimizer","graph":{graph}}}"#,
+                i + 1
+            ));
+        }
+        lines.push(format!(
+            r#"{{"kind":"suspect","pid":7,"t":9.0,"step":1,"key":"{key}","what":"autograd history (root AddBackward0, over 100000 nodes)","holder":{{"kind":"local","path":"train:total","chain":["Tensor","frame"]}}}}"#
+        ));
+        leakspy_trace::parse_trace(&lines.join("\n")).unwrap()
+    }
+
+    #[test]
+    fn a_chain_past_the_walk_cap_grows_by_the_history_it_keeps() {
+        let capped = |h: u64| format!(r#"{{"nodes":100000,"capped":true,"history":{h}}}"#);
+        let graphs: Vec<(u64, String)> = (1..=5)
+            .map(|i| (i * 100, capped(80_000 + i * 40_000)))
+            .collect();
+        let graphs: Vec<(u64, &str)> = graphs.iter().map(|(s, g)| (*s, g.as_str())).collect();
+        let groups = growth_groups(&graph_trace(&graphs, "graph.history"));
+        let held = groups
+            .iter()
+            .find(|g| g.holder.as_ref().is_some_and(|h| h.path == "train:total"))
+            .expect("the chain's holder");
+        let g = &held.growers[0];
+        assert_eq!(g.key, "graph.history");
+        assert!((g.slope - 400.0).abs() < 1e-6, "{}", g.slope);
+        // The node count was at the cap from the first census: nothing to fit.
+        assert!(!groups
+            .iter()
+            .flat_map(|g| &g.growers)
+            .any(|g| g.key == "graph"));
+    }
+
+    #[test]
+    fn three_censuses_of_a_rising_history_suffice() {
+        let capped = |h: u64| format!(r#"{{"nodes":100000,"capped":true,"history":{h}}}"#);
+        let graphs: Vec<(u64, String)> = (1..=3).map(|i| (i * 100, capped(i * 50_000))).collect();
+        let graphs: Vec<(u64, &str)> = graphs.iter().map(|(s, g)| (*s, g.as_str())).collect();
+        let groups = growth_groups(&graph_trace(&graphs, "graph.history"));
+        let g = &groups[0].growers[0];
+        assert_eq!((g.key.as_str(), g.censuses), ("graph.history", 3));
+        assert!((g.slope - 500.0).abs() < 1e-6, "{}", g.slope);
+        // Two censuses are not enough, nor three that do not rise at each.
+        let two = &graphs[..2];
+        assert!(growth_groups(&graph_trace(two, "graph.history")).is_empty());
+        let flat = [(100, graphs[0].1), (200, graphs[1].1), (300, graphs[1].1)];
+        assert!(growth_groups(&graph_trace(&flat, "graph.history")).is_empty());
+    }
+
+    #[test]
+    fn a_big_graph_made_anew_each_step_keeps_no_history() {
+        let capped = r#"{"nodes":100000,"capped":true,"history":0}"#;
+        let first = r#"{"nodes":100000,"capped":true,"history":123000}"#;
+        let graphs = [
+            (100, first),
+            (200, capped),
+            (300, capped),
+            (400, capped),
+            (500, capped),
+        ];
+        let groups = growth_groups(&graph_trace(&graphs, "graph.history"));
+        assert!(groups.is_empty(), "{groups:?}");
+    }
+
+    #[test]
+    fn a_graph_reaching_the_cap_at_the_third_census_counts_its_first() {
+        // The first census is warm-up for every other series; the graph's
+        // nodes alive at it are the rise's first point.
+        let graphs = [
+            (100, r#"{"nodes":500}"#),
+            (200, r#"{"nodes":50000}"#),
+            (300, r#"{"nodes":100000,"capped":true}"#),
+            (400, r#"{"nodes":100000,"capped":true}"#),
+        ];
+        let groups = growth_groups(&graph_trace(&graphs, "graph"));
+        let g = &groups[0].growers[0];
+        assert_eq!((g.key.as_str(), g.censuses), ("graph", 4), "{groups:?}");
+        assert!(
+            g.what.contains("walk cap, reached in 2 censuses"),
+            "{}",
+            g.what
+        );
+        assert_eq!(groups[0].holder.as_ref().unwrap().path, "train:total");
     }
 
     #[test]
