@@ -102,6 +102,9 @@ class Libraries(object):
         for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix):
             if p:
                 roots.add(os.path.join(p, "lib", "python%d.%d" % sys.version_info[:2]))
+        # leakspy's own package is a library too, wherever it is imported
+        # from (a checkout on PYTHONPATH as much as site-packages).
+        roots.add(os.path.dirname(os.path.abspath(__file__)))
         self.stdlib = tuple(sorted(r.rstrip(os.sep) + os.sep for r in roots))
         self._modules = {}
         self._files = {}

@@ -31,6 +31,16 @@ _GEN_TYPES = (types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType
 _MemberDescriptor = types.MemberDescriptorType
 _CONTAINERS = (list, tuple, dict, set, frozenset)
 
+# Fallback roots, for when no root of the user's is found, best first: a
+# library's named root (a global), then a part of a model passed on the way.
+_LIB_ROOT = 1
+_LIB_PART = 2
+
+# Where nn.Module keeps its submodules, parameters and buffers.
+_MODULE_REGISTRIES = frozenset(("_modules", "_parameters", "_buffers"))
+_MODEL_BASES = frozenset((("torch.nn.modules.module", "Module"),
+                          ("torch.optim.optimizer", "Optimizer")))
+
 # Roots, best first when one level gives several.
 _PRIORITY = {"attribute": 0, "global": 0, "class_attribute": 0, "closure": 0, "local": 1}
 
@@ -66,6 +76,7 @@ class Searcher(object):
         self.libs = libs
         self.probe_dir = libs.probe_dir or "\0"
         self.through = set(through)
+        self.model_types = {}  # type -> whether it is a torch module or optimizer
         self.keep = []  # our own lists, alive (and ignored) until the end
         self.ignore = set()
         self.module_dicts = {}
@@ -80,6 +91,7 @@ class Searcher(object):
                 own = d.get("__name__")  # __main__ also shows as __mp_main__
                 self.module_dicts[id(d)] = own if isinstance(own, str) else name
         self.ignore.add(id(self.keep))
+        self.ignore.add(id(self.model_types))
         self.current_frames = set()
         self.running_frames = set()
         self.locals = {}
@@ -191,12 +203,14 @@ class Searcher(object):
         bounded = []
         ldepth = []
         results = []  # per source: list of candidate roots at the first level found
+        fallback = []  # per source: library attributes passed on the way up
         done = []
         visited = []
         for g, objs in enumerate(groups):
             for o in objs:
                 s = len(results)
                 results.append([])
+                fallback.append([])
                 done.append(False)
                 visited.append({id(o)})
                 nodes.append(o)
@@ -261,8 +275,15 @@ class Searcher(object):
                         root, cont = self._classify(r, nodes[i], childs[i], chains[i])
                         if root is not None:
                             root["_bounded"] = bounded[i]
-                            results[s].append(root)
-                        elif cont and per_source.get(s, 0) < MAX_FRONTIER:
+                            # A root the walk goes on past (a library's
+                            # attribute or global) is kept in case nothing
+                            # better is found above it.
+                            lib = root.pop("_lib", 0)
+                            if lib:
+                                fallback[s].append((lib, len(fallback[s]), root))
+                            else:
+                                results[s].append(root)
+                        if cont and per_source.get(s, 0) < MAX_FRONTIER:
                             node = nodes[i]
                             owner = type(node) is dict and _owns_dict(r, node)
                             ld = ldepth[i] + (0 if owner else 1)
@@ -289,6 +310,8 @@ class Searcher(object):
         for g, objs in enumerate(groups):
             for _ in objs:
                 cands = results[s]
+                if not cands and fallback[s]:
+                    cands = [min(fallback[s])[2]]
                 if cands:
                     cands.sort(key=lambda h: _PRIORITY.get(h["kind"], 2))
                     per_group.setdefault(g, []).append(cands[0])
@@ -310,6 +333,7 @@ class Searcher(object):
         self.keep = []
         self.ignore = set()
         self.locals = {}
+        self.model_types = {}
 
     def _classify(self, r, node, child, chain):
         """(root, continue): ``r`` refers to ``node``; ``child`` is what ``node``
@@ -319,9 +343,15 @@ class Searcher(object):
             mod = self.module_dicts.get(id(r))
             if mod is not None:
                 name = _key_of(r, node)
-                if name is None or not isinstance(name, str):
+                if name is None or not isinstance(name, str) or (
+                        name.startswith("__") and name.endswith("__")):
+                    # (`__loader__`, `__builtins__`: the import system's.)
                     return None, False
-                return self._global(mod, name, chain + ["module"]), False
+                root = self._global(mod, name, chain + ["module"])
+                # A library's global is a fallback, and the walk stops there
+                # (past a module lies every module that imports it).
+                root["_lib"] = _LIB_ROOT if not self.libs.is_user_module(mod) else 0
+                return root, False
             return None, True
         if tr is _FrameType:
             code = r.f_code
@@ -346,12 +376,23 @@ class Searcher(object):
         if tr is _CellType:
             return None, True
         if tr is _FunctionType:
-            return self._function_root(r, node, child, chain), False
+            # A library's function (a closure of leakspy's pytest plugin)
+            # is a fallback, as a library's global is.
+            try:
+                lib = not self.libs.is_user_file(r.__code__.co_filename)
+            except Exception:
+                lib = False
+            root = self._function_root(r, node, child, chain)
+            if root is not None:
+                root["_lib"] = _LIB_ROOT if lib else 0
+            return root, False
         if tr is _ModuleType or issubclass(tr, type):
             if issubclass(tr, type) and type(node) is dict and child is not None:
                 name = _key_of(node, child)
                 if name is not None and isinstance(name, str):
-                    return self._class_attr(r, name, chain[:-1] + [_short(r)]), False
+                    root = self._class_attr(r, name, chain[:-1] + [_short(r)])
+                    root["_lib"] = _LIB_ROOT if not self.libs.is_user_type(r) else 0
+                    return root, False
             return None, False
         if tr in _CONTAINERS or tr.__name__ in ("deque", "OrderedDict", "defaultdict"):
             return None, True
@@ -363,10 +404,33 @@ class Searcher(object):
         # Any other object: is ``node`` one of its attributes?
         name = self._attr_name(r, node, child)
         if name is not None:
-            if name[1]:  # through its __dict__
-                return self._attribute(r, name[0], chain[:-1] + [_tname(r)]), False
-            return self._attribute(r, name[0], chain + [_tname(r)]), False
+            ch = chain[:-1] + [_tname(r)] if name[1] else chain + [_tname(r)]  # via __dict__?
+            # nn.Module's own registries (`Actor._modules`) and the insides
+            # of torch's modules and optimizers (a Linear's weights, Adam's
+            # state) name torch's bookkeeping, not what the user keeps: the
+            # walk goes on to what holds the model, with this as a fallback.
+            internal = name[0] in _MODULE_REGISTRIES or (
+                not self.libs.is_user_type(tr) and self._model_part(tr))
+            root = self._attribute(r, name[0], ch)
+            root["_lib"] = _LIB_PART if internal else 0
+            return root, internal
         return None, True
+
+    def _model_part(self, tr):
+        """Whether instances of ``tr`` are torch modules or optimizers (by
+        the names in the class's MRO: no isinstance, no torch import)."""
+        r = self.model_types.get(tr)
+        if r is None:
+            r = False
+            try:
+                for c in tr.__mro__:
+                    if (c.__module__, c.__name__) in _MODEL_BASES:
+                        r = True
+                        break
+            except Exception:
+                pass
+            self.model_types[tr] = r
+        return r
 
     def _attr_name(self, r, node, child):
         """(name, via_dict) of the attribute of ``r`` that is ``node``."""

@@ -225,7 +225,13 @@ pub fn growth_groups(trace: &Trace) -> Vec<GrowthGroup> {
     let mut groups: Vec<GrowthGroup> = Vec::new();
     for (pid, mut cs) in by_pid {
         cs.sort_by(|a, b| t_of(a).total_cmp(&t_of(b)));
-        let stepped = cs.iter().all(|c| c.get("step").is_some_and(Value::is_u64));
+        // Timer censuses come only before a process's first step: where it
+        // steps, they are warm-up, and the growth is fitted per step.
+        let has_step = |c: &Map<String, Value>| c.get("step").is_some_and(Value::is_u64);
+        if cs.iter().filter(|c| has_step(c)).count() >= 2 {
+            cs.retain(|c| has_step(c));
+        }
+        let stepped = cs.iter().all(|c| has_step(c));
         let per = if stepped { "step" } else { "s" };
         let tracks = tracks_of(&cs, stepped);
         let mut growers: Vec<Grower> = tracks
@@ -760,10 +766,10 @@ mod tests {
 
     /// A trace of one process: a census per (step, graph) and a suspect
     /// of `key` held by `train:total`.
+    const HEADER: &str = r#"{"kind":"header","format":"leakspy-trace","version":1,"leakspy_version":"0.1.0","t":0.0,"started_at":0.0,"command":["python","train.py"],"cwd":"/tmp","hostname":"h","pid":7,"sample_interval_s":0.1}"#;
+
     fn graph_trace(graphs: &[(u64, &str)], key: &str) -> Trace {
-        let mut lines = vec![
-            r#"{"kind":"header","format":"leakspy-trace","version":1,"leakspy_version":"0.1.0","t":0.0,"started_at":0.0,"command":["python","train.py"],"cwd":"/tmp","hostname":"h","pid":7,"sample_interval_s":0.1}"#.to_string(),
-        ];
+        let mut lines = vec![HEADER.to_string()];
         for (i, (step, graph)) in graphs.iter().enumerate() {
             lines.push(format!(
                 r#"{{"kind":"census","pid":7,"t":{},"step":{step},"source":"optimizer","graph":{graph}}}"#,
@@ -774,6 +780,25 @@ mod tests {
             r#"{{"kind":"suspect","pid":7,"t":9.0,"step":1,"key":"{key}","what":"autograd history (root AddBackward0, over 100000 nodes)","holder":{{"kind":"local","path":"train:total","chain":["Tensor","frame"]}}}}"#
         ));
         leakspy_trace::parse_trace(&lines.join("\n")).unwrap()
+    }
+
+    #[test]
+    fn a_timer_census_before_the_first_step_leaves_the_fit_per_step() {
+        let mut trace = graph_trace(
+            &[
+                (100, r#"{"nodes":1000}"#),
+                (200, r#"{"nodes":2000}"#),
+                (300, r#"{"nodes":3000}"#),
+                (400, r#"{"nodes":4000}"#),
+            ],
+            "graph",
+        );
+        let timer = r#"{"kind":"census","pid":7,"t":0.5,"source":"timer","graph":{"nodes":10}}"#;
+        let timer = leakspy_trace::parse_trace(&format!("{}\n{timer}", HEADER)).unwrap();
+        trace.events.extend(timer.events);
+        let g = &growth_groups(&trace)[0].growers[0];
+        assert_eq!((g.key.as_str(), g.per.as_str()), ("graph", "step"), "{g:?}");
+        assert!((g.slope - 10.0).abs() < 1e-6, "{}", g.slope);
     }
 
     #[test]

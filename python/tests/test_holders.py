@@ -1,0 +1,80 @@
+"""The holder search on real torch objects, in this process: what a user
+keeps is named by the user's own root, not by torch's bookkeeping on the way
+(`Actor._modules`, `Linear._parameters`, `Adam.state`); a library's root is
+named only when nothing of the user's holds the object."""
+
+import copy
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from leakspy._census import Libraries  # noqa: E402
+from leakspy._holders import Searcher  # noqa: E402
+
+
+class Actor(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(),
+                                       torch.nn.Linear(8, 2))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class Trainer:
+    def __init__(self):
+        self.actor = Actor()
+        self.optimizer = torch.optim.Adam(self.actor.parameters(), lr=1e-3)
+        self.hall_of_fame = []
+
+    def step(self):
+        loss = self.actor(torch.randn(16, 4)).pow(2).mean()
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        self.hall_of_fame.append(copy.deepcopy(self.actor))
+
+
+def search(groups):
+    """Holders of each group (a list of lists, which the search ignores:
+    no local may hold the objects), with no rising types to pass through
+    (what a census may not have seen rise)."""
+    searcher = Searcher(Libraries(None), through=())
+    try:
+        return searcher.search(groups)
+    finally:
+        searcher.close()
+
+
+def test_parts_of_kept_models_are_held_by_the_users_list():
+    trainer = Trainer()
+    for _ in range(3):
+        trainer.step()
+    found = search([
+        [a.net for a in trainer.hall_of_fame],  # Actor._modules on the way
+        [a.net[0].weight for a in trainer.hall_of_fame],  # Linear._parameters, Sequential, Actor
+    ])
+    for h in found:
+        assert (h["kind"], h["path"], h["container"]) == (
+            "attribute", "Trainer.hall_of_fame", "list"), found
+    assert found[1]["chain"][0] == "Parameter" and found[1]["chain"][-1] == "Trainer", found
+
+
+def test_optimizer_state_is_held_by_the_attribute_keeping_the_optimizer():
+    trainer = Trainer()
+    trainer.step()
+    (h,) = search([[s["exp_avg"] for s in trainer.optimizer.state.values()]])
+    assert (h["kind"], h["path"]) == ("attribute", "Trainer.optimizer"), h
+    assert "Adam" in h["chain"], h
+
+
+def test_a_model_only_a_library_keeps_is_named_by_the_librarys_root():
+    json._leakspy_test_model = torch.nn.Linear(3, 3)
+    try:
+        (h,) = search([[json._leakspy_test_model.weight]])
+    finally:
+        del json._leakspy_test_model
+    assert (h["kind"], h["path"]) == ("global", "json._leakspy_test_model"), h
