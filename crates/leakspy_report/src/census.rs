@@ -109,9 +109,18 @@ impl GrowthGroup {
 
 impl Grower {
     pub fn describe(&self) -> String {
-        let mut s = format!("{} {} per {}", fmt_count(self.slope), self.what, self.per);
+        // One agent copy per generation of 400 steps reads "+2.50 ... per
+        // 1,000 steps", not "+2.50e-3 ... per step".
+        let scale = per_scale(self.slope);
+        let per = if scale > 1.0 {
+            format!("{} {}s", fmt_thousands(scale), self.per)
+        } else {
+            self.per.clone()
+        };
+        let mut s = format!("{} {} per {per}", fmt_count(self.slope * scale), self.what);
         if let Some(b) = self.bytes_slope.filter(|b| *b > 0.0) {
-            s.push_str(&format!(" ({}/{})", fmt_bytes(b), self.per));
+            let sep = if scale > 1.0 { " per " } else { "/" };
+            s.push_str(&format!(" ({}{sep}{per})", fmt_bytes(b * scale)));
         }
         s
     }
@@ -155,9 +164,33 @@ fn fmt_count(v: f64) -> String {
     } else if v.abs() >= 0.1 {
         format!("{v:+.2}")
     } else {
-        // One agent copy per generation of 400 steps is +0.0025, not +0.00.
         format!("{v:+.2e}")
     }
+}
+
+/// The power of ten (up to a million) that brings a rate below 0.1 to 1 or
+/// more.
+fn per_scale(v: f64) -> f64 {
+    let mut scale = 1.0;
+    if v.abs() >= 0.1 {
+        return scale;
+    }
+    while v.abs() > 0.0 && v.abs() * scale < 1.0 && scale < 1e6 {
+        scale *= 10.0;
+    }
+    scale
+}
+
+fn fmt_thousands(v: f64) -> String {
+    let digits = format!("{v:.0}");
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// One census series: x (step or seconds) and the value.
@@ -780,6 +813,43 @@ mod tests {
             r#"{{"kind":"suspect","pid":7,"t":9.0,"step":1,"key":"{key}","what":"autograd history (root AddBackward0, over 100000 nodes)","holder":{{"kind":"local","path":"train:total","chain":["Tensor","frame"]}}}}"#
         ));
         leakspy_trace::parse_trace(&lines.join("\n")).unwrap()
+    }
+
+    #[test]
+    fn slow_rates_read_per_thousands_of_steps() {
+        let g = |slope: f64, bytes: Option<f64>| Grower {
+            pid: 1,
+            key: "modules:Actor".into(),
+            what: "Actor modules (nn.Module)".into(),
+            unit: "count".into(),
+            slope,
+            lo: slope,
+            hi: slope,
+            per: "step".into(),
+            bytes_slope: bytes,
+            first: 0.0,
+            last: 1.0,
+            censuses: 5,
+            holder: None,
+            created_at: None,
+            example: None,
+        };
+        assert_eq!(
+            g(2.5e-3, Some(37.0)).describe(),
+            "+2.50 Actor modules (nn.Module) per 1,000 steps (36.1 KiB per 1,000 steps)"
+        );
+        assert_eq!(
+            g(0.25, None).describe(),
+            "+0.25 Actor modules (nn.Module) per step"
+        );
+        assert_eq!(
+            g(0.05, None).describe(),
+            "+5.00 Actor modules (nn.Module) per 100 steps"
+        );
+        assert_eq!(
+            g(96.0, None).describe(),
+            "+96 Actor modules (nn.Module) per step"
+        );
     }
 
     #[test]
