@@ -1,10 +1,14 @@
 """The one walk over an autograd graph that the census, suspects and
 examples share."""
 
-# The census's two series of the autograd graphs alive at a step boundary:
-# their nodes, and the history they keep (Census._history). Either one names
-# the same leak.
-GRAPH_KEYS = ("graph", "graph.history")
+# The census's series of the autograd graphs alive at a step boundary: their
+# nodes, and the history they keep (Census._history), either of which names
+# the same leak; and the nodes of the largest one graph, which grows where
+# one tensor chains every step to the last (a running statistic updated from
+# the graph, `total += loss`) while other graphs are kept beside it.
+GRAPH_KEYS = ("graph", "graph.history", "graph.largest")
+# The series of all graphs together: one suspect for both is enough.
+ALL_GRAPHS = ("graph", "graph.history")
 
 
 def walk(root, seen, cap):

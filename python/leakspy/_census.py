@@ -16,7 +16,7 @@ from collections import Counter, OrderedDict, defaultdict, deque
 from heapq import nlargest
 from itertools import compress, filterfalse, islice
 
-from ._autograd import GRAPH_KEYS
+from ._autograd import ALL_GRAPHS, GRAPH_KEYS
 from ._autograd import oldest as oldest_node
 from ._autograd import walk as walk_graph
 
@@ -499,17 +499,20 @@ class Census(object):
         if self.keep_values:
             self.values = dict(values)
         g = fields["graph"]
-        if g is not None and "history" in g:
-            # Not a series of its own for assert_no_leak, which judges the
+        if g is not None:
+            # Not series of their own for assert_no_leak, which judges the
             # nodes and their saved bytes.
-            values["graph.history"] = g["history"]
+            if "history" in g:
+                values["graph.history"] = g["history"]
+            if "largest" in g:
+                values["graph.largest"] = g["largest"]
         if first:
             # Warm-up: the first census is not compared with (imports and
             # lazy set-up still add objects), except for the autograd graphs
             # alive at the step boundary, which set-up does not make: a graph
             # that outgrows the walk's cap within two censuses needs its
             # first value.
-            values = {k: values[k] for k in ("graph", "graph.history") if k in values}
+            values = {k: values[k] for k in GRAPH_KEYS if k in values}
         if keys is None:
             self.growth.update(values, taint, ("graph",) if g and g.get("capped") else ())
 
@@ -544,9 +547,9 @@ class Census(object):
                     break
                 if key in self.suspect_keys or self.suppressed.get(key, 0) > self.n:
                     continue
-                if key in GRAPH_KEYS and (self.suspect_keys.intersection(GRAPH_KEYS) or any(
-                        s[0] in GRAPH_KEYS for s in suspects)):
-                    continue  # the other series of the graphs named it
+                if key in ALL_GRAPHS and (self.suspect_keys.intersection(ALL_GRAPHS) or any(
+                        s[0] in ALL_GRAPHS for s in suspects)):
+                    continue  # the other series of all graphs named it
                 per, count, rises = rising[key]
                 # ... and they wait two more censuses, for what holds them to
                 # qualify first (a list reaches the followed length later).
@@ -666,38 +669,51 @@ class Census(object):
 
     def _graph(self, torch, roots, tensor_types, tensors):
         if not roots:
-            return {"roots": 0, "nodes": 0, "saved_bytes": 0}, []
-        visited = set()
-        per_root = []
-        capped = False
-        newest_seq, newest = -1, None  # the root made last: the head of a chain
+            return {"roots": 0, "nodes": 0, "saved_bytes": 0, "largest": 0}, []
+        # Newest node first (torch's per-thread sequence numbers): the head
+        # of a chain is walked before the intermediates it keeps, so its
+        # count is the whole chain's (shared nodes count for the first root
+        # that reaches them), and it is the largest graph.
+        heads = []
         for t in roots:
-            if capped:
-                break
             try:
                 gf = t.grad_fn
             except Exception:
                 continue
-            if gf is None or gf in visited:
+            if gf is None:
+                continue
+            try:
+                seq = gf._sequence_nr()
+            except Exception:
+                seq = -1
+            heads.append((seq, len(heads), gf, t))
+        heads.sort(reverse=True, key=_first)
+        newest = heads[0][3] if heads else None  # the root made last: a chain's head
+        visited = set()
+        per_root = []
+        capped = False
+        for _, _, gf, t in heads:
+            if capped:
+                break
+            if gf in visited:
                 continue
             n0 = len(visited)
             if walk_graph(gf, visited, GRAPH_NODE_CAP):
                 capped = True
             per_root.append((len(visited) - n0, t))
-            try:
-                seq = gf._sequence_nr()
-            except Exception:
-                seq = -1
-            if seq > newest_seq:
-                newest_seq, newest = seq, t
+        del heads
         saved, partial = self._saved_bytes(torch, visited, tensor_types, tensors)
         out = {"roots": len(roots), "nodes": len(visited), "saved_bytes": saved}
         if capped:
             out["capped"] = True
         if partial:
             out["saved_partial"] = True
-        best = [t for _, t in nlargest(3, per_root, key=_first)]
-        del visited, per_root
+        top = nlargest(3, per_root, key=_first)
+        best = [t for _, t in top]
+        if top and not capped:
+            # (Nodes shared with a root walked earlier count for that one.)
+            out["largest"] = top[0][0]
+        del visited, per_root, top
         if capped:
             heads = best if newest is None or any(t is newest for t in best) else (
                 best + [newest])
@@ -1054,6 +1070,10 @@ class Census(object):
                 return None
             return {"key": key, "objects": self._survivors_first(key, cands),
                     "kind": "instances"}
+        if kind == "graph.largest":
+            # The biggest graph that something in Python holds (the biggest
+            # may be an intermediate of the chain), whatever holds the rest.
+            return {"key": key, "objects": list(graph_best), "kind": "instances", "picks": 1}
         if kind in GRAPH_KEYS:
             # The biggest graphs, and the youngest tensors with a graph: the
             # biggest may be intermediates that only the graph holds (torch
@@ -1117,7 +1137,8 @@ def _prefer_held(suspects, ours):
         objs = info["objects"]
         first = [o for o in objs if id(o) in held]
         rest = [o for o in objs if id(o) not in held]
-        info["objects"] = first[:PICKS] if first else rest[:PICKS]
+        picks = info.get("picks", PICKS)
+        info["objects"] = first[:picks] if first else rest[:picks]
 
 
 def _rank(key, user_names, tensor_names):

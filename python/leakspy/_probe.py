@@ -19,7 +19,7 @@ except ImportError:  # pragma: no cover
     _thread = None
 
 from . import __version__
-from ._autograd import GRAPH_KEYS
+from ._autograd import ALL_GRAPHS, GRAPH_KEYS
 from ._channel import Channel
 
 _monotonic = time.monotonic
@@ -626,10 +626,12 @@ def _suspects(st, suspects, step):
     del groups
     # Tensors that only an autograd graph holds (its saved tensors) are held
     # by whatever holds the graph.
+    # (All graphs' holder first: the largest graph's is one tensor's.)
     graph_holder = None
-    for (key, _, _, _), holder in zip(suspects, holders):
-        if key in GRAPH_KEYS and holder is not None:
-            graph_holder = holder
+    for keys in (ALL_GRAPHS, ("graph.largest",)):
+        for (key, _, _, _), holder in zip(suspects, holders):
+            if graph_holder is None and key in keys and holder is not None:
+                graph_holder = holder
     for key in GRAPH_KEYS:
         if graph_holder is None and key in st.sent:
             h = st.sent[key]["holder"]
@@ -705,7 +707,8 @@ def _describe_key(st, key, info, count):
         if example and example.get("grad_fn"):
             what += " (%s)" % example["grad_fn"]
     elif kind in GRAPH_KEYS:
-        what = "autograd graph nodes" if kind == "graph" else "autograd history"
+        what = {"graph": "autograd graph nodes", "graph.history": "autograd history",
+                "graph.largest": "autograd nodes of the largest graph"}[kind]
         if example and example.get("grad_fn"):
             n = example.get("graph_nodes")
             if isinstance(n, int) and n >= EXAMPLE_NODE_CAP:
@@ -790,7 +793,10 @@ def _trace_later(st, key, info):
     k, _, rest = key.partition(":")
     if k == "container":
         spec["id"] = int(rest)
-    elif k == "numpy":
+    elif k == "numpy" or key == "graph.largest":
+        # (The largest graph's tensor is often made before tracing starts,
+        # a total added to in place, and the biggest graph made while
+        # tracing may be another chain's: no site rather than a wrong one.)
         return
     st.trace_pending[key] = spec
 
@@ -935,7 +941,9 @@ def _sites(st, pending, tracemalloc):
             dev_dt_kind = rest.split("/") if kind == "tensors" else None
             cands = _tensor_filter(torch, all_t, dev_dt_kind, kind in GRAPH_KEYS,
                                    SITE_CANDIDATES)
-            if kind in GRAPH_KEYS:
+            # A chain's history is the biggest graphs'; all graphs together
+            # are the youngest tensors' with a graph, as for their holder.
+            if kind == "graph.history":
                 cands = _biggest_graphs(cands, 3)
         elif kind == "modules" and ts:
             cands = list(islice(compress(sel, map(ts.__contains__, sel_types)), SITE_CANDIDATES))

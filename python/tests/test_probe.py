@@ -658,6 +658,53 @@ def test_a_big_graph_made_anew_each_step_keeps_no_history(monitor):
     assert not set(sus) & {"graph", "graph.history"}, sus
 
 
+@needs_torch
+def test_a_chain_beside_kept_graphs_is_named_by_its_own_holder(monitor):
+    # Two leaks of autograd graphs in one loop: every loss kept in a list
+    # (many small graphs), and a running total chaining every step to the
+    # last (one graph, growing). All graphs together are held by the list;
+    # the largest graph, by the total.
+    p = monitor.run(textwrap.dedent(CHAIN) + textwrap.dedent("""
+    class Trainer:
+        def __init__(self):
+            self.losses = []
+            self.total = torch.zeros(())
+
+        def step(self):
+            self.losses.append(piece())
+            self.losses.append(piece())
+            self.total = self.total + piece()
+
+    # 20 steps after each census (246 nodes each): under the walk's cap.
+    trainer = Trainer()
+    seen = 0
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 60:
+        c = probe.S.census
+        n = c.n if c is not None else 0
+        if n != seen:
+            seen = n
+            if n >= 7:
+                break
+            for _ in range(20):
+                trainer.step()
+        time.sleep(0.001)
+        leakspy.step()
+    print(len(trainer.losses) > 0)
+    """), env=monitor.env(LEAKSPY_PROBE_BUDGET="0.5"), timeout=120)
+    check_ok(p)
+    graphs = [c["graph"] for c in monitor.messages("census")]
+    assert all(not g.get("capped") for g in graphs), graphs
+    largest = [g.get("largest", 0) for g in graphs]  # (no graph at all: none)
+    assert largest == sorted(largest) and largest[-1] > largest[0], graphs
+    sus = suspects_by_key(monitor)
+    assert {"graph", "graph.largest"} <= set(sus), sorted(sus)
+    assert sus["graph"]["holder"]["path"] == "Trainer.losses", sus["graph"]
+    assert sus["graph.largest"]["holder"]["path"] == "Trainer.total", sus["graph.largest"]
+    assert sus["graph.largest"]["what"].startswith(
+        "autograd nodes of the largest graph (root AddBackward0"), sus["graph.largest"]
+
+
 def test_growth_counts_a_rise_into_the_walk_cap():
     from leakspy._census import RISES, Growth
 

@@ -289,10 +289,11 @@ pub fn growth_groups(trace: &Trace) -> Vec<GrowthGroup> {
                     };
                     if g.key.starts_with("container:") {
                         g.what = format!("items in one {w}");
-                    } else if g.key == "graph" || g.key == "graph.history" {
+                    } else if g.key.starts_with("graph") {
                         let detail = w
                             .strip_prefix("autograd graph nodes")
                             .or_else(|| w.strip_prefix("autograd history"))
+                            .or_else(|| w.strip_prefix("autograd nodes of the largest graph"))
                             .unwrap_or(w)
                             .trim();
                         if !detail.is_empty() {
@@ -306,8 +307,12 @@ pub fn growth_groups(trace: &Trace) -> Vec<GrowthGroup> {
         // type, the fit found its tensor group) still names the holder of
         // that family of series.
         for g in growers.iter_mut().filter(|g| g.holder.is_none()) {
-            // (The graph's two series, "graph" and "graph.history", are one family.)
-            let family_of = |k: &str| k.split([':', '.']).next().unwrap_or_default().to_string();
+            // (All graphs' two series, "graph" and "graph.history", are one
+            // family; the largest graph is one tensor's, held on its own.)
+            let family_of = |k: &str| match k {
+                "graph.largest" => k.to_string(),
+                _ => k.split([':', '.']).next().unwrap_or_default().to_string(),
+            };
             let family = family_of(&g.key);
             let found = suspects.iter().find(|((p, k), s)| {
                 *p == pid && family_of(k) == family && s.get("holder").is_some()
@@ -368,6 +373,16 @@ fn tracks_of(cs: &[&Map<String, Value>], stepped: bool) -> BTreeMap<String, Trac
                     x,
                     n,
                     num(g.get("saved_bytes")),
+                );
+            }
+            if let Some(n) = num(g.get("largest")).filter(|_| !capped) {
+                put(
+                    "graph.largest".into(),
+                    &|| "autograd nodes of the largest graph alive at the step boundary".into(),
+                    "nodes",
+                    x,
+                    n,
+                    None,
                 );
             }
             // No cap to speak of: one hop per step chained.
@@ -660,6 +675,10 @@ fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
     }
     let mut out = Vec::new();
     for (_, mut gs) in with {
+        // The largest graph of a holder whose graphs all grow says no more.
+        if gs.iter().any(|g| g.key == "graph") {
+            gs.retain(|g| g.key != "graph.largest");
+        }
         gs.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
         let holder = gs[0].holder.clone();
         let created_at = gs.iter().find_map(|g| g.created_at.clone());
@@ -725,6 +744,8 @@ fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
 fn rank(g: &Grower) -> f64 {
     let kind = if g.key == "graph" {
         6.0
+    } else if g.key == "graph.largest" {
+        5.95
     } else if g.key == "graph.history" {
         5.9
     } else if g.key.starts_with("tensors:") {
@@ -813,6 +834,50 @@ mod tests {
             r#"{{"kind":"suspect","pid":7,"t":9.0,"step":1,"key":"{key}","what":"autograd history (root AddBackward0, over 100000 nodes)","holder":{{"kind":"local","path":"train:total","chain":["Tensor","frame"]}}}}"#
         ));
         leakspy_trace::parse_trace(&lines.join("\n")).unwrap()
+    }
+
+    /// Censuses of growing graphs (all of them, and the largest one) with a
+    /// suspect for each series, held by `all` and `largest`.
+    fn two_graph_leaks(all: &str, largest: &str) -> Vec<GrowthGroup> {
+        let mut lines = vec![HEADER.to_string()];
+        for i in 1..=6u64 {
+            lines.push(format!(
+                r#"{{"kind":"census","pid":7,"t":{i},"step":{},"source":"optimizer","graph":{{"nodes":{},"roots":{},"largest":{}}}}}"#,
+                i * 20,
+                i * 20 * 246,
+                i * 40,
+                i * 20 * 82
+            ));
+        }
+        for (key, path) in [("graph", all), ("graph.largest", largest)] {
+            lines.push(format!(
+                r#"{{"kind":"suspect","pid":7,"t":9.0,"step":100,"key":"{key}","what":"x","holder":{{"kind":"attribute","path":"{path}","chain":["Tensor","Trainer"]}}}}"#
+            ));
+        }
+        growth_groups(&leakspy_trace::parse_trace(&lines.join("\n")).unwrap())
+    }
+
+    #[test]
+    fn a_chain_beside_kept_graphs_is_a_group_of_its_own() {
+        let groups = two_graph_leaks("Trainer.losses", "Trainer.total");
+        let by = |path: &str| {
+            groups
+                .iter()
+                .find(|g| g.holder.as_ref().is_some_and(|h| h.path == path))
+                .unwrap_or_else(|| panic!("{path}: {groups:?}"))
+        };
+        assert_eq!(by("Trainer.losses").growers[0].key, "graph");
+        let chain = &by("Trainer.total").growers[0];
+        assert_eq!(chain.key, "graph.largest");
+        assert!((chain.slope - 82.0).abs() < 1e-6, "{}", chain.slope);
+    }
+
+    #[test]
+    fn the_largest_graph_of_a_holder_whose_graphs_all_grow_is_not_repeated() {
+        let groups = two_graph_leaks("Trainer.total", "Trainer.total");
+        assert_eq!(groups.len(), 1, "{groups:?}");
+        let keys: Vec<&str> = groups[0].growers.iter().map(|g| g.key.as_str()).collect();
+        assert_eq!(keys, ["graph"]);
     }
 
     #[test]

@@ -366,6 +366,7 @@ fn census_corroborated(r: &SeriesReport, growth: &[crate::census::GrowthGroup]) 
     let heavy_key = |k: &str| {
         k == "graph"
             || k == "graph.history"
+            || k == "graph.largest"
             || k == "figures"
             || k == "numpy"
             || k.starts_with("tensors:")
