@@ -100,6 +100,10 @@ class _State(object):
         self.after_left = 0  # steps after a census still to be timed
         self.after_t = 0.0
         self.after_excess = 0.0
+        # What the last census cost on its own, and what the steps after it
+        # lost (its cache misses): `expected` is their sum.
+        self.census_cpu = FIRST_CENSUS_COST_S
+        self.after_cost = 0.0
         if census is None:
             census = os.environ.get("LEAKSPY_PROBE_CENSUS", "1").strip() != "0"
         self.census_on = bool(census) and self.budget > 0
@@ -322,8 +326,12 @@ def _after_census_step(st, now):
     st.after_left -= 1
     if not st.after_left:
         # Noise can make a window come out faster than usual: never a refund.
-        st.spent += max(st.after_excess, 0.0)
+        st.after_cost = max(st.after_excess, 0.0)
+        st.spent += st.after_cost
         st.after_excess = 0.0
+        # The next census waits until the credit covers this too: else every
+        # census would overdraw the budget by what the steps after it lose.
+        st.expected = st.census_cpu + st.after_cost
 
 
 def _manual_step():
@@ -394,11 +402,19 @@ def _census_paid(st):
     now = _monotonic()
     if st.step_n == 0:
         # The step rate is timed from here (the third step), not from the
-        # probe's start: imports and data loading came before.
+        # probe's start: imports and data loading came before. So is the
+        # credit: the budget is a share of the training loop's time, and the
+        # start-up earns nothing the loop would then pay for.
         st.step_t, st.step_n = now, st.opt.n + st.man.n
+        _settle(st, now)
+        st.credit = min(st.credit, 0.0)
     if now < st.next_census:
         return False
     _settle(st, now)
+    if st.census is None or st.census.n == 0:
+        # The first census is the loop's baseline, taken at once: the loop
+        # pays it back before the next one.
+        return True
     # Steps since the schedule was made cost a little: a census that is
     # nearly paid for waits, it does not run on credit.
     if st.credit < 0.98 * st.expected:
@@ -580,8 +596,10 @@ def _census(st, source, step):
     total = _perf() - t0
     st.spent += _cpu() - c0
     # The next census is expected to cost what this one did without its
-    # holder search (a search is rare; the credit pays it back).
-    st.expected = max(census_cpu, 1e-4)
+    # holder search (a search is rare; the credit pays it back), and what
+    # the steps after the last one lost.
+    st.census_cpu = max(census_cpu, 1e-4)
+    st.expected = st.census_cpu + st.after_cost
     if total / st.budget > MAX_GAP_S:
         st.census_on = False
         _note("warn", "census disabled: budget exhausted (one census took %.1f s)" % total)
