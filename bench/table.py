@@ -94,7 +94,7 @@ def main():
                 return "%s, 95 %% interval of the median %s" % (cells[2], cells[3])
         return "?"
 
-    calibration = re.search(r"measured ÷ predicted = \*\*([0-9.]+)\*\* \(95 % interval ([0-9.]+–[0-9.]+)\)",
+    calibration = re.search(r"measured ÷ predicted = \*\*(-?[0-9.]+)\*\* \(95 % interval (-?[0-9.]+–-?[0-9.]+)\)",
                             overhead_out)
     at_defaults = re.search(r"accounted for \*\*([0-9.]+ %)\*\*.*?predicted time ratio at defaults is "
                             r"\*\*([0-9.]+)×\*\* \(([0-9.]+–[0-9.]+)\)", overhead_out)
