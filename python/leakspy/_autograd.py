@@ -11,6 +11,15 @@ GRAPH_KEYS = ("graph", "graph.history", "graph.largest")
 ALL_GRAPHS = ("graph", "graph.history")
 
 
+def grad_fn(t):
+    """A tensor's autograd node, or None: without a graph, or where a
+    subclass's attribute raises (the census must not)."""
+    try:
+        return t.grad_fn
+    except Exception:
+        return None
+
+
 def walk(root, seen, cap):
     """Adds to ``seen`` the autograd nodes reachable from ``root`` (itself
     included) through ``next_functions``; returns True when it stopped

@@ -16,7 +16,7 @@ from collections import Counter, OrderedDict, defaultdict, deque
 from heapq import nlargest
 from itertools import compress, filterfalse, islice
 
-from ._autograd import ALL_GRAPHS, GRAPH_KEYS
+from ._autograd import ALL_GRAPHS, GRAPH_KEYS, grad_fn
 from ._autograd import oldest as oldest_node
 from ._autograd import walk as walk_graph
 
@@ -676,10 +676,7 @@ class Census(object):
         # that reaches them), and it is the largest graph.
         heads = []
         for t in roots:
-            try:
-                gf = t.grad_fn
-            except Exception:
-                continue
+            gf = grad_fn(t)
             if gf is None:
                 continue
             try:
@@ -738,10 +735,7 @@ class Census(object):
         found = None
         newest_seen = None
         for t in heads:
-            try:
-                gf = t.grad_fn
-            except Exception:
-                continue
+            gf = grad_fn(t)
             if gf is None:
                 continue
             r = oldest_node(gf, HISTORY_HOP_CAP)

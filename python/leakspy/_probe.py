@@ -1038,15 +1038,12 @@ def _tensor_filter(torch, tensors, dev_dt_kind, graph_only, cap):
 def _biggest_graphs(tensors, n):
     """The roots whose walk reaches the most autograd nodes (shared nodes
     counted once, for the first root that reaches them)."""
-    from ._autograd import walk
+    from ._autograd import grad_fn, walk
 
     seen = set()
     sized = []
     for t in tensors:
-        try:
-            root = t.grad_fn
-        except Exception:
-            continue
+        root = grad_fn(t)
         if root is None or root in seen:
             continue
         n0 = len(seen)

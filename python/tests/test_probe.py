@@ -547,14 +547,10 @@ CHAIN = """
         loss.backward()  # frees what the graph saved, as training does
         return loss
 
-    def train(first, each, last):
-        # `total = total + loss`: `first` pieces before the first census,
-        # then `each` more after every census, until census `last`. Reading
-        # the probe's census count fixes the growth between censuses
-        # whatever the machine's speed.
-        total = torch.zeros(())
-        for _ in range(first):
-            total = total + piece()
+    def censuses(last):
+        # Steps until census `last`, yielding after each census before it:
+        # reading the probe's census count fixes the growth between
+        # censuses whatever the machine's speed.
         seen = 0
         t0 = time.monotonic()
         while time.monotonic() - t0 < 60:
@@ -563,11 +559,20 @@ CHAIN = """
             if n != seen:
                 seen = n
                 if n >= last:
-                    break
-                for _ in range(each):
-                    total = total + piece()
+                    return
+                yield
             time.sleep(0.001)
             leakspy.step()
+
+    def train(first, each, last):
+        # `total = total + loss`: `first` pieces before the first census,
+        # then `each` more after every census, until census `last`.
+        total = torch.zeros(())
+        for _ in range(first):
+            total = total + piece()
+        for _ in censuses(last):
+            for _ in range(each):
+                total = total + piece()
         return total
 
     # A first step ends the timer's censuses (for programs that never step):
@@ -677,19 +682,9 @@ def test_a_chain_beside_kept_graphs_is_named_by_its_own_holder(monitor):
 
     # 20 steps after each census (246 nodes each): under the walk's cap.
     trainer = Trainer()
-    seen = 0
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < 60:
-        c = probe.S.census
-        n = c.n if c is not None else 0
-        if n != seen:
-            seen = n
-            if n >= 7:
-                break
-            for _ in range(20):
-                trainer.step()
-        time.sleep(0.001)
-        leakspy.step()
+    for _ in censuses(7):
+        for _ in range(20):
+            trainer.step()
     print(len(trainer.losses) > 0)
     """), env=monitor.env(LEAKSPY_PROBE_BUDGET="0.5"), timeout=120)
     check_ok(p)
