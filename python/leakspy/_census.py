@@ -905,6 +905,17 @@ class Census(object):
                 if c is not None and cid not in shown and len(out) < TOP_CONTAINERS * 2:
                     out.append({"id": cid, "type": type(c).__name__, "len": len(c), "holder": None})
                     shown.add(cid)
+        # A series that starts here was counted from the last census's length
+        # (above): the report gets that point too, so that it fits the same
+        # series the probe judged, not one census shorter (a container that
+        # was not among the largest listed then is a suspect after three
+        # rises, and the report would need one more census to fit it).
+        if values:
+            runs = self.growth.runs
+            for entry in out:
+                key = "container:%d" % entry["id"]
+                if key in values and key not in runs and entry["id"] in prev:
+                    entry["prev"] = prev[entry["id"]]
         return out, values, by_id or {}, big
 
     def _untracked_dicts(self, sel, sel_types, user_types):

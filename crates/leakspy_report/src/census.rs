@@ -343,6 +343,10 @@ fn num(v: Option<&Value>) -> Option<f64> {
 fn tracks_of(cs: &[&Map<String, Value>], stepped: bool) -> BTreeMap<String, Track> {
     let mut tracks: BTreeMap<String, Track> = BTreeMap::new();
     let mut graph_capped = 0;
+    // Containers whose series the probe started from the last census's
+    // length (`prev`): (key, that census's x, the length, where it started).
+    let mut starts: Vec<(String, f64, f64, f64)> = Vec::new();
+    let mut last_x: Option<f64> = None;
     let mut put = |key: String, what: &dyn Fn() -> String, unit, x, y, bytes| {
         let tr = tracks.entry(key).or_insert_with(|| Track {
             what: what(),
@@ -357,6 +361,8 @@ fn tracks_of(cs: &[&Map<String, Value>], stepped: bool) -> BTreeMap<String, Trac
         } else {
             t_of(c)
         };
+        // (The first census is warm-up: never a series' first point.)
+        let before = last_x.replace(x).filter(|_| i >= 2);
         // The autograd graphs alive at the step boundary are not made by
         // set-up: their series start at the first census, as the probe's do
         // (a `total += loss` chain can pass the walk's cap by the third).
@@ -499,6 +505,9 @@ fn tracks_of(cs: &[&Map<String, Value>], stepped: bool) -> BTreeMap<String, Trac
                 .and_then(Value::as_str)
                 .unwrap_or("container")
                 .to_string();
+            if let (Some(bx), Some(p)) = (before, num(k.get("prev"))) {
+                starts.push((format!("container:{id}"), bx, p, x));
+            }
             put(
                 format!("container:{id}"),
                 &|| format!("items in one {ty}"),
@@ -526,6 +535,14 @@ fn tracks_of(cs: &[&Map<String, Value>], stepped: bool) -> BTreeMap<String, Trac
                 if let Some(v) = num(cuda.get(k)) {
                     put(format!("cuda.{k}"), &|| what.into(), "bytes", x, v, None);
                 }
+            }
+        }
+    }
+    for (key, bx, p, x) in starts {
+        if let Some(tr) = tracks.get_mut(&key) {
+            if tr.x.first() == Some(&x) {
+                tr.x.insert(0, bx);
+                tr.y.insert(0, p);
             }
         }
     }
@@ -878,6 +895,53 @@ mod tests {
         assert_eq!(groups.len(), 1, "{groups:?}");
         let keys: Vec<&str> = groups[0].growers.iter().map(|g| g.key.as_str()).collect();
         assert_eq!(keys, ["graph"]);
+    }
+
+    /// Five censuses of a list that grows by 40 items a census and is
+    /// listed from the third on (the first where the probe counts a
+    /// container's rise), with the length it had at the second when
+    /// `prev` says so; a suspect for it after the fifth.
+    fn container_groups(with_prev: bool) -> Vec<GrowthGroup> {
+        let mut lines = vec![HEADER.to_string()];
+        for i in 1..=5u64 {
+            let listed = if i < 3 {
+                String::new()
+            } else if i == 3 && with_prev {
+                format!(
+                    r#"{{"id":5,"type":"list","len":{},"prev":{}}}"#,
+                    i * 40,
+                    (i - 1) * 40
+                )
+            } else {
+                format!(r#"{{"id":5,"type":"list","len":{}}}"#, i * 40)
+            };
+            lines.push(format!(
+                r#"{{"kind":"census","pid":7,"t":{i},"step":{},"source":"optimizer","containers":[{listed}]}}"#,
+                i * 40
+            ));
+        }
+        lines.push(
+            r#"{"kind":"suspect","pid":7,"t":9.0,"step":200,"key":"container:5","what":"list of dict (len 200)","holder":{"kind":"attribute","path":"Env.episodes","chain":["list","Env"]}}"#
+                .to_string(),
+        );
+        growth_groups(&leakspy_trace::parse_trace(&lines.join("\n")).unwrap())
+    }
+
+    #[test]
+    fn a_container_series_starts_where_the_probe_started_it() {
+        let groups = container_groups(true);
+        let g = groups
+            .iter()
+            .find(|g| g.holder.as_ref().is_some_and(|h| h.path == "Env.episodes"))
+            .unwrap_or_else(|| panic!("{groups:?}"));
+        assert_eq!(g.growers[0].censuses, 4, "{:?}", g.growers[0]);
+        assert!(
+            (g.growers[0].slope - 1.0).abs() < 1e-9,
+            "{:?}",
+            g.growers[0]
+        );
+        // Without the earlier length, three points are too few to fit.
+        assert!(container_groups(false).is_empty());
     }
 
     #[test]
