@@ -9,6 +9,7 @@ pub mod diagnostic;
 pub mod fix;
 pub mod lines;
 pub mod noqa;
+pub mod notebook;
 pub mod output;
 pub mod registry;
 mod rules;
@@ -19,7 +20,7 @@ use ruff_source_file::LineIndex;
 use ruff_text_size::{Ranged, TextRange};
 
 pub use diagnostic::{Applicability, Diagnostic, Edit, Fix};
-pub use fix::{apply_fixes, FixedSource};
+pub use fix::{apply_fixes, select_fixes, FixedSource};
 pub use registry::{Rule, RuleKind, RuleSet, UnknownSelector};
 
 /// A syntax error: the file is reported and skipped, the others are still checked.

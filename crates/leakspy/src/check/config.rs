@@ -16,6 +16,11 @@ pub struct Config {
     /// Glob patterns of paths to skip, on top of `.gitignore` and virtual environments.
     #[serde(default)]
     pub exclude: Vec<String>,
+    /// Glob patterns of more files to check in folder walks, on top of `*.py`, `*.pyi` and
+    /// `*.ipynb` (ruff's `extend-include`); a matching `.ipynb` is read as a notebook, any
+    /// other file as Python.
+    #[serde(default)]
+    pub extend_include: Vec<String>,
     /// Glob pattern -> rule selectors ignored in matching files.
     #[serde(default)]
     pub per_file_ignores: std::collections::BTreeMap<String, Vec<String>>,
@@ -73,7 +78,7 @@ fn parse(path: &Path) -> Result<Option<Config>> {
     };
     let config: Config = table.try_into().with_context(|| {
         format!(
-            "invalid [tool.leakspy] in {}: expected keys select, extend-select, ignore, exclude, per-file-ignores",
+            "invalid [tool.leakspy] in {}: expected keys select, extend-select, ignore, exclude, extend-include, per-file-ignores",
             path.display()
         )
     })?;

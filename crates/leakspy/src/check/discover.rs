@@ -1,5 +1,7 @@
 //! Which files to check: walks folders honouring `.gitignore`, skips virtual environments and
 //! `site-packages` unless they are named on the command line, and reports what it cannot walk.
+//! A walk finds Python files (`.py`, `.pyi`), Jupyter notebooks (`.ipynb`) and what the
+//! configuration's `extend-include` adds.
 
 use std::path::{Path, PathBuf};
 
@@ -46,6 +48,32 @@ pub fn build_excludes(patterns: &[String]) -> anyhow::Result<GlobSet> {
     Ok(b.build()?)
 }
 
+/// `extend-include`: more files to check in folder walks, matched against the walked path or
+/// the file's name.
+pub fn build_includes(patterns: &[String]) -> anyhow::Result<GlobSet> {
+    let mut b = GlobSetBuilder::new();
+    for p in patterns {
+        b.add(
+            Glob::new(p)
+                .map_err(|e| anyhow::anyhow!("invalid extend-include pattern `{p}`: {e}"))?,
+        );
+    }
+    Ok(b.build()?)
+}
+
+/// Whether a path names a Jupyter notebook (read as cells, not as Python text).
+pub fn is_notebook(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "ipynb")
+}
+
+/// Whether a walk checks this file.
+fn is_checked(path: &Path, includes: &GlobSet) -> bool {
+    path.extension()
+        .is_some_and(|e| e == "py" || e == "pyi" || e == "ipynb")
+        || (!includes.is_empty()
+            && (includes.is_match(path) || path.file_name().is_some_and(|n| includes.is_match(n))))
+}
+
 fn is_virtualenv(dir: &Path) -> bool {
     dir.join("pyvenv.cfg").is_file() || dir.join("conda-meta").is_dir()
 }
@@ -55,6 +83,7 @@ fn is_virtualenv(dir: &Path) -> bool {
 pub fn discover(
     paths: &[PathBuf],
     excludes: &GlobSet,
+    includes: &GlobSet,
     on_file: &mut dyn FnMut(PathBuf),
 ) -> Vec<Skipped> {
     let mut seen = std::collections::HashSet::new();
@@ -110,12 +139,7 @@ pub fn discover(
             match entry {
                 Ok(entry) => {
                     let is_file = entry.file_type().is_some_and(|t| t.is_file());
-                    if is_file
-                        && entry
-                            .path()
-                            .extension()
-                            .is_some_and(|e| e == "py" || e == "pyi")
-                    {
+                    if is_file && is_checked(entry.path(), includes) {
                         on_file(entry.into_path());
                     }
                 }

@@ -1,3 +1,4 @@
-//! Parts of `leakspy check` that are CLI business: configuration and file discovery.
+//! Parts of `leakspy check` that are CLI business: configuration, file discovery, notebooks.
 pub mod config;
 pub mod discover;
+pub mod notebook;

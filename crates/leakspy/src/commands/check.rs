@@ -12,6 +12,8 @@ use crate::check::{config, discover};
 
 /// Files larger than this are skipped: generated code, not training scripts.
 const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+/// A notebook's size is mostly its outputs (plots as base64): its limit is higher.
+const MAX_NOTEBOOK_BYTES: u64 = 256 * 1024 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
@@ -59,16 +61,24 @@ pub struct CheckArgs {
     pub config: Option<PathBuf>,
 }
 
-struct Problem {
-    path: PathBuf,
-    reason: String,
+pub(crate) struct Problem {
+    pub path: PathBuf,
+    pub reason: String,
     /// A problem that stops the tool from doing its job (exit 2), as opposed to a file that is
     /// deliberately skipped (binary, huge, a symlink loop).
-    fatal: bool,
+    pub fatal: bool,
+}
+
+pub(crate) struct Checked {
+    pub result: FileResult,
+    /// Fixes applied (or, with --diff, that would be).
+    pub applied: usize,
+    /// With --diff: the unified diff of what the fixes change.
+    pub diff: String,
 }
 
 enum Outcome {
-    Checked(Box<FileResult>),
+    Checked(Box<Checked>),
     Problem(Problem),
 }
 
@@ -101,6 +111,7 @@ pub fn run(args: CheckArgs) -> Result<u8> {
     let per_file = per_file_rules(&cfg, &rules, loaded.root.as_deref())?;
 
     let excludes = discover::build_excludes(&cfg.exclude)?;
+    let includes = discover::build_includes(&cfg.extend_include)?;
     let min_fix = if args.unsafe_fixes {
         Applicability::Unsafe
     } else {
@@ -110,15 +121,22 @@ pub fn run(args: CheckArgs) -> Result<u8> {
     let outcomes = std::sync::Mutex::new(Vec::new());
     let skipped = rayon::scope(|s| {
         let (outcomes, per_file, rules, args) = (&outcomes, &per_file, &rules, &args);
-        discover::discover(&paths, &excludes, &mut |path| {
+        discover::discover(&paths, &excludes, &includes, &mut |path| {
             s.spawn(move |_| {
                 let rules = per_file.rules_for(&path, rules);
-                let outcome = check_file(
-                    &path,
-                    &rules,
-                    (args.fix || args.diff).then_some(min_fix),
-                    !args.diff,
-                );
+                let fix = (args.fix || args.diff).then_some(min_fix);
+                let outcome = if discover::is_notebook(&path) {
+                    match read_source(&path, MAX_NOTEBOOK_BYTES) {
+                        Ok(text) => {
+                            crate::check::notebook::check(&path, text, &rules, fix, !args.diff)
+                                .map(|c| Outcome::Checked(Box::new(c)))
+                                .unwrap_or_else(Outcome::Problem)
+                        }
+                        Err(p) => Outcome::Problem(p),
+                    }
+                } else {
+                    check_file(&path, &rules, fix, !args.diff)
+                };
                 outcomes
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -142,18 +160,12 @@ pub fn run(args: CheckArgs) -> Result<u8> {
     let mut diffs = String::new();
     for (_, outcome) in outcomes {
         match outcome {
-            Outcome::Checked(r) => results.push(*r),
-            Outcome::Problem(p) => problems.push(p),
-        }
-    }
-    for r in &mut results {
-        if let Some((before, applied)) = r_fix_info(r) {
-            fixed_total += applied;
-            if args.diff && applied > 0 {
-                let diff = similar::TextDiff::from_lines(&before, &r.source);
-                let name = r.display_path();
-                diffs.push_str(&diff.unified_diff().header(&name, &name).to_string());
+            Outcome::Checked(c) => {
+                fixed_total += c.applied;
+                diffs.push_str(&c.diff);
+                results.push(c.result);
             }
+            Outcome::Problem(p) => problems.push(p),
         }
     }
 
@@ -199,10 +211,32 @@ pub fn run(args: CheckArgs) -> Result<u8> {
             if args.fix && fixed_total > 0 {
                 writeln!(out, "Fixed {fixed_total} finding{}.", plural(fixed_total))?;
             }
-            if findings + syntax_errors == 0 {
+            // "All checks passed" only when every file found was checked: a file skipped or
+            // unreadable was not.
+            let unchecked = problems.len();
+            if findings + syntax_errors == 0 && results.is_empty() {
+                if unchecked == 0 {
+                    writeln!(
+                        out,
+                        "No Python files or notebooks found to check (.py, .pyi, .ipynb; `extend-include` adds others)."
+                    )?;
+                } else {
+                    writeln!(
+                        out,
+                        "No file checked: {unchecked} could not be (see above)."
+                    )?;
+                }
+            } else if findings + syntax_errors == 0 && unchecked == 0 {
                 writeln!(
                     out,
                     "All checks passed! ({} file{} checked)",
+                    results.len(),
+                    plural(results.len())
+                )?;
+            } else if findings + syntax_errors == 0 {
+                writeln!(
+                    out,
+                    "No findings in {} file{} checked; {unchecked} not checked (see above).",
                     results.len(),
                     plural(results.len())
                 )?;
@@ -264,15 +298,10 @@ fn count_fixes(results: &[FileResult], min: Applicability) -> usize {
         .count()
 }
 
-/// Source before fixes and the number applied, for files that `check_file` fixed.
-fn r_fix_info(r: &FileResult) -> Option<(String, usize)> {
-    r.fix_log.as_ref().map(|(s, n)| (s.clone(), *n))
-}
-
 /// Reads, checks and (when asked) fixes one file. Fixing loops until no fix applies, at most a
 /// few rounds, so fixes that depend on each other converge as in ruff.
 fn check_file(path: &Path, rules: &RuleSet, fix: Option<Applicability>, write: bool) -> Outcome {
-    let source = match read_source(path) {
+    let source = match read_source(path, MAX_FILE_BYTES) {
         Ok(s) => s,
         Err(p) => return Outcome::Problem(p),
     };
@@ -322,35 +351,50 @@ fn check_file(path: &Path, rules: &RuleSet, fix: Option<Applicability>, write: b
             });
         }
     }
-    let display = path.strip_prefix("./").unwrap_or(path).to_path_buf();
+    let display = display_path(path);
+    let diff = match (&fixed_text, write) {
+        (Some(after), false) => {
+            let name = display.display().to_string();
+            similar::TextDiff::from_lines(&source, after)
+                .unified_diff()
+                .header(&name, &name)
+                .to_string()
+        }
+        _ => String::new(),
+    };
     // A clean file's text is not needed for the output: drop it now rather than hold every
     // source of a large tree until the end.
     let clean = result.diagnostics.is_empty() && result.syntax_error.is_none() && applied == 0;
-    let (current, line_index, fix_log) = if clean {
+    let (current, line_index) = if clean {
         (
             String::new(),
             ruff_source_file::LineIndex::from_source_text(""),
-            None,
         )
     } else {
-        let (current, fix_log) = match fixed_text {
-            Some(text) => (text, fix.is_some().then_some((source, applied))),
-            None => (source, None),
-        };
+        let current = fixed_text.unwrap_or(source);
         let line_index = result.take_line_index(&current);
-        (current, line_index, fix_log)
+        (current, line_index)
     };
-    Outcome::Checked(Box::new(FileResult {
-        path: display,
-        fix_log,
-        source: current,
-        line_index,
-        diagnostics: result.diagnostics,
-        syntax_error: result.syntax_error,
+    Outcome::Checked(Box::new(Checked {
+        result: FileResult {
+            path: display,
+            source: current,
+            line_index,
+            diagnostics: result.diagnostics,
+            syntax_error: result.syntax_error,
+            notebook: None,
+        },
+        applied,
+        diff,
     }))
 }
 
-fn read_source(path: &Path) -> std::result::Result<String, Problem> {
+/// The path as shown: without a leading `./`.
+pub(crate) fn display_path(path: &Path) -> PathBuf {
+    path.strip_prefix("./").unwrap_or(path).to_path_buf()
+}
+
+pub(crate) fn read_source(path: &Path, max_bytes: u64) -> std::result::Result<String, Problem> {
     let problem = |reason: String, fatal: bool| Problem {
         path: path.to_path_buf(),
         reason,
@@ -362,12 +406,17 @@ fn read_source(path: &Path) -> std::result::Result<String, Problem> {
     let meta = file
         .metadata()
         .map_err(|e| problem(format!("cannot read: {e}"), true))?;
-    if meta.len() > MAX_FILE_BYTES {
+    if meta.len() > max_bytes {
         return Err(problem(
             format!(
-                "skipped: {} MiB is larger than the {} MiB limit for source files",
+                "skipped: {} MiB is larger than the {} MiB limit for {}",
                 meta.len() / (1024 * 1024),
-                MAX_FILE_BYTES / (1024 * 1024)
+                max_bytes / (1024 * 1024),
+                if discover::is_notebook(path) {
+                    "notebooks"
+                } else {
+                    "source files"
+                }
             ),
             false,
         ));

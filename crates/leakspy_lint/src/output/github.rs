@@ -16,24 +16,34 @@ fn escape_property(s: &str) -> String {
     escape_data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
+/// A notebook's annotation says which cell its line is in (GitHub knows no cells).
+fn in_cell(cell: Option<usize>, row: usize) -> String {
+    cell.map(|c| format!("cell {c}:line {row}: "))
+        .unwrap_or_default()
+}
+
 pub fn render(files: &[FileResult]) -> String {
     let mut out = String::new();
     for file in files {
         let path = escape_property(&file.display_path());
         if let Some(err) = &file.syntax_error {
-            let loc = file.location(err.range.start());
+            let (cell, loc) = file.cell_location(err.range.start());
             writeln!(
                 out,
                 "::error title=leakspy (syntax-error),file={path},line={},col={}::{}",
                 loc.row,
                 loc.column,
-                escape_data(&format!("syntax-error {}", err.message))
+                escape_data(&format!(
+                    "{}syntax-error {}",
+                    in_cell(cell, loc.row),
+                    err.message
+                ))
             )
             .unwrap();
         }
         for d in &file.diagnostics {
-            let start = file.location(d.range.start());
-            let end = file.location(d.range.end());
+            let (cell, start) = file.cell_location(d.range.start());
+            let end = file.cell_location(d.range.end()).1;
             let level = match d.rule.kind() {
                 crate::RuleKind::Leak => "error",
                 crate::RuleKind::Advice => "warning",
@@ -46,7 +56,12 @@ pub fn render(files: &[FileResult]) -> String {
                 start.column,
                 end.row,
                 end.column,
-                escape_data(&format!("{} {}", d.rule.code(), d.message))
+                escape_data(&format!(
+                    "{}{} {}",
+                    in_cell(cell, start.row),
+                    d.rule.code(),
+                    d.message
+                ))
             )
             .unwrap();
         }

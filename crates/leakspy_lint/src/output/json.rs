@@ -30,6 +30,10 @@ struct JsonDiagnostic {
     fix: Option<JsonFix>,
     url: Option<String>,
     noqa_row: Option<usize>,
+    /// In a notebook, the cell (1-based among all cells, as ruff reports it); the locations
+    /// are then rows in that cell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cell: Option<usize>,
 }
 
 pub fn render(files: &[FileResult]) -> String {
@@ -37,27 +41,29 @@ pub fn render(files: &[FileResult]) -> String {
     for file in files {
         let filename = file.display_path();
         if let Some(err) = &file.syntax_error {
+            let (cell, location) = file.cell_location(err.range.start());
             items.push(JsonDiagnostic {
                 code: "syntax-error".to_string(),
                 name: "syntax-error".to_string(),
                 message: err.message.clone(),
                 filename: filename.clone(),
-                location: file.location(err.range.start()),
-                end_location: file.location(err.range.end()),
+                location,
+                end_location: file.cell_location(err.range.end()).1,
                 fix: None,
                 url: None,
                 noqa_row: None,
+                cell,
             });
         }
         for d in &file.diagnostics {
-            let location = file.location(d.range.start());
+            let (cell, location) = file.cell_location(d.range.start());
             items.push(JsonDiagnostic {
                 code: d.rule.code().to_string(),
                 name: d.rule.name().to_string(),
                 message: d.message.clone(),
                 filename: filename.clone(),
                 location,
-                end_location: file.location(d.range.end()),
+                end_location: file.cell_location(d.range.end()).1,
                 fix: d.fix.as_ref().map(|f| JsonFix {
                     applicability: f.applicability,
                     message: f.message.clone(),
@@ -66,13 +72,14 @@ pub fn render(files: &[FileResult]) -> String {
                         .iter()
                         .map(|e| JsonEdit {
                             content: e.content.clone(),
-                            location: file.location(e.range.start()),
-                            end_location: file.location(e.range.end()),
+                            location: file.cell_location(e.range.start()).1,
+                            end_location: file.cell_location(e.range.end()).1,
                         })
                         .collect(),
                 }),
                 url: Some(d.rule.url()),
                 noqa_row: Some(location.row),
+                cell,
             });
         }
     }

@@ -12,6 +12,7 @@ use ruff_source_file::{LineIndex, OneIndexed};
 use ruff_text_size::TextSize;
 
 use crate::diagnostic::Diagnostic;
+use crate::notebook::NotebookIndex;
 use crate::SyntaxError;
 
 /// One checked file, with what the renderers need to turn offsets into rows and columns.
@@ -21,8 +22,9 @@ pub struct FileResult {
     pub line_index: LineIndex,
     pub diagnostics: Vec<Diagnostic>,
     pub syntax_error: Option<SyntaxError>,
-    /// When fixes were asked for: the source before them and how many were applied.
-    pub fix_log: Option<(String, usize)>,
+    /// For a notebook (`source` is its code cells joined): where each cell starts, so that
+    /// positions are reported as a cell and a row in it.
+    pub notebook: Option<NotebookIndex>,
 }
 
 /// A 1-based row and column (columns count characters, as ruff's JSON does).
@@ -38,6 +40,45 @@ impl FileResult {
         Location {
             row: lc.line.get(),
             column: lc.column.get(),
+        }
+    }
+
+    /// A position as reported: in a notebook, the cell (1-based, among all its cells) and the
+    /// location in that cell; else no cell and the location in the file.
+    pub fn cell_location(&self, offset: TextSize) -> (Option<usize>, Location) {
+        let loc = self.location(offset);
+        match &self.notebook {
+            None => (None, loc),
+            Some(index) => {
+                let (cell, row) = index.cell_row(loc.row);
+                (
+                    Some(cell),
+                    Location {
+                        row,
+                        column: loc.column,
+                    },
+                )
+            }
+        }
+    }
+
+    /// The rows of the file (of the joined module, for a notebook) a code frame around `row`
+    /// may show: a notebook's frame stays inside the cell.
+    pub fn frame_rows(&self, row: usize) -> (usize, usize) {
+        match &self.notebook {
+            None => (1, self.line_index.line_count()),
+            Some(index) => {
+                let (first, last) = index.cell_rows(row);
+                (first, last.min(self.line_index.line_count()))
+            }
+        }
+    }
+
+    /// The row number shown for a row of the file: in a notebook, the row in its cell.
+    pub fn shown_row(&self, row: usize) -> usize {
+        match &self.notebook {
+            None => row,
+            Some(index) => index.cell_row(row).1,
         }
     }
 

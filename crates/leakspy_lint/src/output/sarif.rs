@@ -38,40 +38,54 @@ fn uri(file: &FileResult) -> String {
     p.strip_prefix("./").unwrap_or(&p).to_string()
 }
 
+/// In a notebook the region's lines are those of a cell, named in the result's properties.
+fn with_cell(cell: Option<usize>, mut result: Value) -> Value {
+    if let Some(cell) = cell {
+        result["properties"] = json!({ "cell": cell });
+    }
+    result
+}
+
 pub fn render(files: &[FileResult]) -> String {
     let mut results = Vec::new();
     for file in files {
         let uri = uri(file);
         if let Some(err) = &file.syntax_error {
-            let start = file.location(err.range.start());
-            results.push(json!({
-                "ruleId": "syntax-error",
-                "level": "error",
-                "message": { "text": err.message },
-                "locations": [{ "physicalLocation": {
-                    "artifactLocation": { "uri": uri },
-                    "region": { "startLine": start.row, "startColumn": start.column }
-                }}]
-            }));
+            let (cell, start) = file.cell_location(err.range.start());
+            results.push(with_cell(
+                cell,
+                json!({
+                    "ruleId": "syntax-error",
+                    "level": "error",
+                    "message": { "text": err.message },
+                    "locations": [{ "physicalLocation": {
+                        "artifactLocation": { "uri": uri },
+                        "region": { "startLine": start.row, "startColumn": start.column }
+                    }}]
+                }),
+            ));
         }
         for d in &file.diagnostics {
-            let start = file.location(d.range.start());
-            let end = file.location(d.range.end());
-            results.push(json!({
-                "ruleId": d.rule.code(),
-                "ruleIndex": Rule::ALL.iter().position(|r| *r == d.rule),
-                "level": level(d.rule),
-                "message": { "text": d.message },
-                "locations": [{ "physicalLocation": {
-                    "artifactLocation": { "uri": uri },
-                    "region": {
-                        "startLine": start.row,
-                        "startColumn": start.column,
-                        "endLine": end.row,
-                        "endColumn": end.column
-                    }
-                }}]
-            }));
+            let (cell, start) = file.cell_location(d.range.start());
+            let end = file.cell_location(d.range.end()).1;
+            results.push(with_cell(
+                cell,
+                json!({
+                    "ruleId": d.rule.code(),
+                    "ruleIndex": Rule::ALL.iter().position(|r| *r == d.rule),
+                    "level": level(d.rule),
+                    "message": { "text": d.message },
+                    "locations": [{ "physicalLocation": {
+                        "artifactLocation": { "uri": uri },
+                        "region": {
+                            "startLine": start.row,
+                            "startColumn": start.column,
+                            "endLine": end.row,
+                            "endColumn": end.column
+                        }
+                    }}]
+                }),
+            ));
         }
     }
     let sarif = json!({

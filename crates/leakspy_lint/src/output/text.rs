@@ -14,8 +14,9 @@ pub fn render(files: &[FileResult], show_fixes: bool) -> String {
             let loc = file.location(err.range.start());
             writeln!(
                 out,
-                "{path}:{}:{}: syntax-error {}",
-                loc.row, loc.column, err.message
+                "{}: syntax-error {}",
+                position(&path, file, err.range.start()),
+                err.message
             )
             .unwrap();
             frame(&mut out, file, loc.row, loc.column, loc.column + 1);
@@ -30,9 +31,8 @@ pub fn render(files: &[FileResult], show_fixes: bool) -> String {
             };
             writeln!(
                 out,
-                "{path}:{}:{}: {}{fixable} {}",
-                start.row,
-                start.column,
+                "{}: {}{fixable} {}",
+                position(&path, file, d.range.start()),
                 d.rule.code(),
                 d.message
             )
@@ -59,15 +59,27 @@ pub fn render(files: &[FileResult], show_fixes: bool) -> String {
     out
 }
 
-/// Three lines of context: the one before, the flagged one with a caret underline, the one after.
+/// `path:row:column`, or `path:cell N:line R` in a notebook (ruff's cell numbering; the
+/// caret of the frame shows the column).
+fn position(path: &str, file: &FileResult, offset: ruff_text_size::TextSize) -> String {
+    match file.cell_location(offset) {
+        (Some(cell), loc) => format!("{path}:cell {cell}:line {}", loc.row),
+        (None, loc) => format!("{path}:{}:{}", loc.row, loc.column),
+    }
+}
+
+/// Three lines of context: the one before, the flagged one with a caret underline, the one after
+/// (in a notebook, of the same cell, numbered in it).
 fn frame(out: &mut String, file: &FileResult, row: usize, start_col: usize, end_col: usize) {
-    let width = (row + 1).to_string().len();
+    let (first, last) = file.frame_rows(row);
+    let shown = file.shown_row(row);
+    let width = (shown + 1).to_string().len();
     writeln!(out, "{:width$} |", "").unwrap();
-    if row > 1 {
-        writeln!(out, "{:>width$} | {}", row - 1, file.line_text(row - 1)).unwrap();
+    if row > first {
+        writeln!(out, "{:>width$} | {}", shown - 1, file.line_text(row - 1)).unwrap();
     }
     let line = file.line_text(row);
-    writeln!(out, "{row:>width$} | {line}").unwrap();
+    writeln!(out, "{shown:>width$} | {line}").unwrap();
     let len = line.chars().count();
     let end = end_col.min(len + 1).max(start_col + 1);
     let pad: String = line
@@ -76,8 +88,8 @@ fn frame(out: &mut String, file: &FileResult, row: usize, start_col: usize, end_
         .map(|c| if c == '\t' { '\t' } else { ' ' })
         .collect();
     writeln!(out, "{:width$} | {pad}{}", "", "^".repeat(end - start_col)).unwrap();
-    if row < file.line_index.line_count() && !file.line_text(row + 1).is_empty() {
-        writeln!(out, "{:>width$} | {}", row + 1, file.line_text(row + 1)).unwrap();
+    if row < last && !file.line_text(row + 1).is_empty() {
+        writeln!(out, "{:>width$} | {}", shown + 1, file.line_text(row + 1)).unwrap();
     }
     writeln!(out, "{:width$} |", "").unwrap();
 }
