@@ -9,6 +9,11 @@ it. Nothing needs changing in the job's code.
 Outside ``leakspy run`` it does nothing, so it can stay in the code.
 Importing this package is cheap (it imports neither torch nor the probe).
 
+``with leakspy.watch(): ...`` (or ``@leakspy.watch()``) watches the code it
+wraps in this very process, a notebook kernel included: a live line while it
+runs, then the diagnosis (under the cell in a notebook). ``%load_ext
+leakspy`` adds the ``%leakspy watch`` and ``%%leakspy watch`` magics.
+
 ``leakspy.assert_no_leak(step, steps=200, warmup=20)`` checks, in a test,
 that calling ``step`` does not leave more behind with every call (it raises
 ``leakspy.LeakError``, an ``AssertionError``); ``@pytest.mark.leakspy`` does
@@ -16,7 +21,7 @@ the same for a whole test. Both load on first use.
 """
 
 __version__ = "0.1.0"
-__all__ = ["step", "assert_no_leak", "LeakError", "__version__"]
+__all__ = ["step", "watch", "assert_no_leak", "LeakError", "__version__"]
 
 # Loaded on first use: the leak check needs the census machinery, which a
 # process that only calls step() never pays for.
@@ -33,6 +38,27 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(_LAZY))
+
+
+def watch(budget=None, census=True, live=True, show=True):
+    """Watches the code it wraps in this process: ``with leakspy.watch():``
+    or ``@leakspy.watch()``. See ``leakspy._notebook.watch``."""
+    from . import _notebook
+
+    return _notebook.watch(budget=budget, census=census, live=live, show=show)
+
+
+def load_ipython_extension(ipython):
+    """``%load_ext leakspy``: the ``%leakspy`` and ``%%leakspy`` magics."""
+    from . import _notebook
+
+    _notebook.load_ipython_extension(ipython)
+
+
+def unload_ipython_extension(ipython):
+    from . import _notebook
+
+    _notebook.unload_ipython_extension(ipython)
 
 # Set by the probe when it runs in this process.
 _step_impl = None

@@ -25,3 +25,28 @@ def start(socket_path, budget, census):
         _probe.start(socket_path=socket_path, budget=budget, census=census, attached=True)
     except Exception:
         pass
+
+
+def active():
+    """Whether a probe runs in this process (never raises)."""
+    try:
+        from . import _probe
+
+        st = _probe.S
+        return st is not None and st.active
+    except Exception:
+        return False
+
+
+def stop():
+    """Switches the probe off now, as at the process's exit (its last step
+    count sent, hooks out, thread stopped, socket closed): the code that
+    started it in this process (``leakspy.watch()``) is done watching and
+    the process goes on. Never raises."""
+    try:
+        from . import _probe
+
+        _probe._at_exit()
+        _probe._switch_off()
+    except Exception:
+        pass

@@ -503,6 +503,14 @@ class Searcher(object):
                 "line": frame.f_lineno, "chain": chain}
 
     def _global(self, modname, name, chain):
+        if modname == "__main__":
+            # A notebook's namespace: IPython's output history, or the cell
+            # that bound the global.
+            from . import _ipython
+
+            root = _ipython.global_root(name, chain)
+            if root is not None:
+                return root
         m = sys.modules.get(modname)
         f = getattr(m, "__file__", None) if m is not None else None
         line = _assignment_line(f, name, None) if isinstance(f, str) else None
@@ -546,7 +554,9 @@ def _vote(roots):
     tally = {}
     first = {}
     for h in roots:
-        k = (h["kind"], h["path"])
+        # Roots that are one holder under several names (the entries of
+        # IPython's output history) vote together.
+        k = (h["kind"], h.get("vote", h["path"]))
         tally[k] = tally.get(k, 0) + 1
         first.setdefault(k, h)
 
@@ -554,7 +564,9 @@ def _vote(roots):
         h = first[k]
         return (-tally[k], _PRIORITY.get(h["kind"], 2), h["container"] is None)
 
-    return first[min(tally, key=rank)]
+    best = first[min(tally, key=rank)]
+    best.pop("vote", None)
+    return best
 
 
 def _container(chain):

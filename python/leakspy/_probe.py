@@ -693,11 +693,19 @@ def _type_of_first(info):
     return type(objs[0]).__name__ if objs else "?"
 
 
+def _file_name(f):
+    """A source file as the report names it: a notebook cell's code as
+    ``Cell In[3]`` (``_ipython``), else its absolute path."""
+    from ._ipython import display_file
+
+    return display_file(f) or os.path.abspath(f)
+
+
 def _clean_holder(h):
     out = {}
     for k, v in h.items():
         if k == "file" and isinstance(v, str) and v and v[0] != "<":
-            v = os.path.abspath(v)
+            v = _file_name(v)
         if isinstance(v, str):
             v = _clean(v)
         elif isinstance(v, list):
@@ -883,7 +891,7 @@ def _resolve_sites(st):
             continue
         f, line = site
         msg = dict(msg)
-        msg["created_at"] = {"file": _clean(os.path.abspath(f)), "line": line,
+        msg["created_at"] = {"file": _clean(_file_name(f)), "line": line,
                              "function": _clean(function_at(f, line))}
         st.sent[key] = msg
         _send(msg)

@@ -105,6 +105,9 @@ pub struct AttachConfig {
     pub method: InjectMethod,
     /// Longest wait for an injection (gdb, the helper of `sys.remote_exec`).
     pub inject_timeout: Duration,
+    /// The process starts the probe itself: its settings are written to this file instead
+    /// of an injection (`Loader::hand_off`).
+    pub handoff: Option<std::path::PathBuf>,
 }
 
 impl AttachConfig {
@@ -114,6 +117,7 @@ impl AttachConfig {
             duration: None,
             method: InjectMethod::Auto,
             inject_timeout: Duration::from_secs(20),
+            handoff: None,
         }
     }
 }

@@ -213,8 +213,11 @@ fn tree_from_ppid_scan(root: u32) -> Vec<u32> {
     descendants(root, &parent_of)
 }
 
-/// Root first, then descendants breadth-first, from a pid → ppid map.
+/// Root first, then descendants breadth-first, from a pid → ppid map. Never the monitor
+/// itself (nor what it started): attached to the process that started it (a notebook kernel
+/// watching itself), it is one of its descendants.
 pub fn descendants(root: u32, parent_of: &HashMap<u32, u32>) -> Vec<u32> {
+    let me = std::process::id();
     let mut out = vec![root];
     let mut i = 0;
     while i < out.len() {
@@ -222,7 +225,7 @@ pub fn descendants(root: u32, parent_of: &HashMap<u32, u32>) -> Vec<u32> {
         i += 1;
         let mut kids: Vec<u32> = parent_of
             .iter()
-            .filter(|&(&pid, &ppid)| ppid == parent && pid != parent)
+            .filter(|&(&pid, &ppid)| ppid == parent && pid != parent && pid != me)
             .map(|(&pid, _)| pid)
             .collect();
         kids.sort_unstable();

@@ -29,6 +29,10 @@ pub struct Holder {
     /// Types from the object up to the root.
     #[serde(default)]
     pub chain: Vec<String>,
+    /// How to let go of what this holder keeps, when the probe knows a way particular to it
+    /// (IPython's output history: `%reset -f out`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 /// A source line.
@@ -809,6 +813,7 @@ mod tests {
             file: None,
             line: None,
             chain: Vec::new(),
+            hint: None,
         };
         GrowthGroup {
             pid: 1,

@@ -196,10 +196,14 @@ fn growth_section(out: &mut String, d: &Diagnosis) {
     for g in &d.growth {
         let holder = match &g.holder {
             Some(h) => format!(
-                "<strong class=\"mono\">{}</strong><br><small>{} · pid {}</small>",
+                "<strong class=\"mono\">{}</strong><br><small>{} · pid {}</small>{}",
                 escape(&h.describe()),
                 escape(&h.kind),
-                g.pid
+                g.pid,
+                h.hint
+                    .as_deref()
+                    .map(|t| format!("<br><small>free it: {}</small>", escape(t)))
+                    .unwrap_or_default()
             ),
             None => format!("<em>not found</em><br><small>pid {}</small>", g.pid),
         };

@@ -105,6 +105,9 @@ fn render_growth(out: &mut String, d: &Diagnosis) {
         match &g.holder {
             Some(h) => {
                 let _ = writeln!(out, "  {}. held by {}{pid}", i + 1, h.describe());
+                if let Some(hint) = &h.hint {
+                    let _ = writeln!(out, "     free it: {hint}");
+                }
             }
             None => {
                 let _ = writeln!(out, "  {}. holder not found{pid}", i + 1);

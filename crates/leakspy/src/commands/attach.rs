@@ -40,6 +40,10 @@ pub struct AttachArgs {
     /// Longest wait for gdb or the helper of `sys.remote_exec`.
     #[arg(long, value_name = "SECS", default_value_t = 20.0, hide = true)]
     pub inject_timeout: f64,
+    /// The process starts the probe itself (`leakspy.watch()` in a notebook kernel): write
+    /// the probe's settings to FILE instead of injecting it; no right to trace is needed.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub probe_handoff: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: AttachArgs) -> anyhow::Result<u8> {
@@ -59,7 +63,7 @@ pub fn run(args: AttachArgs) -> anyhow::Result<u8> {
     let python = matches!(process.python, Python::CPython { .. } | Python::Unknown(_));
     // Tracing is needed only to put the probe in; /proc figures of another
     // user's process stay readable without it (all but PSS/USS).
-    if !args.record.no_probe && python {
+    if !args.record.no_probe && python && args.probe_handoff.is_none() {
         if let Err(e) = leakspy_monitor::check_trace_permission(&process) {
             if let AttachError::NotPermitted { .. } = e {
                 bail!(
@@ -80,6 +84,7 @@ pub fn run(args: AttachArgs) -> anyhow::Result<u8> {
     attach.duration = args.duration.map(Duration::from_secs_f64);
     attach.method = args.inject_with;
     attach.inject_timeout = Duration::from_secs_f64(args.inject_timeout.min(3600.0));
+    attach.handoff = args.probe_handoff.clone();
     let mut config = MonitorConfig::attach(attach);
     config.interval = Duration::from_secs_f64(args.record.interval);
     config.probe = (!args.record.no_probe).then_some(ProbeConfig {

@@ -125,6 +125,24 @@ if os.path.exists(sock):
         )
     }
 
+    /// Hands the probe's settings to a process that starts the probe itself (a notebook
+    /// kernel watching its own cells, `leakspy.watch()`): no injection, no right to trace
+    /// it. They are written to `path` as one JSON object (`socket`, `dir`, `budget`,
+    /// `census`), renamed into place so that a reader never sees half of it.
+    pub fn hand_off(&self, path: &std::path::Path) -> std::io::Result<()> {
+        let text = serde_json::json!({
+            "socket": self.socket.to_string_lossy(),
+            "dir": self.dir.to_string_lossy(),
+            "budget": if self.budget.is_finite() { self.budget } else { 0.01 },
+            "census": self.census,
+        })
+        .to_string();
+        let mut partial = path.as_os_str().to_owned();
+        partial.push(".partial");
+        std::fs::write(&partial, text)?;
+        std::fs::rename(&partial, path)
+    }
+
     /// Writes [`Self::statement`] to the probe's folder, for methods that take a file.
     fn write_file(&self) -> std::io::Result<PathBuf> {
         let path = self.dir.join(LOADER_FILE);
@@ -279,6 +297,19 @@ mod tests {
         let src = loader().source();
         assert!(src.contains(r#"d = "/tmp/leakspy-probe-x\"y""#), "{src}");
         assert!(src.contains("_attach.start(sock, 0.25, False)"), "{src}");
+    }
+
+    #[test]
+    fn hand_off_writes_the_settings_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("handoff.json");
+        loader().hand_off(&path).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(v["socket"], "/tmp/leakspy-probe-x\"y/probe.sock");
+        assert_eq!(v["budget"], 0.25);
+        assert_eq!(v["census"], false);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]

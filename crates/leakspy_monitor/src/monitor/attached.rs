@@ -22,6 +22,9 @@ pub enum DetachReason {
     Interrupted,
     /// The job ended.
     Ended,
+    /// The process watching itself (`leakspy.watch()`, `--probe-handoff`) asked leakspy to
+    /// stop: the watched code ended.
+    Watched,
 }
 
 impl DetachReason {
@@ -30,6 +33,7 @@ impl DetachReason {
             DetachReason::Duration => "duration",
             DetachReason::Interrupted => "interrupted",
             DetachReason::Ended => "ended",
+            DetachReason::Watched => "watched",
         }
     }
 }
@@ -110,7 +114,21 @@ impl Monitor {
             budget: server.config().budget,
             census: server.config().census,
         };
-        let result = inject(&process, &loader, method, timeout);
+        let result = match &a.config.handoff {
+            Some(path) => loader
+                .hand_off(path)
+                .map(|()| Injected {
+                    method: "the process itself (in-process hand-off)",
+                    python: process.python.version_text(),
+                })
+                .map_err(|e| {
+                    crate::InjectError::Failed(format!(
+                        "cannot hand its settings over ({}): {e}",
+                        path.display()
+                    ))
+                }),
+            None => inject(&process, &loader, method, timeout),
+        };
         match &result {
             Ok(i) => notes.push((
                 NoteLevel::Info,
@@ -148,7 +166,9 @@ impl Monitor {
         let Some(a) = self.attached.as_mut() else {
             return false;
         };
-        a.stop = if interrupted {
+        a.stop = if interrupted && a.config.handoff.is_some() {
+            Some(DetachReason::Watched)
+        } else if interrupted {
             Some(DetachReason::Interrupted)
         } else if !still_running(&a.config.process) {
             Some(DetachReason::Ended)
@@ -208,6 +228,9 @@ impl Monitor {
         let alive = still_running(&self.attached.as_ref().expect("attached").config.process);
         let message = match reason {
             DetachReason::Duration => "recording stopped after --duration; the job goes on".into(),
+            DetachReason::Watched => {
+                format!("the watched code ended (pid {pid} asked leakspy to stop); it goes on")
+            }
             DetachReason::Interrupted => format!(
                 "leakspy was interrupted ({interrupted} signal(s), not passed on); the job goes on"
             ),
