@@ -520,6 +520,14 @@ class Searcher(object):
 
     def _attribute(self, owner, name, chain):
         cls = type(owner)
+        if cls.__module__.startswith(("IPython.", "ipykernel.")):
+            # IPython's own references to the last results (the display
+            # hook's `_`, the last ExecutionResult) are its output history.
+            from . import _ipython
+
+            root = _ipython.attribute_root(owner, name, chain)
+            if root is not None:
+                return root
         f, line = _class_location(cls, "self." + name)
         return {"kind": "attribute", "path": "%s.%s" % (_qualname(cls), name),
                 "container": _container(chain), "file": f, "line": line, "chain": chain}

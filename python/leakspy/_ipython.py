@@ -79,6 +79,28 @@ def global_root(name, chain):
         return None
 
 
+# Attributes of IPython's objects that hold the latest results: the display
+# hook's `_`, `__`, `___` and the last cell's ExecutionResult.
+_RESULT_ATTRIBUTES = {"DisplayHook": ("_", "__", "___"), "ExecutionResult": ("result",)}
+
+
+def attribute_root(owner, name, chain):
+    """The holder for attribute ``name`` of one of IPython's objects when it
+    is a reference to a cell's result (the output history), else None."""
+    ip = shell()
+    if ip is None:
+        return None
+    try:
+        for cls in type(owner).__mro__:
+            if (cls.__module__.startswith("IPython.")
+                    and name in _RESULT_ATTRIBUTES.get(cls.__name__, ())):
+                hist = ip.user_ns.get("Out")
+                return _output(hist if isinstance(hist, dict) else {}, chain)
+    except Exception:
+        pass
+    return None
+
+
 def _root(ip, name, chain):
     hist = ip.user_ns.get("Out")
     if not isinstance(hist, dict):

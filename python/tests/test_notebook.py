@@ -131,3 +131,21 @@ def test_errors_of_the_watched_code_pass_through(monkeypatch):
     with pytest.raises(ZeroDivisionError):
         with _notebook.watch(show=False):
             1 / 0
+
+
+def test_ipython_result_attributes_are_the_output_history(monkeypatch):
+    from IPython.core.displayhook import DisplayHook
+    from IPython.core.interactiveshell import ExecutionResult
+
+    class Shell(object):
+        user_ns = {"Out": {3: 1.5, 4: "x"}}
+
+    monkeypatch.setattr(_ipython, "shell", lambda: Shell())
+    hook = DisplayHook.__new__(DisplayHook)
+    result = ExecutionResult.__new__(ExecutionResult)
+    for owner, name in ((hook, "_"), (hook, "___"), (result, "result")):
+        root = _ipython.attribute_root(owner, name, ["float", "ExecutionResult"])
+        assert root["kind"] == "ipython_output" and root["path"] == "IPython's output history Out[3]"
+        assert "%reset -f out" in root["hint"]
+    assert _ipython.attribute_root(result, "info", ["float", "ExecutionResult"]) is None
+    assert _ipython.attribute_root(object(), "result", ["float", "object"]) is None
