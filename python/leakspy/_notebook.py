@@ -143,7 +143,11 @@ class Watch(object):
         self._started = True
         try:
             self._start()
-        except Exception as e:
+        except BaseException as e:
+            # Nothing left behind (a monitor, the probe), whatever stopped the start.
+            self._kill()
+            if isinstance(e, KeyboardInterrupt):
+                raise  # the user stopped the cell before its code began
             self._give_up("leakspy could not start watching (%s: %s); the code runs unwatched"
                           % (type(e).__name__, e))
         return self
@@ -239,6 +243,7 @@ class Watch(object):
                 return
             time.sleep(0.05)
         self.text = self._log_text()
+        self._close_log()
         join = os.path.join
         try:
             with open(join(self._dir, "report.json")) as f:
@@ -251,6 +256,14 @@ class Watch(object):
         except Exception:
             self.html = None
 
+    def _close_log(self):
+        log, self._log = self._log, None
+        if log is not None:
+            try:
+                log.close()
+            except Exception:
+                pass
+
     def _kill(self):
         proc, self._proc = self._proc, None
         if proc is not None:
@@ -259,6 +272,7 @@ class Watch(object):
                 proc.wait(5)
             except Exception:
                 pass
+        self._close_log()
         try:
             from . import _attach
 
@@ -281,6 +295,7 @@ class Watch(object):
     def _give_up(self, message):
         self.error = message
         self._proc = None
+        self._close_log()
         if self.show:
             _say(message)
 

@@ -149,3 +149,15 @@ def test_ipython_result_attributes_are_the_output_history(monkeypatch):
         assert "%reset -f out" in root["hint"]
     assert _ipython.attribute_root(result, "info", ["float", "ExecutionResult"]) is None
     assert _ipython.attribute_root(object(), "result", ["float", "object"]) is None
+
+
+def test_a_ctrl_c_during_the_start_stops_the_cell(monkeypatch):
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_notebook, "find_binary", interrupted)
+    ran = []
+    with pytest.raises(KeyboardInterrupt):
+        with _notebook.watch(show=False):
+            ran.append(1)
+    assert ran == []
