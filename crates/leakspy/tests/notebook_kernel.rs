@@ -427,3 +427,27 @@ print("verdict", w.report["verdict"], "holder", w.report["growth"][0]["holder"][
     assert!(stderr.matches("leakspy: ").count() >= 2, "{stderr}");
     assert!(stderr.contains("leakspy \u{b7} watched "), "{stderr}");
 }
+
+/// `check --fix` on notebooks nbformat wrote (awkward content: non-ASCII, tabs, form feeds,
+/// CRLF, control characters, outputs, attachments; nbformat 4.4 and 4.5; one-string sources
+/// with ASCII escapes) leaves exactly what nbformat writes for the fixed cell.
+#[test]
+fn fixes_leave_exactly_what_nbformat_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(torch_python())
+        .arg(fixtures().join("roundtrip.py"))
+        .arg(assert_cmd::cargo::cargo_bin("leakspy"))
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        text,
+        "same nb-5-lines.ipynb\nsame nb-4-lines.ipynb\nsame nb-5-one-string.ipynb\n"
+    );
+}

@@ -382,7 +382,7 @@ fn write_source(out: &mut String, source: &str, layout: &Layout, ascii: bool) {
                 return;
             }
             out.push_str(open);
-            for (i, line) in source.split_inclusive('\n').enumerate() {
+            for (i, line) in lines_as_python_splits(source).enumerate() {
                 if i > 0 {
                     out.push_str(sep);
                 }
@@ -396,6 +396,40 @@ fn write_source(out: &mut String, source: &str, layout: &Layout, ascii: bool) {
             out.push(']');
         }
     }
+}
+
+/// The lines of a source with their ends, where Python's `str.splitlines(True)` ends them
+/// (nbformat splits sources so): after `\n`, `\r\n`, a lone `\r`, and the other line
+/// boundaries Python knows (form feed, vertical tab, `\x1c`-`\x1e`, NEL, U+2028, U+2029).
+fn lines_as_python_splits(source: &str) -> impl Iterator<Item = &str> {
+    let mut rest = source;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut chars = rest.char_indices().peekable();
+        let mut end = rest.len();
+        while let Some((i, c)) = chars.next() {
+            let boundary = matches!(
+                c,
+                '\n' | '\x0b'
+                    | '\x0c'
+                    | '\x1c'
+                    | '\x1d'
+                    | '\x1e'
+                    | '\u{85}'
+                    | '\u{2028}'
+                    | '\u{2029}'
+            ) || (c == '\r' && chars.peek().is_none_or(|(_, n)| *n != '\n'));
+            if boundary {
+                end = i + c.len_utf8();
+                break;
+            }
+        }
+        let (line, tail) = rest.split_at(end);
+        rest = tail;
+        Some(line)
+    })
 }
 
 /// A JSON string as Jupyter writes it (Python's `json.dumps`): control characters escaped,
@@ -746,6 +780,17 @@ mod tests {
             "x",
             vec![Edit::deletion(TextRange::new(at - TextSize::from(3), end))]
         )));
+    }
+
+    #[test]
+    fn lines_split_where_python_splits_them() {
+        let lines: Vec<&str> = lines_as_python_splits("a\r\nb\rc\x0cd\u{2028}e\n\nf").collect();
+        assert_eq!(
+            lines,
+            ["a\r\n", "b\r", "c\x0c", "d\u{2028}", "e\n", "\n", "f"]
+        );
+        assert_eq!(lines_as_python_splits("").count(), 0);
+        assert_eq!(lines_as_python_splits("x\n").collect::<Vec<_>>(), ["x\n"]);
     }
 
     #[test]
