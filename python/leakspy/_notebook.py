@@ -222,7 +222,9 @@ class Watch(object):
         return self.report
 
     def _stop(self):
-        proc, self._proc = self._proc, None
+        # The monitor stays in self._proc until it has exited: an interrupt
+        # while waiting for it (stop()'s handler) kills it then.
+        proc = self._proc
         if self._live is not None:
             self._live.end()
         if proc is None:
@@ -237,11 +239,11 @@ class Watch(object):
         deadline = time.monotonic() + STOP_WAIT_S
         while proc.poll() is None:
             if time.monotonic() > deadline:
-                self._proc = proc
                 self._kill()
                 self.error = "the monitor did not finish its report within %d s" % STOP_WAIT_S
                 return
             time.sleep(0.05)
+        self._proc = None
         self.text = self._log_text()
         self._close_log()
         join = os.path.join

@@ -161,3 +161,25 @@ def test_a_ctrl_c_during_the_start_stops_the_cell(monkeypatch):
         with _notebook.watch(show=False):
             ran.append(1)
     assert ran == []
+
+
+def test_a_ctrl_c_while_waiting_for_the_report_kills_the_monitor(tmp_path):
+    import subprocess
+
+    class Monitor(subprocess.Popen):
+        """A monitor that ignores SIGINT, and a Ctrl-C while it is waited for."""
+
+        interrupted = False
+
+        def poll(self):
+            if not self.interrupted:
+                self.interrupted = True
+                raise KeyboardInterrupt
+            return super().poll()
+
+    w = _notebook.Watch(show=False)
+    w._dir = str(tmp_path)
+    w._proc = proc = Monitor(["sh", "-c", "trap '' INT; sleep 60"], start_new_session=True)
+    assert w.stop() is None
+    assert "KeyboardInterrupt" in w.error
+    assert proc.returncode is not None  # killed and reaped, not left behind
