@@ -160,7 +160,20 @@ fn diff_fixed() {
 
 #[test]
 fn diff_not_fixed() {
-    let o = run(&["diff", "leak_steps.jsonl", "leak_steps.jsonl"]);
+    // Another run of the same leaky job: its own pid and start time.
+    let dir = tempfile::tempdir().unwrap();
+    let again = dir.path().join("again.jsonl");
+    let text = std::fs::read_to_string(fixtures().join("leak_steps.jsonl")).unwrap();
+    std::fs::write(
+        &again,
+        text.replacen("\"pid\":4242,", "\"pid\":4343,", 1).replacen(
+            "\"started_at\":1763700000.0",
+            "\"started_at\":1763709000.0",
+            1,
+        ),
+    )
+    .unwrap();
+    let o = run(&["diff", "leak_steps.jsonl", again.to_str().unwrap()]);
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(
         o.stdout.starts_with("leakspy diff: NOT FIXED"),

@@ -232,7 +232,7 @@ fn growth_section(out: &mut String, d: &Diagnosis) {
                 format!(
                     "<span class=\"mono\">{} {}:{}</span> {}{fix}",
                     escape(&m.rule),
-                    escape(&crate::census::short_path(&m.file)),
+                    escape(&m.file),
                     m.line,
                     escape(&m.message)
                 )

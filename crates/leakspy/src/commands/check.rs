@@ -199,14 +199,16 @@ pub fn run(args: CheckArgs) -> Result<u8> {
             if args.fix && fixed_total > 0 {
                 writeln!(out, "Fixed {fixed_total} finding{}.", plural(fixed_total))?;
             }
-            if findings + syntax_errors == 0 {
+            // A run that failed on a path says so on stderr and claims no success.
+            let failed = problems.iter().any(|p| p.fatal);
+            if findings + syntax_errors == 0 && !failed {
                 writeln!(
                     out,
                     "All checks passed! ({} file{} checked)",
                     results.len(),
                     plural(results.len())
                 )?;
-            } else {
+            } else if findings + syntax_errors > 0 {
                 write!(
                     out,
                     "Found {} finding{} in {} file{} checked",
