@@ -234,7 +234,7 @@ fn diff_no_leak_either_and_errors() {
 fn diff_of_real_runs_before_and_after_a_fix() {
     let dir = tempfile::tempdir().unwrap();
     let workload = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/run/workload.py");
-    let record = |name: &str, mode: &str, rate: &str| {
+    let record_for = |name: &str, mode: &str, rate: &str, seconds: &str| {
         let trace = dir.path().join(format!("{name}.jsonl"));
         let o = Command::cargo_bin("leakspy")
             .unwrap()
@@ -243,7 +243,7 @@ fn diff_of_real_runs_before_and_after_a_fix() {
             .arg(&trace)
             .args(["--step-regex", r"^step (\d+)", "--", "python3"])
             .arg(&workload)
-            .args([mode, "5", rate])
+            .args([mode, seconds, rate])
             .output()
             .unwrap();
         assert_eq!(
@@ -254,8 +254,11 @@ fn diff_of_real_runs_before_and_after_a_fix() {
         );
         trace
     };
+    let record = |name: &str, mode: &str, rate: &str| record_for(name, mode, rate, "5");
     let before = record("before", "stepleak", "0.5");
-    let after = record("after", "bounded", "0");
+    // 8 s: the buffer fills in 30 steps, so the after run is mostly flat
+    // even at half speed on a loaded machine.
+    let after = record_for("after", "bounded", "0", "8");
     let o = leakspy()
         .arg("diff")
         .arg(&before)

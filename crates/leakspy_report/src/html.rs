@@ -72,7 +72,7 @@ section{padding:12px}
 .group .grid{grid-template-columns:minmax(0,1fr)}
 .facts td:first-child{width:110px}
 .chart-box{overflow-x:auto}
-.chart-box svg.chart{min-width:560px}
+.chart-box svg.chart{min-width:700px}
 }
 ";
 

@@ -235,14 +235,21 @@ pub(crate) struct JobFailure<'a> {
 }
 
 impl JobFailure<'_> {
-    /// Said in place of a diagnosis when the job failed too soon to have
-    /// one: that it failed, how, and its last stderr lines.
-    fn describe(&self, how: &str, samples: usize) -> String {
+    /// That the job failed, how, and its last stderr lines; `too_soon`
+    /// (the samples recorded) when it failed before its memory could be
+    /// measured, and the diagnosis is left out.
+    fn describe(&self, how: &str, too_soon: Option<usize>) -> String {
+        let soon = match too_soon {
+            Some(n) => format!(
+                ", too soon to measure its memory ({n} sample{})",
+                if n == 1 { "" } else { "s" }
+            ),
+            None => String::new(),
+        };
         let mut out = format!(
-            "leakspy: the job failed: `{}` {how} after {:.1} s, too soon to measure its memory ({samples} sample{}).\n",
+            "leakspy: the job failed: `{}` {how} after {:.1} s{soon}.\n",
             self.command.join(" "),
             self.exit.t,
-            if samples == 1 { "" } else { "s" },
         );
         if self.stderr_tail.is_empty() {
             out.push_str("  It wrote nothing on stderr.\n");
@@ -278,7 +285,8 @@ fn missing_module(line: &str) -> Option<&str> {
 
 /// The end of `run` and `attach`: reads the trace back, prints the
 /// diagnosis on stderr, writes the JSON and HTML reports asked for. A job
-/// that failed too soon to be diagnosed is said to have failed instead.
+/// that failed is said to have failed, with its last stderr lines, before
+/// the diagnosis, or instead of it when it failed too soon to have one.
 pub(crate) fn report_trace(
     trace_path: &Path,
     write_error: Option<&str>,
@@ -309,14 +317,12 @@ pub(crate) fn report_trace(
         .iter()
         .find(|s| s.key == diagnosis.headline)
         .is_none_or(|s| s.shape == leakspy_stats::Shape::TooShort);
-    match failure.filter(|_| too_short) {
-        Some(f) => {
-            let how = &diagnosis.exit.message;
-            let _ = write!(stderr, "{}", f.describe(how, trace.sample_count()));
-        }
-        None => {
-            let _ = write!(stderr, "{}", render_text(&diagnosis, &trace));
-        }
+    if let Some(f) = &failure {
+        let too_soon = too_short.then(|| trace.sample_count());
+        let _ = write!(stderr, "{}", f.describe(&diagnosis.exit.message, too_soon));
+    }
+    if failure.is_none() || !too_short {
+        let _ = write!(stderr, "{}", render_text(&diagnosis, &trace));
     }
     let _ = writeln!(stderr, "trace: {}", trace_path.display());
     // A report that cannot be written is a tool error, but the other report is still tried.
