@@ -225,7 +225,9 @@ import os, subprocess, sys, time
 subprocess.run(["sh", "-c", "echo from-sh | cat"], check=True)
 pid = os.fork()
 if pid == 0:
-    os.execv("/bin/sleep", ["sleep", "1"])
+    # Long enough for two of the monitor's tree discoveries (one a second
+    # when idle, slower on a loaded machine), so it cannot be missed.
+    os.execv("/bin/sleep", ["sleep", "6"])
 kid = os.fork()
 if kid == 0:
     time.sleep(0.5)
