@@ -66,7 +66,7 @@ leakspy="$venv/bin/leakspy"
 t2=$SECONDS
 echo "   done in $(took $((t2 - t1))): $("$leakspy" --version)"
 
-echo "== 3/3 the leaky example: leakspy check, then leakspy run (a recorded training run, about 1 min)"
+echo "== 3/3 the leaky example: leakspy check, then leakspy run (a recorded training run, 1-2 min)"
 echo
 echo "\$ leakspy check examples/leaky_train.py"
 "$leakspy" check examples/leaky_train.py || [[ $? -eq 1 ]]
