@@ -107,8 +107,9 @@ pub struct RunOutcome {
     pub write_error: Option<String>,
     /// Notes written to the trace (also useful to print).
     pub notes: Vec<String>,
-    /// The child's last lines on stderr (with `stderr_relay`).
-    pub stderr_tail: Vec<String>,
+    /// The child's last lines on stderr; None when it was not relayed
+    /// (no `stderr_relay`, or the relay could not start).
+    pub stderr_tail: Option<Vec<String>>,
 }
 
 /// Lines of the child's stderr kept for [`RunOutcome::stderr_tail`].
@@ -572,8 +573,7 @@ impl Monitor {
         let stderr_tail = self
             .stderr_tee
             .take()
-            .map(|t| t.last_lines(STDERR_TAIL_LINES, STDOUT_DRAIN))
-            .unwrap_or_default();
+            .map(|t| t.last_lines(STDERR_TAIL_LINES, STDOUT_DRAIN));
         Ok(RunOutcome {
             stderr_tail,
             exit,

@@ -187,7 +187,7 @@ fn finish(
     let failure = (child_status != 0 && outcome.interrupted == 0).then(|| JobFailure {
         command: &args.command,
         exit: &outcome.exit,
-        stderr_tail: &outcome.stderr_tail,
+        stderr_tail: outcome.stderr_tail.as_deref(),
     });
     let reported = report_trace(
         &outcome.trace_path,
@@ -231,7 +231,8 @@ pub(crate) struct Reported {
 pub(crate) struct JobFailure<'a> {
     pub command: &'a [String],
     pub exit: &'a leakspy_trace::Exit,
-    pub stderr_tail: &'a [String],
+    /// None when its stderr was not relayed (then it went straight to ours).
+    pub stderr_tail: Option<&'a [String]>,
 }
 
 impl JobFailure<'_> {
@@ -251,20 +252,18 @@ impl JobFailure<'_> {
             self.command.join(" "),
             self.exit.t,
         );
-        if self.stderr_tail.is_empty() {
-            out.push_str("  It wrote nothing on stderr.\n");
-        } else {
-            out.push_str("  Its last lines on stderr:\n");
-            for line in self.stderr_tail {
-                out.push_str(&format!("    {line}\n"));
+        let tail = self.stderr_tail.unwrap_or_default();
+        match self.stderr_tail {
+            Some([]) => out.push_str("  It wrote nothing on stderr.\n"),
+            Some(lines) => {
+                out.push_str("  Its last lines on stderr:\n");
+                for line in lines {
+                    out.push_str(&format!("    {line}\n"));
+                }
             }
+            None => {}
         }
-        if let Some(module) = self
-            .stderr_tail
-            .iter()
-            .rev()
-            .find_map(|l| missing_module(l))
-        {
+        if let Some(module) = tail.iter().rev().find_map(|l| missing_module(l)) {
             out.push_str(&format!(
                 "  `{}` has no module `{module}`: run the job with the Python of its environment \
                  (`leakspy run -- .venv/bin/python ...`, or activate that environment first).\n",
