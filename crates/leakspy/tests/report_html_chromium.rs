@@ -28,6 +28,19 @@ fn chromium() -> Option<PathBuf> {
     None
 }
 
+/// Chromium, or None with the reason printed for `test` to skip; in CI
+/// (the variable CI set) a missing Chromium fails instead.
+fn browser_or_skip(test: &str) -> Option<PathBuf> {
+    let browser = chromium();
+    if browser.is_none() {
+        if std::env::var_os("CI").is_some() {
+            panic!("chromium is not installed, and CI is set: the HTML report must be checked in a browser (apt-get install -y chromium)");
+        }
+        eprintln!("SKIPPED {test}: no chromium on PATH (install it with `apt-get install -y chromium`, or set LEAKSPY_CHROMIUM)");
+    }
+    browser
+}
+
 /// Runs Chromium headless with the flags that keep it off the network.
 fn headless(browser: &Path, profile: &Path, extra: &[String], url: &str) -> std::process::Output {
     let mut child = Command::new(browser)
@@ -84,11 +97,7 @@ fn headless(browser: &Path, profile: &Path, extra: &[String], url: &str) -> std:
 
 #[test]
 fn html_report_renders_in_headless_chromium() {
-    let Some(browser) = chromium() else {
-        if std::env::var_os("CI").is_some() {
-            panic!("chromium is not installed, and CI is set: the HTML report must be checked in a browser (apt-get install -y chromium)");
-        }
-        eprintln!("SKIPPED html_report_renders_in_headless_chromium: no chromium on PATH (install it with `apt-get install -y chromium`, or set LEAKSPY_CHROMIUM)");
+    let Some(browser) = browser_or_skip("html_report_renders_in_headless_chromium") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -230,11 +239,9 @@ fn leaking_project(dir: &Path) -> PathBuf {
 /// none, and its policy forbids them) measures them.
 #[test]
 fn html_report_layout_uses_the_width_and_keeps_locations_whole() {
-    let Some(browser) = chromium() else {
-        if std::env::var_os("CI").is_some() {
-            panic!("chromium is not installed, and CI is set: the HTML report must be checked in a browser (apt-get install -y chromium)");
-        }
-        eprintln!("SKIPPED html_report_layout_uses_the_width_and_keeps_locations_whole: no chromium on PATH");
+    let Some(browser) =
+        browser_or_skip("html_report_layout_uses_the_width_and_keeps_locations_whole")
+    else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
