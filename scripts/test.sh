@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The project's test command (README, .ci/run): installs what the tests need on a fresh
-# machine, then runs formatting, lints and every test.
-set -euo pipefail
+# machine, then runs formatting, lints and every test. Every stage runs whatever failed
+# before it (every cargo test binary, then pytest), and the end lists every failure; the
+# exit status is non-zero when anything failed.
+set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
@@ -17,22 +19,46 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 
 # Python venv with torch: the real training programs the tests run, and torch's own sources
-# for the parser robustness test.
-venv="$(scripts/venv.sh)"
+# for the parser robustness test. Without it nothing below can run.
+venv="$(scripts/venv.sh)" || { echo "test.sh: cannot make the venv (scripts/venv.sh failed)" >&2; exit 2; }
 export LEAKSPY_PYTHON="$venv/bin/python"
 LEAKSPY_TORCH_DIR="$("$LEAKSPY_PYTHON" -c 'import os, torch; print(os.path.dirname(torch.__file__))')"
 export LEAKSPY_TORCH_DIR
 
-cargo fmt --all -- --check
-cargo clippy --workspace --all-targets --locked -- -D warnings
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
-cargo test --workspace --locked 2>&1 | tee "$log"
+failed_stages=()
+stage() {
+  local name="$1"
+  shift
+  echo "== $name" >&2
+  local start=$SECONDS
+  "$@" 2>&1 | tee -a "$log"
+  local status=${PIPESTATUS[0]}
+  echo "== $name: $([[ $status -eq 0 ]] && echo ok || echo "FAILED (status $status)") in $((SECONDS - start)) s" >&2
+  [[ $status -eq 0 ]] || failed_stages+=("$name")
+}
+
+stage "cargo fmt --check" cargo fmt --all -- --check
+stage "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
+# --no-fail-fast: every test binary runs, whatever failed in the ones before.
+stage "cargo test" cargo test --workspace --locked --no-fail-fast
 # The Python package's own tests (the probe: real interpreters, a real socket; assert_no_leak
 # and the pytest plugin; `pip install .` into a fresh venv). PYTHONPATH puts this checkout's
 # package ahead of a copy `scripts/demo.sh` may have installed into the venv.
-PYTHONPATH="$root/python" "$LEAKSPY_PYTHON" -m pytest python/tests -q -p no:cacheprovider 2>&1 | tee -a "$log"
-# One closing line for the whole suite (cargo's result lines and pytest's summary).
+stage "pytest python/tests" env PYTHONPATH="$root/python" "$LEAKSPY_PYTHON" -m pytest python/tests -q -p no:cacheprovider
+
+echo
+# Every failed test, by name: cargo's "test NAME ... FAILED" lines (with the binary they ran
+# in) and pytest's "FAILED path::name" summary lines.
+awk '/^     Running / { bin = $0; sub(/.*deps\//, "", bin); sub(/-[0-9a-f]+\)$/, "", bin) }
+     / \.\.\. FAILED$/ { sub(/^test /, ""); sub(/ \.\.\. FAILED$/, ""); print "FAILED " bin ": " $0 }
+     /^FAILED / { print }' "$log" | sort -u
+if ((${#failed_stages[@]})); then
+  printf 'failed: %s\n' "$(IFS=,; echo "${failed_stages[*]}" | sed 's/,/, /g')"
+fi
+# One closing line for the whole suite (cargo's result lines and pytest's summary), last.
 awk '/^test result:/ { p += $4; f += $6 }
-     /^[0-9]+ (passed|failed)/ { for (i = 1; i < NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     /^[0-9]+ (passed|failed)/ || /^=+ .*[0-9]+ (passed|failed)/ { for (i = 1; i < NF; i++) { w = $(i+1); sub(/[,;]$/, "", w); if (w == "passed") p += $i; if (w == "failed" || w == "error" || w == "errors") f += $i } }
      END { printf "%d passed, %d failed\n", p, f }' "$log"
+((${#failed_stages[@]} == 0))

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Creates (or reuses) the project's Python environment in .venv from scripts/requirements.txt,
-# pinned by scripts/constraints.txt. torch's PyPI wheel is the CUDA build (it runs on the CPU
-# where there is no GPU): the venv is about 6 GB. The venv is a cache: delete it and this script
-# makes it again; it is remade when the requirement files change. Prints the venv's path on
-# stdout, progress on stderr.
+# pinned by scripts/constraints.txt. torch's PyPI wheel is the CUDA build: it brings NVIDIA's
+# CUDA libraries and Triton (4.0 GB of the venv's 5.9 GB) and runs on the CPU where there is
+# no GPU, as the tests and the demo use it. Beside torch, numpy and matplotlib (the demo), the venv
+# holds what the tests use: pytest, ruff, prometheus_client, real frameworks (Lightning,
+# Transformers, Accelerate, Stable-Baselines3, Gymnasium) and Jupyter's kernel packages.
+# The venv is a cache: delete it and this script makes it again; it is remade when the
+# requirement files change. Prints the venv's path on stdout, progress (pip's own) on stderr.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${LEAKSPY_VENV:-$root/.venv}"
@@ -15,13 +18,13 @@ if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
   exit 0
 fi
 if [[ ! -x "$venv/bin/python" ]]; then
-  echo "venv: creating $venv" >&2
+  echo "venv: creating $venv with $("$py" --version 2>&1)" >&2
   "$py" -m venv "$venv" >&2
 fi
-echo "venv: installing scripts/requirements.txt (torch with its CUDA libraries, about 6 GB; several minutes the first time)" >&2
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+echo "venv: installing scripts/requirements.txt, pinned by scripts/constraints.txt: torch (PyPI's CUDA build, which runs on the CPU too) with NVIDIA's CUDA libraries, numpy, matplotlib, and the frameworks and Jupyter packages the tests use. About 5.9 GB once installed; the first time, most of it is downloaded from PyPI." >&2
+"$venv/bin/python" -m pip install --disable-pip-version-check --upgrade pip >&2
+"$venv/bin/python" -m pip install --disable-pip-version-check \
   -r "$root/scripts/requirements.txt" -c "$root/scripts/constraints.txt" >&2
 echo "$want" >"$stamp"
-echo "venv: ready" >&2
+echo "venv: ready ($(du -sh "$venv" 2>/dev/null | cut -f1))" >&2
 echo "$venv"

@@ -49,6 +49,13 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // `run` relays its job's stderr through a copy of this binary.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == leakspy_monitor::RELAY_ARG)
+    {
+        return ExitCode::from(u8::try_from(leakspy_monitor::relay_main()).unwrap_or(1));
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
@@ -72,8 +79,50 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            eprintln!("leakspy: error: {err:#}");
+            eprintln!("leakspy: error: {}", error_message(&err));
             ExitCode::from(EXIT_ERROR)
         }
+    }
+}
+
+/// One message for an error and its causes. The libraries' messages already
+/// quote their cause ("cannot read trace file X: No such file or directory"),
+/// so a cause is added only when the text so far does not say it yet: each
+/// fact once.
+fn error_message(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let part = cause.to_string();
+        if part.is_empty() || text.contains(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_message;
+
+    #[test]
+    fn each_cause_is_said_once() {
+        let io = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let quoted = anyhow::Error::new(leakspy_trace::TraceError::Read {
+            path: "/x.jsonl".into(),
+            source: io,
+        });
+        let msg = error_message(&quoted);
+        assert_eq!(msg.matches("not found").count(), 1, "{msg}");
+        assert!(msg.contains("/x.jsonl"), "{msg}");
+        // A context that does not quote its cause still shows it.
+        let wrapped = anyhow::anyhow!("disk full").context("cannot write the report to r.html");
+        assert_eq!(
+            error_message(&wrapped),
+            "cannot write the report to r.html: disk full"
+        );
     }
 }

@@ -160,7 +160,20 @@ fn diff_fixed() {
 
 #[test]
 fn diff_not_fixed() {
-    let o = run(&["diff", "leak_steps.jsonl", "leak_steps.jsonl"]);
+    // Another run of the same leaky job: its own pid and start time.
+    let dir = tempfile::tempdir().unwrap();
+    let again = dir.path().join("again.jsonl");
+    let text = std::fs::read_to_string(fixtures().join("leak_steps.jsonl")).unwrap();
+    std::fs::write(
+        &again,
+        text.replacen("\"pid\":4242,", "\"pid\":4343,", 1).replacen(
+            "\"started_at\":1763700000.0",
+            "\"started_at\":1763709000.0",
+            1,
+        ),
+    )
+    .unwrap();
+    let o = run(&["diff", "leak_steps.jsonl", again.to_str().unwrap()]);
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(
         o.stdout.starts_with("leakspy diff: NOT FIXED"),
@@ -221,7 +234,7 @@ fn diff_no_leak_either_and_errors() {
 fn diff_of_real_runs_before_and_after_a_fix() {
     let dir = tempfile::tempdir().unwrap();
     let workload = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/run/workload.py");
-    let record = |name: &str, mode: &str, rate: &str| {
+    let record_for = |name: &str, mode: &str, rate: &str, seconds: &str| {
         let trace = dir.path().join(format!("{name}.jsonl"));
         let o = Command::cargo_bin("leakspy")
             .unwrap()
@@ -230,7 +243,7 @@ fn diff_of_real_runs_before_and_after_a_fix() {
             .arg(&trace)
             .args(["--step-regex", r"^step (\d+)", "--", "python3"])
             .arg(&workload)
-            .args([mode, "5", rate])
+            .args([mode, seconds, rate])
             .output()
             .unwrap();
         assert_eq!(
@@ -241,8 +254,11 @@ fn diff_of_real_runs_before_and_after_a_fix() {
         );
         trace
     };
+    let record = |name: &str, mode: &str, rate: &str| record_for(name, mode, rate, "5");
     let before = record("before", "stepleak", "0.5");
-    let after = record("after", "bounded", "0");
+    // 8 s: the buffer fills in 30 steps, so the after run is mostly flat
+    // even at half speed on a loaded machine.
+    let after = record_for("after", "bounded", "0", "8");
     let o = leakspy()
         .arg("diff")
         .arg(&before)

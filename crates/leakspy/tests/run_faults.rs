@@ -80,14 +80,16 @@ fn ctrl_c_at_a_terminal_interrupts_the_child_once_and_the_report_is_written() {
             std::time::Instant::now() < deadline,
             "the child was never sampled"
         );
-        let seen = leakspy_trace::read_trace(&trace)
-            .map(|t| {
-                t.samples()
-                    .filter(|s| s.procs.iter().any(|p| p.name.starts_with("python")))
-                    .count()
-            })
-            .unwrap_or(0);
-        if seen >= 5 {
+        // Sampled, and past Python's start-up (its probe said hello): ^C
+        // during `site` is a fatal start-up error, not an interrupt.
+        let ready = leakspy_trace::read_trace(&trace).is_ok_and(|t| {
+            let seen = t
+                .samples()
+                .filter(|s| s.procs.iter().any(|p| p.name.starts_with("python")))
+                .count();
+            seen >= 5 && t.probes().next().is_some()
+        });
+        if ready {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -353,4 +355,145 @@ fn gpu_is_sampled_or_its_absence_is_a_note_never_an_error() {
         let g = f.trace.gpu().next().unwrap();
         assert!(g.devices.iter().all(|d| d.total > 0 && d.used <= d.total));
     }
+}
+
+/// The first thing a new user may meet: the job cannot even start (here a
+/// module its Python lacks). The job's own traceback reaches the terminal as
+/// it wrote it, and leakspy says plainly that the job failed, with its last
+/// stderr lines, instead of an "inconclusive" diagnosis of two samples.
+#[test]
+fn a_job_that_fails_at_once_is_said_to_have_failed_with_its_last_stderr_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("train.py");
+    std::fs::write(
+        &script,
+        "import sys\nprint('loading', file=sys.stderr)\nimport leakspy_no_such_module_xyz\n",
+    )
+    .unwrap();
+    let out = Command::new(leakspy())
+        .current_dir(dir.path())
+        .args(["run", "-q", "--trace", "t.jsonl", "--report-json", "r.json"])
+        .args(["--", "python3", "train.py"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "the job's own status: {stderr}");
+    // Python's output first, untouched, as the job wrote it.
+    assert!(
+        stderr.starts_with("loading\nTraceback (most recent call last):\n"),
+        "{stderr}"
+    );
+    let said = stderr
+        .split_once("leakspy: the job failed: `python3 train.py` exited with code 1 after ")
+        .unwrap_or_else(|| panic!("no failure message: {stderr}"))
+        .1;
+    // Python's start-up alone can take seconds on a loaded machine: enough
+    // samples for a diagnosis, which then follows the failure.
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
+    let too_short = report["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["key"] == report["headline"])
+        .is_none_or(|s| s["shape"] == "too-short");
+    assert_eq!(
+        said.contains("too soon to measure its memory"),
+        too_short,
+        "{said}"
+    );
+    assert_eq!(
+        stderr.contains("\n  run: python3 train.py"),
+        !too_short,
+        "the diagnosis only when there is one: {stderr}"
+    );
+    assert!(
+        said.contains(
+            "Its last lines on stderr:\n    loading\n    Traceback (most recent call last):\n"
+        ),
+        "{said}"
+    );
+    assert!(
+        said.contains("    ModuleNotFoundError: No module named 'leakspy_no_such_module_xyz'\n"),
+        "{said}"
+    );
+    assert!(
+        said.contains("`python3` has no module `leakspy_no_such_module_xyz`: run the job with the Python of its environment"),
+        "{said}"
+    );
+    assert!(stderr.contains("trace: t.jsonl"), "{stderr}");
+}
+
+/// A job that fails once it has run long enough to be measured is said to
+/// have failed, and gets its diagnosis as usual.
+#[test]
+fn a_job_that_fails_after_running_is_diagnosed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(leakspy())
+        .current_dir(dir.path())
+        .args(["run", "-q", "--trace", "t.jsonl", "--", "python3", "-c"])
+        .arg("import sys, time\nkept = []\nt0 = time.monotonic()\nwhile time.monotonic() - t0 < 5:\n    kept.append(b'x' * 65536)\n    time.sleep(0.01)\nsys.exit(3)\n")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("leakspy: the job failed: `python3 -c ")
+            && stderr.contains("exited with code 3 after "),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("too soon"), "{stderr}");
+    assert!(
+        stderr.contains("\n  run: python3 -c "),
+        "the diagnosis: {stderr}"
+    );
+}
+
+/// The job's stderr goes through leakspy's relay byte for byte: carriage
+/// returns, colours and bytes that are not UTF-8 arrive as written.
+#[test]
+fn the_jobs_stderr_reaches_the_user_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let written: &[u8] =
+        b" 10%\r 90%\r\x1b[31mred\x1b[0m\n\xff\xfe not utf-8\nno newline at the end";
+    let code = format!(
+        "import sys; sys.stderr.buffer.write(bytes({:?})); sys.stderr.flush()",
+        written.to_vec()
+    );
+    let out = Command::new(leakspy())
+        .current_dir(dir.path())
+        .args([
+            "run", "-q", "--trace", "t.jsonl", "--", "python3", "-c", &code,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        out.stderr.starts_with(written),
+        "{:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// At a terminal the job still sees a terminal on its stderr (colours and
+/// progress bars stay as they would be without leakspy).
+#[test]
+fn at_a_terminal_the_job_still_has_a_terminal_for_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let inner = format!(
+        "{} run -q --trace {} -- python3 -c 'import sys; print(\"stderr is a tty:\", sys.stderr.isatty(), file=sys.stderr); sys.exit(5)'",
+        leakspy().display(),
+        dir.path().join("t.jsonl").display(),
+    );
+    let out = Command::new("script")
+        .args(["-qec", &inner, "/dev/null"])
+        .output()
+        .expect("script(1) from util-linux");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(5), "{text}");
+    assert_eq!(
+        text.matches("stderr is a tty: True").count(),
+        2,
+        "live, then in the tail: {text}"
+    );
 }

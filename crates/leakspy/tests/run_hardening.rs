@@ -51,6 +51,53 @@ fn leakspy_killed_mid_run_leaves_a_readable_trace_and_the_job_running() {
     assert!(report["verdict"].is_string());
 }
 
+/// The job's stderr goes through a relay: when leakspy is killed, the relay
+/// lives on and the job goes on writing to its stderr (a broken stderr would
+/// end a Python job at its next warning or log line).
+#[test]
+fn leakspy_killed_mid_run_leaves_the_jobs_stderr_working() {
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("stderr.log");
+    let marker = dir.path().join("done");
+    // Counted, not timed: a loaded machine only makes it slower.
+    let program = format!(
+        "import sys, time\nfor i in range(200):\n    print('tick', i, file=sys.stderr, flush=True)\n    time.sleep(0.02)\nopen({:?}, 'w').write('ok')\n",
+        marker.display().to_string()
+    );
+    let mut leakspy_proc = Command::new(leakspy())
+        .args(["run", "-q", "--trace"])
+        .arg(dir.path().join("t.jsonl"))
+        .args(["--", "python3", "-c", &program])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&log_path)
+        .unwrap()
+        .contains("tick 5\n")
+    {
+        assert!(Instant::now() < deadline, "the job never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    kill(leakspy_proc.id(), libc::SIGKILL);
+    let _ = leakspy_proc.wait();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !marker.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the job did not finish after leakspy was killed: {}",
+            std::fs::read_to_string(&log_path).unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Every line, also those written after leakspy died, reached the log.
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    let ticks: Vec<&str> = log.lines().filter(|l| l.starts_with("tick ")).collect();
+    assert_eq!(ticks.len(), 200, "{log}");
+    assert_eq!(ticks[199], "tick 199");
+}
+
 /// A tiny tmpfs (root only; skipped with a reason elsewhere), unmounted on drop.
 struct SmallDisk(std::path::PathBuf);
 
@@ -178,7 +225,9 @@ import os, subprocess, sys, time
 subprocess.run(["sh", "-c", "echo from-sh | cat"], check=True)
 pid = os.fork()
 if pid == 0:
-    os.execv("/bin/sleep", ["sleep", "1"])
+    # Long enough for two of the monitor's tree discoveries (one a second
+    # when idle, slower on a loaded machine), so it cannot be missed.
+    os.execv("/bin/sleep", ["sleep", "6"])
 kid = os.fork()
 if kid == 0:
     time.sleep(0.5)

@@ -9,7 +9,7 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use run_support::{leakspy, torch_python, workload};
+use run_support::{kill, leakspy, torch_python, workload};
 
 /// One HTTP/1.1 request; returns (status line, content type, body).
 fn get(addr: &str, path: &str) -> (String, String, String) {
@@ -48,7 +48,9 @@ fn a_running_job_is_scraped_as_openmetrics() {
         .arg("--")
         .arg("python3")
         .arg(workload())
-        .args(["leak", "16", "20"])
+        // Long enough that a loaded machine cannot end it before the live
+        // fit is sure; it is stopped (Ctrl-C) once the scrape has shown it.
+        .args(["leak", "90", "20"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -90,9 +92,11 @@ fn a_running_job_is_scraped_as_openmetrics() {
     }
     let (status, _, _) = get(&addr, "/nope");
     assert_eq!(status, "HTTP/1.1 404 Not Found");
+    kill(child.id(), libc::SIGINT);
     let status = child.wait().unwrap();
     let rest = drain.join().unwrap();
-    assert_eq!(status.code(), Some(0), "{rest}");
+    // Interrupted as a person would: Python's KeyboardInterrupt, 128 + 2.
+    assert_eq!(status.code(), Some(130), "{rest}");
 
     assert!(body.ends_with("# EOF\n"), "{body}");
     // The official parser accepts it, and the figures are the job's.
@@ -128,7 +132,7 @@ print("ok", fams["leakspy_run"].samples[0].labels["command"])
         "{}\n{body}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("workload.py leak 16 20"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("workload.py leak 90 20"));
 }
 
 #[test]

@@ -71,11 +71,14 @@ fn per_step_leak_is_found_per_step_with_step_regex() {
         dir.path(),
         &["--step-regex", r"^step (\d+)"],
         "stepleak",
-        &["5", "0.5"],
+        &["6", "0.5"],
     );
     assert_eq!(verdict(&f), "leak", "{}", f.stderr);
+    // Fitted per step: enough step lines were read (a loaded machine runs
+    // fewer than the 120 of an idle one).
+    assert_eq!(f.report["basis"], "step", "{}", f.stderr);
     assert!(
-        f.trace.step_count() >= 40,
+        f.trace.step_count() >= 20,
         "steps: {}",
         f.trace.step_count()
     );
@@ -87,48 +90,55 @@ fn leak_in_a_worker_process_is_found_in_the_tree() {
     let dir = tempfile::tempdir().unwrap();
     let f = run_workload(dir.path(), &[], "workers", &["5", "8"]);
     assert_eq!(f.code, Some(0), "{}", f.stderr);
-    // Main process and both workers were sampled, workers as children of main.
+    // Main process and both workers were sampled, workers as children of
+    // main. (`python3` may be a launcher, pyenv's shim, whose chain of
+    // shells a loaded machine samples before it execs Python: only Python
+    // processes count.)
     let root = f.trace.header.pid.unwrap();
-    let widest = f.trace.samples().map(|s| s.procs.len()).max().unwrap();
-    assert!(widest >= 3, "at most {widest} processes sampled");
-    let s = f.trace.samples().find(|s| s.procs.len() >= 3).unwrap();
-    assert!(
-        s.procs.iter().filter(|p| p.ppid == root).count() >= 2,
-        "{:?}",
+    let workers = |s: &leakspy_trace::Sample| {
         s.procs
-    );
+            .iter()
+            .filter(|p| p.ppid == root && p.name.starts_with("python"))
+            .count()
+    };
+    let most = f.trace.samples().map(workers).max().unwrap_or(0);
+    assert!(most >= 2, "at most {most} worker processes sampled");
     assert_eq!(verdict(&f), "leak", "{}", f.stderr);
     assert_rate(&f, "growth_per_second", 8.0 * MIB);
 }
 
+// The controls run 8 s: what they fill, they fill in a count of steps (a
+// buffer of 30) or in their first second, so even at half speed on a loaded
+// machine most of the run is the flat part that tells them from a leak.
+
 #[test]
 fn bounded_buffer_filling_then_flat_is_not_a_leak() {
     let dir = tempfile::tempdir().unwrap();
-    assert_not_leak(&run_workload(dir.path(), &[], "bounded", &["5"]));
+    assert_not_leak(&run_workload(dir.path(), &[], "bounded", &["8"]));
 }
 
 #[test]
 fn warm_up_then_flat_is_not_a_leak() {
     let dir = tempfile::tempdir().unwrap();
-    assert_not_leak(&run_workload(dir.path(), &[], "warmup", &["5"]));
+    assert_not_leak(&run_workload(dir.path(), &[], "warmup", &["8"]));
 }
 
 #[test]
 fn sawtooth_of_big_temporaries_is_not_a_leak() {
     let dir = tempfile::tempdir().unwrap();
-    assert_not_leak(&run_workload(dir.path(), &[], "sawtooth", &["5"]));
+    assert_not_leak(&run_workload(dir.path(), &[], "sawtooth", &["8"]));
 }
 
 #[test]
 fn reference_cycles_reclaimed_by_gc_are_not_a_leak() {
     let dir = tempfile::tempdir().unwrap();
-    assert_not_leak(&run_workload(dir.path(), &[], "cycles", &["5"]));
+    assert_not_leak(&run_workload(dir.path(), &[], "cycles", &["8"]));
 }
 
 #[test]
 fn one_large_load_then_flat_is_not_a_leak() {
     let dir = tempfile::tempdir().unwrap();
-    let f = run_workload(dir.path(), &[], "load", &["5"]);
+    let f = run_workload(dir.path(), &[], "load", &["8"]);
     assert_not_leak(&f);
     // The load itself was seen: 200 MiB of data is in the peak.
     let peak = f.trace.samples().map(|s| s.total.rss).max().unwrap();

@@ -18,14 +18,19 @@ use crate::MonitorError;
 /// Starts `command` (argv). With `pipe_stdout` the child's stdout is a pipe
 /// for the step reader, and `PYTHONUNBUFFERED=1` is set (unless the user set
 /// it) so that Python writes its step lines as they happen, not in 8 KiB blocks.
+/// `stderr`, when given, replaces the inherited one.
 pub fn spawn(
     command: &[String],
     pipe_stdout: bool,
     env: &[(std::ffi::OsString, std::ffi::OsString)],
+    stderr: Option<Stdio>,
 ) -> Result<Child, MonitorError> {
     let (program, args) = command.split_first().ok_or(MonitorError::NoCommand)?;
     let mut cmd = Command::new(program);
     cmd.args(args);
+    if let Some(e) = stderr {
+        cmd.stderr(e);
+    }
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
     if pipe_stdout {
         cmd.stdout(Stdio::piped());
@@ -197,7 +202,13 @@ mod tests {
 
     #[test]
     fn missing_program_is_not_found() {
-        let err = spawn(&["leakspy-no-such-program-xyz".to_string()], false, &[]).unwrap_err();
+        let err = spawn(
+            &["leakspy-no-such-program-xyz".to_string()],
+            false,
+            &[],
+            None,
+        )
+        .unwrap_err();
         assert!(matches!(err, MonitorError::NotFound { .. }), "{err}");
         assert!(err
             .to_string()

@@ -14,6 +14,7 @@ mod metrics;
 mod monitor;
 mod probe;
 mod proc;
+mod relay;
 mod steps;
 
 pub use attach::{
@@ -35,4 +36,5 @@ pub use monitor::{
 };
 pub use probe::{Inbound, ProbeConfig, ProbeMessage, ProbeServer};
 pub use proc::{mem_available, ProcSampler};
+pub use relay::{relay_main, RELAY_ARG};
 pub use steps::{StepMark, StepMatcher};

@@ -25,6 +25,7 @@ use crate::jitter::{seed_from_env, Jitter};
 use crate::live::{LiveEstimator, LiveStatus};
 use crate::probe::{Inbound, ProbeConfig, ProbeMessage, ProbeServer};
 use crate::proc::{mem_available, ProcSampler};
+use crate::relay::StderrTee;
 use crate::steps::{spawn_reader, StepMark, StepMatcher};
 use crate::MonitorError;
 
@@ -56,6 +57,10 @@ pub struct MonitorConfig {
     pub gpu: bool,
     /// Inject the in-process probe into Python children.
     pub probe: Option<ProbeConfig>,
+    /// leakspy's own binary, to relay the child's stderr through
+    /// (`relay.rs`): the child's last stderr lines are then in
+    /// [`RunOutcome::stderr_tail`]. None: the child inherits stderr.
+    pub stderr_relay: Option<PathBuf>,
     pub seed: u64,
     /// Watch this running process instead of spawning `command` (which is
     /// then its command line, for the header).
@@ -76,6 +81,7 @@ impl MonitorConfig {
             stdout_sink: None,
             gpu: true,
             probe: Some(ProbeConfig::default()),
+            stderr_relay: None,
             seed: seed_from_env(),
             attach: None,
         }
@@ -101,7 +107,13 @@ pub struct RunOutcome {
     pub write_error: Option<String>,
     /// Notes written to the trace (also useful to print).
     pub notes: Vec<String>,
+    /// The child's last lines on stderr; None when it was not relayed
+    /// (no `stderr_relay`, or the relay could not start).
+    pub stderr_tail: Option<Vec<String>>,
 }
+
+/// Lines of the child's stderr kept for [`RunOutcome::stderr_tail`].
+const STDERR_TAIL_LINES: usize = 12;
 
 pub struct Monitor {
     config: MonitorConfig,
@@ -120,6 +132,7 @@ pub struct Monitor {
     reader: Option<JoinHandle<()>>,
     probe: Option<ProbeServer>,
     probe_pids: Vec<u32>,
+    stderr_tee: Option<StderrTee>,
     live: LiveEstimator,
     jitter: Jitter,
     samples: u64,
@@ -159,13 +172,27 @@ impl Monitor {
             },
             None => None,
         };
+        let mut stderr_tee = None;
         let (mut child, pid) = match &config.attach {
             // Nothing to spawn, and leakspy's signals stay its own: the
             // forwarder only counts them, no child is ever set.
             Some(a) => (None, a.process.pid),
             None => {
                 let env = probe.as_ref().map(ProbeServer::env).unwrap_or_default();
-                let child = spawn(&config.command, pipe, &env)?;
+                // Without a relay the child's stderr is inherited, as it
+                // would be: nothing lost but the tail in the outcome.
+                let relay = config.stderr_relay.as_deref().and_then(|program| {
+                    StderrTee::start(program)
+                        .map_err(|e| {
+                            early_notes.push(format!(
+                                "the job's stderr is not relayed ({e}): its last lines are not kept"
+                            ))
+                        })
+                        .ok()
+                });
+                let (tee, stderr) = relay.unzip();
+                let child = spawn(&config.command, pipe, &env, stderr)?;
+                stderr_tee = tee;
                 let pid = child.id();
                 forwarder.set_child(pid);
                 (Some(child), pid)
@@ -203,9 +230,13 @@ impl Monitor {
             started_at,
             interval.as_secs_f64(),
         );
-        header.cwd = std::env::current_dir()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default();
+        // The job's own working directory: relative source paths are its.
+        header.cwd = match &config.attach {
+            Some(_) => std::fs::read_link(format!("/proc/{pid}/cwd")),
+            None => std::env::current_dir(),
+        }
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
         header.hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
             .map(|s| s.trim().to_string())
             .unwrap_or_default();
@@ -229,6 +260,7 @@ impl Monitor {
             reader,
             probe,
             probe_pids: Vec::new(),
+            stderr_tee,
             live: LiveEstimator::default(),
             jitter,
             samples: 0,
@@ -538,7 +570,12 @@ impl Monitor {
         if let Err(e) = self.writer.sync() {
             self.write_error.get_or_insert_with(|| e.to_string());
         }
+        let stderr_tail = self
+            .stderr_tee
+            .take()
+            .map(|t| t.last_lines(STDERR_TAIL_LINES, STDOUT_DRAIN));
         Ok(RunOutcome {
+            stderr_tail,
             exit,
             interrupted,
             trace_path: self.writer.path().to_path_buf(),

@@ -138,8 +138,8 @@ impl Holder {
         }
         if let Some(f) = &self.file {
             match self.line {
-                Some(l) => s.push_str(&format!(" [{}:{l}]", short_path(f))),
-                None => s.push_str(&format!(" [{}]", short_path(f))),
+                Some(l) => s.push_str(&format!(" [{f}:{l}]")),
+                None => s.push_str(&format!(" [{f}]")),
             }
         }
         s
@@ -148,17 +148,7 @@ impl Holder {
 
 impl Location {
     pub fn describe(&self) -> String {
-        format!("{}:{}", short_path(&self.file), self.line)
-    }
-}
-
-/// The file name with its parent folder: enough to find it, short to read.
-pub(crate) fn short_path(p: &str) -> String {
-    let parts: Vec<&str> = p.rsplit('/').take(2).collect();
-    match parts.as_slice() {
-        [name, dir] if !dir.is_empty() => format!("{dir}/{name}"),
-        [name, ..] => name.to_string(),
-        [] => p.to_string(),
+        format!("{}:{}", self.file, self.line)
     }
 }
 

@@ -39,8 +39,8 @@ pub(crate) struct Chart {
     pub markers: Vec<(f64, String)>,
 }
 
-const W: f64 = 880.0;
-const H: f64 = 340.0;
+const W: f64 = 1120.0;
+const H: f64 = 400.0;
 const LEFT: f64 = 78.0;
 const RIGHT: f64 = 24.0;
 const TOP: f64 = 22.0;

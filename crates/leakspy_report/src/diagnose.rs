@@ -73,7 +73,8 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
         });
     }
 
-    let growth = crate::census::growth_groups(trace);
+    let mut growth = crate::census::growth_groups(trace);
+    crate::paths::show_relative_to(&mut growth, &trace.header.cwd);
     // The leak findings get the clearest in-process explanation: its
     // holder and creation site.
     if let Some(top) = growth.first() {
@@ -258,6 +259,7 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
         throughput,
         run: RunInfo {
             command: trace.header.command.clone(),
+            cwd: trace.header.cwd.clone(),
             duration_s: trace.duration(),
             samples: trace.sample_count(),
             // Steps done, not step events: the probe coalesces its step

@@ -22,6 +22,8 @@ pub enum DiffVerdict {
     NoLeakEither,
     /// The data cannot tell.
     Inconclusive,
+    /// Both traces are one run: nothing was compared.
+    SameRun,
 }
 
 impl DiffVerdict {
@@ -33,6 +35,7 @@ impl DiffVerdict {
             DiffVerdict::Improved => "improved",
             DiffVerdict::NoLeakEither => "no leak in either",
             DiffVerdict::Inconclusive => "inconclusive",
+            DiffVerdict::SameRun => "same run",
         }
     }
 
@@ -76,6 +79,20 @@ pub struct Comparison {
     pub after: DiffSide,
     /// after slope / before slope (null when before does not grow).
     pub ratio: Option<f64>,
+}
+
+impl Comparison {
+    /// This comparison, marked as one of two traces of the same run
+    /// (`run` says which): whatever the figures, nothing is proven.
+    pub fn of_one_run(mut self, run: &str) -> Self {
+        self.verdict = DiffVerdict::SameRun;
+        self.ratio = None;
+        self.reason = format!(
+            "both traces are the same run ({run}), so nothing was compared: \
+             record the job again after the fix and compare that trace with this one"
+        );
+        self
+    }
 }
 
 /// Compares the same series in two diagnoses: the series `before` leaks in

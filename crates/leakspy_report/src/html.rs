@@ -16,18 +16,25 @@ use crate::ranks::RankRow;
 use crate::text::shell_words;
 
 const STYLE: &str = "
-:root{color-scheme:light;--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--bg:#f6f8fa}
+:root{color-scheme:light;--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--bg:#f6f8fa;--code:#eff2f5}
 *{box-sizing:border-box}
 body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.5 system-ui,-apple-system,'Segoe UI',Roboto,'Helvetica Neue',Arial,sans-serif}
-main{max-width:960px;margin:0 auto;padding:24px 20px 40px}
+main{max-width:1600px;margin:0 auto;padding:24px clamp(10px,2.5vw,32px) 40px}
 header.verdict{background:#fff;border:1px solid var(--line);border-left:8px solid var(--accent);border-radius:8px;padding:16px 20px;margin-bottom:18px}
 .leak{--accent:#cf222e}.no-leak{--accent:#1a7f37}.inconclusive{--accent:#9a6700}
 .badge{display:inline-block;font-weight:700;letter-spacing:.04em;color:#fff;background:var(--accent);border-radius:4px;padding:1px 9px;font-size:13px}
 h1{font-size:20px;margin:8px 0 4px;line-height:1.35}
 h2{font-size:16px;margin:0 0 10px}
+h3{font-size:15px;margin:0;line-height:1.4}
+h4{font-size:13px;color:var(--muted);font-weight:600;margin:0 0 2px}
 section{background:#fff;border:1px solid var(--line);border-radius:8px;padding:14px 18px;margin-bottom:16px}
 code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:13px}
+code{background:var(--code);border-radius:4px;padding:0 4px;overflow-wrap:anywhere}
+.cmd code{background:none;padding:0}
+.loc,.loc code{white-space:nowrap}
+.loc{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:13px}
 .cmd{margin:4px 0 0;color:var(--muted);overflow-wrap:anywhere}
+.scroll{overflow-x:auto}
 table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:5px 8px;border-bottom:1px solid var(--line);vertical-align:top}
 th{font-weight:600;color:var(--muted);font-size:13px}
@@ -37,6 +44,17 @@ ul,ol{margin:4px 0;padding-left:22px}
 li{margin:3px 0}
 .evidence{color:var(--muted);font-size:14px}
 .v-leak{color:#cf222e;font-weight:600}.v-no-leak{color:#1a7f37;font-weight:600}.v-inconclusive{color:#9a6700;font-weight:600}
+.group{border-top:1px solid var(--line);padding:12px 0 4px}
+.group:first-of-type{border-top:0;padding-top:0}
+.group .sub{color:var(--muted);font-size:13px;margin:0 0 8px}
+.group .grid p{margin:0}
+.group .grid{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:4px 28px}
+.group ul{margin:0 0 8px}
+.check{border-left:3px solid var(--line);padding:2px 0 2px 12px;margin:6px 0 10px}
+.check p{margin:0 0 4px}
+.check .rule{font-weight:700;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:13px}
+.fix{font-weight:500}
+.fix strong{color:#1a7f37}.fix.unsafe strong{color:#9a6700}
 svg.chart{width:100%;height:auto;display:block}
 svg.chart .plot{fill:#fff;stroke:#afb8c1}
 svg.chart .grid{stroke:#eaeef2;stroke-width:1}
@@ -49,6 +67,13 @@ svg.chart .marker{stroke:#8c959f;stroke-dasharray:4 4}
 .legend .key{display:inline-flex;align-items:center;gap:6px}
 .caption{color:var(--muted);font-size:13px;margin:6px 0 0}
 footer{color:var(--muted);font-size:12px;text-align:center}
+@media (max-width:700px){
+section{padding:12px}
+.group .grid{grid-template-columns:minmax(0,1fr)}
+.facts td:first-child{width:110px}
+.chart-box{overflow-x:auto}
+.chart-box svg.chart{min-width:700px}
+}
 ";
 
 const COLORS: [&str; 5] = ["#0969da", "#bc4c00", "#8250df", "#1a7f37", "#6e7781"];
@@ -136,7 +161,7 @@ pub fn render_html(d: &Diagnosis, trace: &Trace) -> String {
                 escape(&rate)
             );
             for e in &f.evidence {
-                let _ = write!(out, "<li>{}</li>", escape(e));
+                let _ = write!(out, "<li>{}</li>", prose(e));
             }
             out.push_str("</ul></li>");
         }
@@ -148,7 +173,7 @@ pub fn render_html(d: &Diagnosis, trace: &Trace) -> String {
             escape(&s.what)
         );
         for e in &s.evidence {
-            let _ = write!(out, "<li>{}</li>", escape(e));
+            let _ = write!(out, "<li>{}</li>", prose(e));
         }
         out.push_str("</ul></section>\n");
     }
@@ -161,7 +186,7 @@ pub fn render_html(d: &Diagnosis, trace: &Trace) -> String {
     if !d.notes.is_empty() {
         out.push_str("<section><h2>Notes</h2><ul>");
         for n in &d.notes {
-            let _ = write!(out, "<li>{}</li>", escape(n));
+            let _ = write!(out, "<li>{}</li>", prose(n));
         }
         out.push_str("</ul></section>\n");
     }
@@ -186,70 +211,139 @@ pub fn render_html(d: &Diagnosis, trace: &Trace) -> String {
 
 /// What grows inside the processes, by holder: every name in it came from
 /// the user's process (types, attributes, paths), so all of it is escaped.
+/// One block per holder, across the page's width: what grows and where it
+/// was made side by side, then the `check` findings on those lines, each
+/// with its fix on a line of its own.
 fn growth_section(out: &mut String, d: &Diagnosis) {
     if d.growth.is_empty() {
         return;
     }
-    // Fixed layout: long type names and messages wrap instead of pushing
-    // the table past the page.
-    out.push_str("<section id=\"growth\"><h2>What grows (in-process probe)</h2><table style=\"table-layout:fixed;width:100%;overflow-wrap:anywhere\"><tr><th>held by</th><th>what grows</th><th>made at</th><th>static check</th></tr>");
-    for g in &d.growth {
-        let holder = match &g.holder {
-            Some(h) => format!(
-                "<strong class=\"mono\">{}</strong><br><small>{} · pid {}</small>{}",
-                escape(&h.describe()),
-                escape(&h.kind),
-                g.pid,
-                h.hint
+    out.push_str("<section id=\"growth\"><h2>What grows (in-process probe)</h2>");
+    for (i, g) in d.growth.iter().enumerate() {
+        let (who, sub) = match &g.holder {
+            Some(h) => {
+                let container = h
+                    .container
                     .as_deref()
-                    .map(|t| format!("<br><small>free it: {}</small>", escape(t)))
-                    .unwrap_or_default()
-            ),
-            None => format!("<em>not found</em><br><small>pid {}</small>", g.pid),
-        };
-        let mut grows: Vec<String> = g
-            .growers
-            .iter()
-            .take(MAX_GROWERS)
-            .map(|gr| format!("<span class=\"mono\">{}</span>", escape(&gr.describe())))
-            .collect();
-        if g.growers.len() > MAX_GROWERS {
-            grows.push(format!(
-                "<small>and {} more series (JSON report)</small>",
-                g.growers.len() - MAX_GROWERS
-            ));
-        }
-        let made = g
-            .created_at
-            .as_ref()
-            .map(|c| format!("<span class=\"mono\">{}</span>", escape(&c.describe())))
-            .unwrap_or_default();
-        let checks: Vec<String> = g
-            .static_findings
-            .iter()
-            .map(|m| {
-                let fix = m
-                    .fix
-                    .as_deref()
-                    .map(|f| format!(" <small>fix: {}</small>", escape(f)))
+                    .filter(|c| !c.is_empty())
+                    .map(|c| format!(" ({})", escape(c)))
                     .unwrap_or_default();
-                format!(
-                    "<span class=\"mono\">{} {}:{}</span> {}{fix}",
-                    escape(&m.rule),
-                    escape(&crate::census::short_path(&m.file)),
-                    m.line,
-                    escape(&m.message)
+                let at = h
+                    .file
+                    .as_deref()
+                    .map(|f| format!(" &#183; {}", loc(f, h.line)))
+                    .unwrap_or_default();
+                let hint = h
+                    .hint
+                    .as_deref()
+                    .map(|t| format!(" &#183; free it: {}", prose(t)))
+                    .unwrap_or_default();
+                (
+                    format!("held by <code>{}</code>{container}{at}", escape(&h.path)),
+                    format!("{} &#183; pid {}{hint}", escape(&h.kind), g.pid),
                 )
-            })
-            .collect();
+            }
+            None => ("holder not found".to_string(), format!("pid {}", g.pid)),
+        };
         let _ = write!(
             out,
-            "<tr><td>{holder}</td><td>{}</td><td>{made}</td><td>{}</td></tr>",
-            grows.join("<br>"),
-            checks.join("<br>")
+            "<article class=\"group\"><h3>{}. {who}</h3><p class=\"sub\">{sub}</p><div class=\"grid\"><div><h4>What grows</h4><ul>",
+            i + 1
         );
+        for gr in g.growers.iter().take(MAX_GROWERS) {
+            let _ = write!(out, "<li>{}</li>", escape(&gr.describe()));
+        }
+        if g.growers.len() > MAX_GROWERS {
+            let _ = write!(
+                out,
+                "<li class=\"evidence\">and {} more series (JSON report)</li>",
+                g.growers.len() - MAX_GROWERS
+            );
+        }
+        out.push_str("</ul></div><div>");
+        if let Some(c) = &g.created_at {
+            let func = c
+                .function
+                .as_deref()
+                .map(|f| format!(" in <code>{}()</code>", escape(f)))
+                .unwrap_or_default();
+            let _ = write!(
+                out,
+                "<h4>Made at</h4><p>{}{func}</p>",
+                loc(&c.file, Some(c.line))
+            );
+        }
+        out.push_str("</div></div>");
+        for m in &g.static_findings {
+            let _ = write!(
+                out,
+                "<div class=\"check\"><p><span class=\"rule\">{}</span> {} &#8212; {}</p>",
+                escape(&m.rule),
+                loc(&m.file, Some(m.line)),
+                prose(&m.message)
+            );
+            if let Some(fix) = &m.fix {
+                let (class, label) = if m.safe_fix {
+                    ("fix", "Fix")
+                } else {
+                    (
+                        "fix unsafe",
+                        "Fix (unsafe: it changes behaviour, review it)",
+                    )
+                };
+                let _ = write!(
+                    out,
+                    "<p class=\"{class}\"><strong>{label}:</strong> {}</p>",
+                    prose(fix)
+                );
+            }
+            out.push_str("</div>");
+        }
+        out.push_str("</article>");
     }
-    out.push_str("</table></section>\n");
+    out.push_str("</section>\n");
+}
+
+/// A source location, `path:line`, that never breaks inside the file name
+/// or the line number: only after a `/` of its folders.
+fn loc(file: &str, line: Option<u64>) -> String {
+    let mut parts: Vec<String> = file.split_inclusive('/').map(escape).collect();
+    if let (Some(last), Some(l)) = (parts.last_mut(), line) {
+        last.push_str(&format!(":{l}"));
+    }
+    let joined: Vec<String> = parts
+        .iter()
+        .map(|p| format!("<span class=\"loc\">{p}</span>"))
+        .collect();
+    format!("<span class=\"path\">{}</span>", joined.join("<wbr>"))
+}
+
+/// leakspy's own prose (rule messages, fixes, notes, evidence), escaped,
+/// with its `inline code` set as code. An unpaired backtick stays as it is.
+pub(crate) fn prose(text: &str) -> String {
+    let parts: Vec<&str> = text.split('`').collect();
+    if parts.len() < 3 {
+        return escape(text);
+    }
+    let mut out = String::with_capacity(text.len() + 32);
+    let paired = if parts.len() % 2 == 1 {
+        parts.len()
+    } else {
+        parts.len() - 1
+    };
+    for (i, part) in parts.iter().enumerate() {
+        if i >= paired {
+            out.push('`');
+            out.push_str(&escape(part));
+        } else if i % 2 == 1 {
+            out.push_str("<code>");
+            out.push_str(&escape(part));
+            out.push_str("</code>");
+        } else {
+            out.push_str(&escape(part));
+        }
+    }
+    out
 }
 
 /// Series shown per holder; the JSON report has them all.
@@ -264,7 +358,7 @@ fn verdict_tag(v: Verdict) -> (&'static str, &'static str) {
 }
 
 fn facts(out: &mut String, d: &Diagnosis, trace: &Trace) {
-    out.push_str("<section class=\"facts\"><h2>Run</h2><table>");
+    out.push_str("<section class=\"facts\"><h2>Run</h2><div class=\"scroll\"><table>");
     let mut row = |k: &str, v: String| {
         let _ = write!(out, "<tr><td>{k}</td><td>{}</td></tr>", escape(&v));
     };
@@ -292,7 +386,7 @@ fn facts(out: &mut String, d: &Diagnosis, trace: &Trace) {
         ),
     );
     row("end", d.exit.message.clone());
-    out.push_str("</table></section>\n");
+    out.push_str("</table></div></section>\n");
 }
 
 fn growth_table(out: &mut String, d: &Diagnosis) {
@@ -307,7 +401,7 @@ fn growth_table(out: &mut String, d: &Diagnosis) {
         .unwrap_or("memory");
     let _ = write!(
         out,
-        "<section><h2>Growth of {}</h2><table><tr><th>per</th><th>slope</th><th>interval</th><th>R²</th><th>points</th></tr>",
+        "<section><h2>Growth of {}</h2><div class=\"scroll\"><table><tr><th>per</th><th>slope</th><th>interval</th><th>R²</th><th>points</th></tr>",
         escape(what)
     );
     for (label, g) in [
@@ -318,7 +412,7 @@ fn growth_table(out: &mut String, d: &Diagnosis) {
             growth_row(out, label, g);
         }
     }
-    out.push_str("</table></section>\n");
+    out.push_str("</table></div></section>\n");
 }
 
 fn growth_row(out: &mut String, label: &str, g: &Growth) {
@@ -420,7 +514,7 @@ fn chart_section(
     };
     let _ = write!(
         out,
-        "<section><h2>{}</h2>{}{}",
+        "<section><h2>{}</h2>{}<div class=\"chart-box\">{}</div>",
         escape(title),
         chart.legend(),
         chart.svg()
@@ -435,7 +529,7 @@ fn short(what: &str) -> &str {
 }
 
 fn series_table(out: &mut String, d: &Diagnosis) {
-    out.push_str("<section><h2>Every series</h2><table><tr><th>series</th><th>verdict</th><th>shape</th><th>per step</th><th>per second</th></tr>");
+    out.push_str("<section><h2>Every series</h2><div class=\"scroll\"><table><tr><th>series</th><th>verdict</th><th>shape</th><th>per step</th><th>per second</th></tr>");
     for s in &d.series {
         let cell = |g: &Option<Growth>| {
             g.as_ref()
@@ -461,7 +555,7 @@ fn series_table(out: &mut String, d: &Diagnosis) {
             pt,
         );
     }
-    out.push_str("</table></section>\n");
+    out.push_str("</table></div></section>\n");
 }
 
 fn throughput_section(out: &mut String, d: &Diagnosis, clock: &StepClock) {
@@ -500,7 +594,7 @@ fn throughput_section(out: &mut String, d: &Diagnosis, clock: &StepClock) {
     };
     let _ = writeln!(
         out,
-        "<section><h2>Training speed</h2>{}{}</section>",
+        "<section><h2>Training speed</h2>{}<div class=\"chart-box\">{}</div></section>",
         chart.legend(),
         chart.svg()
     );
@@ -550,7 +644,7 @@ pub fn render_ranks_html(traces: &[(String, Diagnosis)], rows: &[RankRow]) -> St
         traces.len(),
         leaks
     );
-    out.push_str("<section><h2>Traces</h2><table><tr><th>trace</th><th>verdict</th></tr>");
+    out.push_str("<section><h2>Traces</h2><div class=\"scroll\"><table><tr><th>trace</th><th>verdict</th></tr>");
     for (name, d) in traces {
         let _ = write!(
             out,
@@ -559,14 +653,14 @@ pub fn render_ranks_html(traces: &[(String, Diagnosis)], rows: &[RankRow]) -> St
             escape(&d.summary)
         );
     }
-    out.push_str("</table></section>\n<section id=\"ranks\"><h2>Ranks side by side</h2>");
+    out.push_str("</table></div></section>\n<section id=\"ranks\"><h2>Ranks side by side</h2>");
     rank_table_html(&mut out, rows, true);
     out.push_str("</section>\n</main></body></html>\n");
     out
 }
 
 fn rank_table_html(out: &mut String, rows: &[RankRow], with_trace: bool) {
-    out.push_str("<table style=\"table-layout:fixed;width:100%;overflow-wrap:anywhere\"><tr><th>rank</th><th>host · pid</th><th>steps</th><th>peak RSS</th><th>growth</th><th>verdict</th><th>what grows</th>");
+    out.push_str("<div class=\"scroll\"><table style=\"table-layout:fixed;width:100%;overflow-wrap:anywhere\"><tr><th>rank</th><th>host · pid</th><th>steps</th><th>peak RSS</th><th>growth</th><th>verdict</th><th>what grows</th>");
     if with_trace {
         out.push_str("<th>trace</th>");
     }
@@ -600,12 +694,36 @@ fn rank_table_html(out: &mut String, rows: &[RankRow], with_trace: bool) {
         }
         out.push_str("</tr>");
     }
-    out.push_str("</table>");
+    out.push_str("</table></div>");
 }
 
 #[cfg(test)]
 mod tests {
-    use super::escape;
+    use super::{escape, loc, prose};
+
+    #[test]
+    fn inline_code_is_code_and_still_escaped() {
+        assert_eq!(
+            prose("Store `loss.item()` for a <number>"),
+            "Store <code>loss.item()</code> for a &lt;number&gt;"
+        );
+        assert_eq!(prose("`<b>`"), "<code>&lt;b&gt;</code>");
+        // An unpaired backtick is text.
+        assert_eq!(prose("a `b` c ` d"), "a <code>b</code> c ` d");
+        assert_eq!(prose("no code"), "no code");
+    }
+
+    #[test]
+    fn a_location_breaks_only_between_folders() {
+        assert_eq!(
+            loc("examples/leaky_train.py", Some(115)),
+            "<span class=\"path\"><span class=\"loc\">examples/</span><wbr><span class=\"loc\">leaky_train.py:115</span></span>"
+        );
+        assert_eq!(
+            loc("<x>.py", None),
+            "<span class=\"path\"><span class=\"loc\">&lt;x&gt;.py</span></span>"
+        );
+    }
 
     #[test]
     fn escapes_markup() {

@@ -3,7 +3,6 @@
 //! holder's name) are attached to the runtime finding, with their fixes.
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use leakspy_lint::{check_source, Applicability, RuleSet};
 
@@ -16,7 +15,7 @@ const MAX_FILE: u64 = 4 * 1024 * 1024;
 /// findings that carry its holder. Files that cannot be read (gone, not
 /// UTF-8, too big) are skipped: the runtime finding stands on its own.
 pub fn attach_static_findings(d: &mut crate::Diagnosis) {
-    attach(&mut d.growth);
+    attach(&mut d.growth, &d.run.cwd);
     if let Some(top) = d.growth.first() {
         if !top.static_findings.is_empty() {
             let v = serde_json::to_value(&top.static_findings).unwrap_or_default();
@@ -29,7 +28,8 @@ pub fn attach_static_findings(d: &mut crate::Diagnosis) {
     }
 }
 
-fn attach(groups: &mut [GrowthGroup]) {
+/// `cwd`: the job's working directory, which relative paths are relative to.
+fn attach(groups: &mut [GrowthGroup], cwd: &str) {
     let mut cache: HashMap<String, Vec<StaticMatch>> = HashMap::new();
     for g in groups.iter_mut() {
         let mut files: Vec<String> = Vec::new();
@@ -50,7 +50,7 @@ fn attach(groups: &mut [GrowthGroup]) {
         for file in files {
             let all = cache
                 .entry(file.clone())
-                .or_insert_with(|| check_file(&file));
+                .or_insert_with(|| check_file(&file, cwd));
             for m in all.iter() {
                 let on_line = g
                     .created_at
@@ -86,8 +86,11 @@ fn mentions(message: &str, name: &str) -> bool {
     })
 }
 
-fn check_file(file: &str) -> Vec<StaticMatch> {
-    let path = Path::new(file);
+/// `check` on `file` (as shown: relative to `cwd` or absolute); the
+/// matches name it as shown.
+fn check_file(file: &str, cwd: &str) -> Vec<StaticMatch> {
+    let resolved = crate::paths::resolve(file, cwd);
+    let path = resolved.as_path();
     if std::fs::metadata(path).map_or(true, |m| !m.is_file() || m.len() > MAX_FILE) {
         return Vec::new();
     }

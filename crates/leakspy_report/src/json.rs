@@ -50,3 +50,20 @@ pub fn render_ranks_json(traces: &[(String, Diagnosis)], rows: &[crate::ranks::R
     s.push('\n');
     s
 }
+
+/// What a JSON document written by these renderers is, told by its top-level
+/// keys: `"a diagnosis"` (`--report-json`, `report --format json`), `"a
+/// comparison"` (`diff --format json`), `"a report of several traces"`.
+/// `None` for any other document.
+pub fn report_kind(keys: &[String]) -> Option<&'static str> {
+    let has = |k: &str| keys.iter().any(|x| x == k);
+    if has("verdict") && has("summary") && has("series") {
+        Some("a diagnosis")
+    } else if has("verdict") && has("before") && has("after") {
+        Some("a comparison")
+    } else if has("traces") && has("ranks") {
+        Some("a report of several traces")
+    } else {
+        None
+    }
+}

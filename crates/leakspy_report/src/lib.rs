@@ -14,6 +14,7 @@ mod html;
 mod join;
 mod json;
 mod model;
+mod paths;
 mod ranks;
 mod text;
 
@@ -22,7 +23,7 @@ pub use diagnose::diagnose;
 pub use diff::{compare, Comparison, DiffSide, DiffVerdict};
 pub use html::{render_html, render_ranks_html};
 pub use join::attach_static_findings;
-pub use json::{render_diff_json, render_json, render_ranks_json};
+pub use json::{render_diff_json, render_json, render_ranks_json, report_kind};
 pub use model::{
     Basis, DiagnoseOptions, Diagnosis, ExitInfo, Finding, Fit, Growth, ProbeInfo, RunInfo,
     SeriesReport, ThroughputReport,

@@ -217,6 +217,8 @@ fn fmt_percent(x: f64) -> String {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunInfo {
     pub command: Vec<String>,
+    /// The job's working directory: source paths are shown relative to it.
+    pub cwd: String,
     pub duration_s: f64,
     pub samples: usize,
     pub steps: usize,

@@ -133,10 +133,7 @@ fn render_growth(out: &mut String, d: &Diagnosis) {
             let _ = writeln!(
                 out,
                 "     check: {} {}:{} {}{fix}",
-                m.rule,
-                crate::census::short_path(&m.file),
-                m.line,
-                m.message
+                m.rule, m.file, m.line, m.message
             );
         }
     }

@@ -28,6 +28,20 @@ pub enum TraceError {
         "{origin}: no trace header: the file is empty (the run may have failed before it started)"
     )]
     Empty { origin: String },
+    #[error("{origin}: the trace header (line {line}) is truncated after {bytes} bytes: the file was cut while it was written or copied, and a trace without its header cannot be read (copy the whole file, or record the run again)")]
+    TruncatedHeader {
+        origin: String,
+        line: usize,
+        bytes: usize,
+    },
+    /// One JSON document over several lines (a report, a config), not JSON Lines.
+    #[error("{origin} is one JSON document, not a leakspy trace (a trace is JSON Lines: a header line, then one event per line, as `leakspy run` writes it)")]
+    JsonDocument {
+        origin: String,
+        /// The document's top-level keys (empty when it is not an object), so
+        /// a caller can say what it is.
+        keys: Vec<String>,
+    },
     #[error("{origin}: line {line}: expected a leakspy trace header (a JSON object with \"kind\":\"header\",\"format\":\"leakspy-trace\"), found {found}")]
     MissingHeader {
         origin: String,

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use serde_json::Value;
@@ -179,6 +179,18 @@ impl Trace {
         }
     }
 
+    /// Whether `other` is a recording of the same run: the same header, and
+    /// the events of one are those of the other or their beginning (a copy
+    /// taken while the run was still being written). Two runs never share a
+    /// header: it holds the start time, host and pid.
+    pub fn is_same_run(&self, other: &Trace) -> bool {
+        if self.header != other.header {
+            return false;
+        }
+        let n = self.events.len().min(other.events.len());
+        self.events[..n] == other.events[..n]
+    }
+
     /// Step events in the file (more than `steps()` yields when downsampled).
     pub fn step_count(&self) -> usize {
         match self.downsampled {
@@ -253,7 +265,10 @@ pub fn read_trace_from_with(
             continue;
         }
         match header {
-            None => header = Some(parse_header(raw, line_no, origin)?),
+            None => match parse_header(raw, line_no, origin) {
+                Ok(h) => header = Some(h),
+                Err(e) => return Err(explain_bad_start(e, raw, &mut input, origin)),
+            },
             Some(_) => state.line(raw, line_no, complete),
         }
     }
@@ -275,6 +290,64 @@ pub fn read_trace_from_with(
     })
 }
 
+/// Largest rest of a file read to tell a JSON document from a cut header.
+const MAX_DOCUMENT: u64 = 16 << 20;
+
+/// A first line that is not a header, looked at again with the rest of the
+/// file: a JSON document spread over lines (a report written with
+/// `--report-json`), or a header cut short. Other errors pass unchanged.
+fn explain_bad_start(
+    err: TraceError,
+    first: &[u8],
+    rest: &mut impl BufRead,
+    origin: &str,
+) -> TraceError {
+    let TraceError::MissingHeader { line, .. } = &err else {
+        return err;
+    };
+    let line = *line;
+    // Only an unfinished JSON value can be either.
+    let unfinished = matches!(serde_json::from_slice::<Value>(first), Err(e) if e.is_eof());
+    if !unfinished {
+        return err;
+    }
+    let mut document = first.to_vec();
+    document.push(b'\n');
+    let complete = rest
+        .take(MAX_DOCUMENT)
+        .read_to_end(&mut document)
+        .is_ok_and(|n| (n as u64) < MAX_DOCUMENT);
+    if complete {
+        if let Ok(value) = serde_json::from_slice::<Value>(&document) {
+            let keys = match &value {
+                Value::Object(map) => map.keys().cloned().collect(),
+                _ => Vec::new(),
+            };
+            return TraceError::JsonDocument {
+                origin: origin.to_string(),
+                keys,
+            };
+        }
+    }
+    // What the writer puts first; a cut can fall anywhere in it.
+    const HEADER_START: &[u8] = br#"{"kind":"header","format":"leakspy-trace""#;
+    let cut_header = (first.len() >= 2 && HEADER_START.starts_with(first))
+        || first.starts_with(HEADER_START)
+        || contains(first, br#""leakspy-trace""#);
+    if !cut_header {
+        return err;
+    }
+    TraceError::TruncatedHeader {
+        origin: origin.to_string(),
+        line,
+        bytes: first.len(),
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
 fn trim_ascii(bytes: &[u8]) -> &[u8] {
     let start = bytes
         .iter()
@@ -288,6 +361,15 @@ fn trim_ascii(bytes: &[u8]) -> &[u8] {
 }
 
 fn snippet(raw: &[u8]) -> String {
+    let head = &raw[..raw.len().min(60)];
+    let text = std::str::from_utf8(head).map_or_else(
+        // A cut in the middle of a character is still text.
+        |e| (e.error_len().is_none()).then(|| &head[..e.valid_up_to()]),
+        |_| Some(head),
+    );
+    if text.is_none_or(|t| t.iter().any(|&b| b < 0x20 && b != b'\t')) {
+        return "binary data, not text".to_string();
+    }
     let text = String::from_utf8_lossy(&raw[..raw.len().min(60)]);
     if raw.len() > 60 {
         format!("{text:?}...")

@@ -259,3 +259,56 @@ fn unreadable_path_is_a_clear_error() {
         .to_string()
         .contains("cannot read trace file /nonexistent/trace.jsonl"));
 }
+
+#[test]
+fn a_header_cut_short_is_called_truncated() {
+    // Cut anywhere in the header line, with or without what followed it.
+    for cut in [2, 20, 45, HEADER_LINE.len() - 1] {
+        for rest in ["", "\n"] {
+            let text = format!("{}{rest}", &HEADER_LINE[..cut]);
+            let err = parse_trace(&text).unwrap_err();
+            assert!(
+                matches!(err, TraceError::TruncatedHeader { line: 1, bytes, .. } if bytes == cut),
+                "cut at {cut}: {err}"
+            );
+            assert!(err.to_string().contains("is truncated"), "{err}");
+        }
+    }
+    // Not a trace at all is still said to be that.
+    let err = parse_trace("{\"name\": \"x\", \"ver").unwrap_err();
+    assert!(matches!(err, TraceError::MissingHeader { .. }), "{err}");
+}
+
+#[test]
+fn a_json_document_is_named_with_its_keys() {
+    let err = parse_trace("{\n  \"verdict\": \"leak\",\n  \"summary\": \"...\"\n}\n").unwrap_err();
+    match &err {
+        TraceError::JsonDocument { keys, .. } => assert_eq!(keys, &["summary", "verdict"]),
+        other => panic!("{other}"),
+    }
+    assert!(err.to_string().contains("one JSON document"), "{err}");
+}
+
+#[test]
+fn binary_garbage_is_not_quoted() {
+    let err = parse_trace_bytes(b"\x7fELF\x02\x01\x01\0\0\0\n").unwrap_err();
+    assert!(
+        err.to_string().ends_with("found binary data, not text"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_same_run_is_told_from_another() {
+    let full = format!("{HEADER_LINE}\n{SAMPLE_LINE}\n{SAMPLE_LINE}\n");
+    let a = parse_trace(&full).unwrap();
+    // A copy taken while the run was still writing it.
+    let part = parse_trace(&format!("{HEADER_LINE}\n{SAMPLE_LINE}\n")).unwrap();
+    assert!(a.is_same_run(&a));
+    assert!(a.is_same_run(&part) && part.is_same_run(&a));
+    // Another run: another start time.
+    let other =
+        parse_trace(&full.replacen("\"started_at\":1.0", "\"started_at\":99.5", 1)).unwrap();
+    assert_ne!(other.header, a.header);
+    assert!(!a.is_same_run(&other));
+}

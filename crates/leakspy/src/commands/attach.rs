@@ -5,15 +5,15 @@
 
 use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use clap::Args;
 use leakspy_monitor::{
     AttachConfig, AttachError, InjectMethod, Monitor, MonitorConfig, ProbeConfig, Python,
 };
 
 use super::run::{
-    check_interval, check_probe_budget, create_trace, default_trace_path, report_trace,
-    StatusDisplay,
+    check_interval, check_probe_budget, check_report_paths, create_trace, default_trace_path,
+    report_trace, StatusDisplay,
 };
 use crate::{EXIT_ERROR, EXIT_FINDINGS};
 
@@ -49,6 +49,7 @@ pub struct AttachArgs {
 pub fn run(args: AttachArgs) -> anyhow::Result<u8> {
     check_interval(args.record.interval)?;
     check_probe_budget(args.record.probe_budget)?;
+    check_report_paths(&args.record)?;
     if let Some(d) = args.duration {
         if !(d.is_finite() && d > 0.0 && d <= 1e9) {
             bail!("--duration must be a positive number of seconds, got {d}");
@@ -78,7 +79,7 @@ pub fn run(args: AttachArgs) -> anyhow::Result<u8> {
         Some(p) => p.clone(),
         None => default_trace_path(&process.cmdline)?,
     };
-    let writer = create_trace(&trace_path)?;
+    let (writer, made) = create_trace(&trace_path)?;
 
     let mut attach = AttachConfig::new(process.clone());
     attach.duration = args.duration.map(Duration::from_secs_f64);
@@ -91,7 +92,13 @@ pub fn run(args: AttachArgs) -> anyhow::Result<u8> {
         budget: args.record.probe_budget,
         census: !args.record.no_census,
     });
-    let monitor = Monitor::start(config, writer).context("cannot start recording")?;
+    let monitor = match Monitor::start(config, writer) {
+        Ok(m) => m,
+        Err(e) => {
+            made.discard(&trace_path);
+            return Err(anyhow::Error::new(e).context("cannot start recording"));
+        }
+    };
 
     if !args.record.quiet {
         let cmd = if process.cmdline.is_empty() {
@@ -127,6 +134,7 @@ pub fn run(args: AttachArgs) -> anyhow::Result<u8> {
         outcome.write_error.as_deref(),
         args.record.report_json.as_deref(),
         args.record.report_html.as_deref(),
+        None,
     );
     let Some(verdict) = reported.verdict else {
         return Ok(EXIT_ERROR);

@@ -214,8 +214,11 @@ pub fn run(args: CheckArgs) -> Result<u8> {
             // "All checks passed" only when every file found was checked: a file skipped or
             // unreadable was not.
             let unchecked = problems.len();
+            // A run that failed on a path has said so on stderr: no summary repeats it.
+            let failed = problems.iter().any(|p| p.fatal);
             if findings + syntax_errors == 0 && results.is_empty() {
-                if unchecked == 0 {
+                if failed {
+                } else if unchecked == 0 {
                     writeln!(
                         out,
                         "No Python files or notebooks found to check (.py, .pyi, .ipynb; `extend-include` adds others)."

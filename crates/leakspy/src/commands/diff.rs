@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use leakspy_report::{compare, diagnose, render_diff_json, render_diff_text, DiagnoseOptions};
-use leakspy_trace::read_trace;
 
 use crate::{EXIT_CLEAN, EXIT_FINDINGS};
 
@@ -20,7 +19,8 @@ pub enum DiffFormat {
 
 #[derive(Debug, Args)]
 #[command(after_help = "Exit status: 0 fixed, improved, or no leak in either; \
-1 not fixed, worse, or inconclusive (nothing proven); 2 tool error.")]
+1 not fixed, worse, inconclusive, or both traces of the same run (nothing proven); \
+2 tool error.")]
 pub struct DiffArgs {
     /// Trace of the run before the fix.
     pub before: PathBuf,
@@ -32,8 +32,8 @@ pub struct DiffArgs {
 }
 
 pub fn run(args: DiffArgs) -> Result<u8> {
-    let before = read_trace(&args.before)?;
-    let after = read_trace(&args.after)?;
+    let before = super::traces::read(&args.before)?;
+    let after = super::traces::read(&args.after)?;
     let opts = DiagnoseOptions::default();
     let comparison = compare(
         &diagnose(&before, &opts),
@@ -41,6 +41,21 @@ pub fn run(args: DiffArgs) -> Result<u8> {
         &diagnose(&after, &opts),
         &args.after.display().to_string(),
     );
+    let comparison = if before.is_same_run(&after) {
+        let h = &before.header;
+        comparison.of_one_run(&format!(
+            "`{}`, pid {}{}",
+            h.command.join(" "),
+            h.pid.map_or_else(|| "?".to_string(), |p| p.to_string()),
+            if h.hostname.is_empty() {
+                String::new()
+            } else {
+                format!(" on {}", h.hostname)
+            }
+        ))
+    } else {
+        comparison
+    };
     match args.format {
         DiffFormat::Text => print!("{}", render_diff_text(&comparison)),
         DiffFormat::Json => print!("{}", render_diff_json(&comparison)),

@@ -11,7 +11,6 @@ use leakspy_report::{
     render_ranks_json, render_ranks_text, render_text, DiagnoseOptions, Diagnosis,
 };
 use leakspy_stats::Verdict;
-use leakspy_trace::read_trace;
 
 use crate::{EXIT_CLEAN, EXIT_FINDINGS};
 
@@ -52,8 +51,8 @@ pub fn run(args: ReportArgs) -> Result<u8> {
     let opts = DiagnoseOptions::default();
     let mut read = Vec::with_capacity(args.traces.len());
     for path in &args.traces {
-        let trace = read_trace(path)
-            .with_context(|| format!("cannot read the trace {}", path.display()))?;
+        // The reader's errors name the file.
+        let trace = super::traces::read(path)?;
         let mut diagnosis = diagnose(&trace, &opts);
         leakspy_report::attach_static_findings(&mut diagnosis);
         read.push((path.display().to_string(), trace, diagnosis));
@@ -80,7 +79,7 @@ pub fn run(args: ReportArgs) -> Result<u8> {
     };
     match &args.output {
         Some(path) => {
-            std::fs::write(path, rendered.as_bytes())
+            super::write_output(path, rendered.as_bytes())
                 .with_context(|| format!("cannot write the report to {}", path.display()))?;
             eprintln!("leakspy: wrote {}", path.display());
         }

@@ -11,7 +11,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 use leakspy_monitor::{LiveStatus, Monitor, MonitorConfig, MonitorError, RunOutcome};
 use leakspy_report::{diagnose, render_html, render_json, render_text, DiagnoseOptions};
-use leakspy_trace::{read_trace, TraceWriter};
+use leakspy_trace::TraceWriter;
 
 use crate::{EXIT_ERROR, EXIT_FINDINGS};
 
@@ -58,6 +58,7 @@ pub struct RunArgs {
 pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     check_interval(args.record.interval)?;
     check_probe_budget(args.record.probe_budget)?;
+    check_report_paths(&args.record)?;
     let step_regex = args
         .step_regex
         .as_deref()
@@ -94,11 +95,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     };
     // The trace must be writable before the child starts: a run that cannot
     // be recorded is a run wasted.
-    let writer = create_trace(&trace_path)?;
+    let (writer, made) = create_trace(&trace_path)?;
 
     let mut config = MonitorConfig::new(args.command.clone());
     config.interval = Duration::from_secs_f64(args.record.interval);
     config.step_regex = step_regex;
+    // The job's stderr goes through a relay (a copy of this binary) that
+    // keeps its last lines: a job that fails at once is reported with why.
+    config.stderr_relay = std::env::current_exe().ok();
     config.probe = (!args.record.no_probe).then_some(leakspy_monitor::ProbeConfig {
         budget: args.record.probe_budget,
         census: !args.record.no_census,
@@ -106,12 +110,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<u8> {
     let monitor = match Monitor::start(config, writer) {
         Ok(m) => m,
         Err(e) => {
-            // Nothing was recorded; do not leave an empty trace behind.
+            // Nothing was recorded; do not leave an empty trace (or its
+            // new folder) behind.
             if matches!(
                 e,
                 MonitorError::NotFound { .. } | MonitorError::Spawn { .. }
             ) {
-                let _ = std::fs::remove_file(&trace_path);
+                made.discard(&trace_path);
             }
             return Err(e.into());
         }
@@ -143,6 +148,20 @@ pub(crate) fn check_interval(interval: f64) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `--report-json` and `--report-html`, for `run` and `attach`: a folder
+/// there is a mistake to stop at before the job starts, not after it ends.
+pub(crate) fn check_report_paths(record: &super::record_args::RecordArgs) -> anyhow::Result<()> {
+    for (option, path) in [
+        ("--report-json", &record.report_json),
+        ("--report-html", &record.report_html),
+    ] {
+        if let Some(p) = path.as_ref().filter(|p| p.is_dir()) {
+            bail!("{option} {} is a folder; give a file name", p.display());
+        }
+    }
+    Ok(())
+}
+
 /// `--probe-budget`, for `run` and `attach`.
 pub(crate) fn check_probe_budget(budget: f64) -> anyhow::Result<()> {
     if !(budget.is_finite() && budget > 0.0 && budget <= 0.5) {
@@ -164,11 +183,18 @@ fn finish(
     outcome: &RunOutcome,
 ) -> anyhow::Result<(u8, Option<leakspy_stats::Verdict>)> {
     let child_status = u8::try_from(outcome.exit.status.clamp(0, 255)).unwrap_or(EXIT_ERROR);
+    // Interrupted by the user: not a failure of the job.
+    let failure = (child_status != 0 && outcome.interrupted == 0).then(|| JobFailure {
+        command: &args.command,
+        exit: &outcome.exit,
+        stderr_tail: outcome.stderr_tail.as_deref(),
+    });
     let reported = report_trace(
         &outcome.trace_path,
         outcome.write_error.as_deref(),
         args.record.report_json.as_deref(),
         args.record.report_html.as_deref(),
+        failure,
     );
     let Some(verdict) = reported.verdict else {
         return Ok((
@@ -201,13 +227,71 @@ pub(crate) struct Reported {
     pub tool_failed: bool,
 }
 
+/// A job that exited with an error status, and what it said last.
+pub(crate) struct JobFailure<'a> {
+    pub command: &'a [String],
+    pub exit: &'a leakspy_trace::Exit,
+    /// None when its stderr was not relayed (then it went straight to ours).
+    pub stderr_tail: Option<&'a [String]>,
+}
+
+impl JobFailure<'_> {
+    /// That the job failed, how, and its last stderr lines; `too_soon`
+    /// (the samples recorded) when it failed before its memory could be
+    /// measured, and the diagnosis is left out.
+    fn describe(&self, how: &str, too_soon: Option<usize>) -> String {
+        let soon = match too_soon {
+            Some(n) => format!(
+                ", too soon to measure its memory ({n} sample{})",
+                if n == 1 { "" } else { "s" }
+            ),
+            None => String::new(),
+        };
+        let mut out = format!(
+            "leakspy: the job failed: `{}` {how} after {:.1} s{soon}.\n",
+            self.command.join(" "),
+            self.exit.t,
+        );
+        let tail = self.stderr_tail.unwrap_or_default();
+        match self.stderr_tail {
+            Some([]) => out.push_str("  It wrote nothing on stderr.\n"),
+            Some(lines) => {
+                out.push_str("  Its last lines on stderr:\n");
+                for line in lines {
+                    out.push_str(&format!("    {line}\n"));
+                }
+            }
+            None => {}
+        }
+        if let Some(module) = tail.iter().rev().find_map(|l| missing_module(l)) {
+            out.push_str(&format!(
+                "  `{}` has no module `{module}`: run the job with the Python of its environment \
+                 (`leakspy run -- .venv/bin/python ...`, or activate that environment first).\n",
+                self.command.first().map_or("python", String::as_str)
+            ));
+        }
+        out
+    }
+}
+
+/// `torch` from `ModuleNotFoundError: No module named 'torch'`.
+fn missing_module(line: &str) -> Option<&str> {
+    let rest = line
+        .trim()
+        .strip_prefix("ModuleNotFoundError: No module named ")?;
+    Some(rest.trim_matches(['\'', '"']))
+}
+
 /// The end of `run` and `attach`: reads the trace back, prints the
-/// diagnosis on stderr, writes the JSON and HTML reports asked for.
+/// diagnosis on stderr, writes the JSON and HTML reports asked for. A job
+/// that failed is said to have failed, with its last stderr lines, before
+/// the diagnosis, or instead of it when it failed too soon to have one.
 pub(crate) fn report_trace(
     trace_path: &Path,
     write_error: Option<&str>,
     report_json: Option<&Path>,
     report_html: Option<&Path>,
+    failure: Option<JobFailure<'_>>,
 ) -> Reported {
     let mut stderr = std::io::stderr().lock();
     let mut tool_failed = false;
@@ -215,10 +299,10 @@ pub(crate) fn report_trace(
         let _ = writeln!(stderr, "leakspy: error: the trace is incomplete: {err}");
         tool_failed = true;
     }
-    let trace = match read_trace(trace_path) {
+    let trace = match super::traces::read(trace_path) {
         Ok(t) => t,
         Err(e) => {
-            let _ = writeln!(stderr, "leakspy: error: cannot read back the trace: {e}");
+            let _ = writeln!(stderr, "leakspy: error: cannot read back the trace: {e:#}");
             return Reported {
                 verdict: None,
                 tool_failed: true,
@@ -227,28 +311,44 @@ pub(crate) fn report_trace(
     };
     let mut diagnosis = diagnose(&trace, &DiagnoseOptions::default());
     leakspy_report::attach_static_findings(&mut diagnosis);
-    let _ = write!(stderr, "{}", render_text(&diagnosis, &trace));
+    let too_short = diagnosis
+        .series
+        .iter()
+        .find(|s| s.key == diagnosis.headline)
+        .is_none_or(|s| s.shape == leakspy_stats::Shape::TooShort);
+    if let Some(f) = &failure {
+        let too_soon = too_short.then(|| trace.sample_count());
+        let _ = write!(stderr, "{}", f.describe(&diagnosis.exit.message, too_soon));
+    }
+    if failure.is_none() || !too_short {
+        let _ = write!(stderr, "{}", render_text(&diagnosis, &trace));
+    }
     let _ = writeln!(stderr, "trace: {}", trace_path.display());
     // A report that cannot be written is a tool error, but the other report is still tried.
-    let mut write_report =
-        |path: &std::path::Path, content: String| match std::fs::write(path, content) {
-            Ok(()) => {
-                let _ = writeln!(stderr, "report: {}", path.display());
-            }
-            Err(e) => {
-                let _ = writeln!(
-                    stderr,
-                    "leakspy: error: cannot write {}: {e}",
-                    path.display()
-                );
-                tool_failed = true;
-            }
-        };
+    // The trace is kept, so the report can be made again from it.
+    let mut write_report = |path: &Path, format: &str, content: String| match super::write_output(
+        path,
+        content.as_bytes(),
+    ) {
+        Ok(()) => {
+            let _ = writeln!(stderr, "report: {}", path.display());
+        }
+        Err(e) => {
+            let _ = writeln!(
+                stderr,
+                "leakspy: error: cannot write {}: {e} (the trace is kept: \
+                     `leakspy report {} --format {format} -o FILE` writes the report)",
+                path.display(),
+                trace_path.display()
+            );
+            tool_failed = true;
+        }
+    };
     if let Some(path) = report_json {
-        write_report(path, render_json(&diagnosis));
+        write_report(path, "json", render_json(&diagnosis));
     }
     if let Some(path) = report_html {
-        write_report(path, render_html(&diagnosis, &trace));
+        write_report(path, "html", render_html(&diagnosis, &trace));
     }
     Reported {
         verdict: Some(diagnosis.verdict),
@@ -256,8 +356,36 @@ pub(crate) fn report_trace(
     }
 }
 
+/// What [`create_trace`] made, to take back when nothing gets recorded.
+pub(crate) struct MadeTrace {
+    /// The outermost folder that did not exist before.
+    first_new_dir: Option<PathBuf>,
+}
+
+impl MadeTrace {
+    /// Removes the trace file and the folders made for it (those still empty).
+    pub(crate) fn discard(self, path: &Path) {
+        let _ = std::fs::remove_file(path);
+        let Some(top) = self.first_new_dir else {
+            return;
+        };
+        for dir in path.ancestors().skip(1) {
+            if std::fs::remove_dir(dir).is_err() || dir == top {
+                break;
+            }
+        }
+    }
+}
+
 /// Creates the trace file (and its folder), failing with what to do.
-pub(crate) fn create_trace(path: &Path) -> anyhow::Result<TraceWriter> {
+pub(crate) fn create_trace(path: &Path) -> anyhow::Result<(TraceWriter, MadeTrace)> {
+    let first_new_dir = path
+        .ancestors()
+        .skip(1)
+        .filter(|d| !d.as_os_str().is_empty())
+        .take_while(|d| !d.exists())
+        .last()
+        .map(Path::to_path_buf);
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| {
             format!(
@@ -272,7 +400,14 @@ pub(crate) fn create_trace(path: &Path) -> anyhow::Result<TraceWriter> {
             path.display()
         );
     }
-    Ok(TraceWriter::create(path)?)
+    let made = MadeTrace { first_new_dir };
+    match TraceWriter::create(path) {
+        Ok(w) => Ok((w, made)),
+        Err(e) => {
+            made.discard(path);
+            Err(e.into())
+        }
+    }
 }
 
 /// `leakspy-runs/20260121-093000-train.jsonl`, never overwriting an existing trace.

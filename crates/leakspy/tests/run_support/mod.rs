@@ -85,7 +85,10 @@ pub fn finished(output: Output, trace: &Path, report: &Path) -> Finished {
 }
 
 /// Starts leakspy in the background on a long workload, and waits until its
-/// trace shows the Python child sampled (bounded wait, not a timing assertion).
+/// trace shows the Python child sampled and past its start-up: its probe has
+/// said hello, so `site` is imported (a signal during `site` is a fatal
+/// start-up error, not what the tests send it for). A bounded wait, not a
+/// timing assertion.
 // The child is handed to the caller, which waits for it.
 #[allow(clippy::zombie_processes)]
 pub fn start_background(dir: &Path, mode: &str, seconds: &str) -> (Child, PathBuf, PathBuf, u32) {
@@ -112,14 +115,17 @@ pub fn start_background(dir: &Path, mode: &str, seconds: &str) -> (Child, PathBu
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("the child was never sampled");
+            panic!("the child was never sampled past its start-up");
         }
         if let Ok(t) = leakspy_trace::read_trace(&trace) {
             let python_seen = t
                 .samples()
                 .any(|s| s.procs.iter().any(|p| p.name.starts_with("python")));
-            if python_seen && t.sample_count() >= 5 {
-                let pid = t.header.pid.expect("header has the child's pid");
+            let pid = t.header.pid.expect("header has the child's pid");
+            let started = t
+                .probes()
+                .any(|p| p.get("pid").and_then(serde_json::Value::as_u64) == Some(u64::from(pid)));
+            if python_seen && started && t.sample_count() >= 5 {
                 return (child, trace, report, pid);
             }
         }
