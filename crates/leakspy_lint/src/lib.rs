@@ -75,7 +75,8 @@ pub fn check_source(source: &str, rules: &RuleSet) -> CheckedSource {
     let facts = semantic::facts::ModuleFacts::collect(suite);
     // Rules that look for one library call skip files that never name it.
     let active = rules.for_source(source);
-    let checker = checker::Checker::new(source, &facts, &lines, &active).with_called_names(called);
+    let checker =
+        checker::Checker::new(source, &facts, &lines, &active, suite).with_called_names(called);
     let mut diagnostics = checker.check_module(suite);
     diagnostics.retain(|d| {
         rules.contains(d.rule)

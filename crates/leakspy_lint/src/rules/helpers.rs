@@ -3,18 +3,33 @@
 use ruff_python_ast::Expr;
 use ruff_text_size::Ranged;
 
-use crate::checker::Checker;
+use crate::checker::{Checker, Holder, Lifetime, Until};
 use crate::diagnostic::Edit;
-use crate::semantic::names::dotted;
-use crate::semantic::scan::keys_in;
+use crate::semantic::mutation::Mutation;
 use crate::semantic::value::Value;
 
 /// What a stored graph-carrying value keeps alive. After `.backward()` the saved activations
 /// are freed and the chain of autograd nodes remains; without it, whole activations stay.
 pub(crate) fn retained(checker: &Checker, value: &Value) -> &'static str {
     let backpropagated = value.origin().is_some_and(|o| o.backpropagated);
-    if backpropagated || checker.function_trains() || checker.block_facts().calls_backward {
+    // A framework's step hook (`training_step`) returns the loss for the framework to
+    // backpropagate once the hook returns.
+    let framework_step = matches!(
+        checker.cadence(),
+        crate::semantic::iteration::Cadence::Every(_, crate::semantic::iteration::Reason::Hook)
+    ) && checker
+        .function()
+        .is_some_and(|f| f.name.as_str().contains("train"));
+    let loop_trains = checker.loops().iter().any(|l| l.trains);
+    if backpropagated
+        || checker.function_trains()
+        || checker.block_facts().calls_backward
+        || loop_trains
+    {
         "its chain of autograd nodes; `.backward()` freed the activations"
+    } else if framework_step {
+        "every saved activation until the framework's `.backward()` frees them, its chain of \
+         autograd nodes after"
     } else {
         "with every saved activation: no `.backward()` frees them"
     }
@@ -35,14 +50,10 @@ pub(crate) fn origin_phrase(checker: &Checker, value: &Value) -> String {
 /// An edit appending a method call to an expression (`x` -> `x.detach()`), adding parentheses
 /// when the expression binds looser than attribute access.
 pub(crate) fn append_call(checker: &Checker, expr: &Expr, method: &str) -> Vec<Edit> {
-    let simple = matches!(
-        expr,
-        Expr::Name(_) | Expr::Attribute(_) | Expr::Call(_) | Expr::Subscript(_)
-    );
-    if simple {
+    let _ = checker;
+    if !needs_parens(expr) {
         vec![Edit::insertion(expr.end(), format!(".{method}()"))]
     } else {
-        let _ = checker;
         vec![
             Edit::insertion(expr.start(), "("),
             Edit::insertion(expr.end(), format!(").{method}()")),
@@ -50,18 +61,62 @@ pub(crate) fn append_call(checker: &Checker, expr: &Expr, method: &str) -> Vec<E
     }
 }
 
-/// Does the expression change from one iteration of the innermost loop to the next (it mentions
-/// the loop target or something rebound in the loop)?
-pub(crate) fn varies_per_iteration(checker: &Checker, expr: &Expr) -> bool {
-    let Some(frame) = checker.innermost_loop() else {
-        return false;
-    };
-    let keys = keys_in(expr);
-    if keys.iter().any(|k| frame.facts.rebinds(k)) {
-        return true;
+/// How `append_call` shows in a message: `x.detach()`, or `(a * b).detach()` for an expression
+/// that binds looser than attribute access. Long expressions are shortened.
+pub(crate) fn call_text(checker: &Checker, expr: &Expr, method: &str) -> String {
+    let text = short(checker, expr);
+    if needs_parens(expr) {
+        format!("({text}).{method}()")
+    } else {
+        format!("{text}.{method}()")
     }
-    // f-strings and calls such as `len(history)` or `step()` change too.
-    matches!(expr, Expr::FString(_)) || matches!(expr, Expr::Call(_)) && dotted(expr).is_none()
+}
+
+pub(crate) fn detached_text(checker: &Checker, expr: &Expr) -> String {
+    call_text(checker, expr, "detach")
+}
+
+fn needs_parens(expr: &Expr) -> bool {
+    !matches!(
+        expr,
+        Expr::Name(_) | Expr::Attribute(_) | Expr::Call(_) | Expr::Subscript(_)
+    )
+}
+
+/// Ends the sentence "keeps ... alive ": "until `self.losses` is cleared in `on_epoch_end()`
+/// (line 40)", "until `train()` returns".
+pub(crate) fn until(checker: &Checker, lifetime: &Lifetime) -> String {
+    let key = &lifetime.key;
+    match &lifetime.until {
+        Until::Reset {
+            mutation,
+            function,
+            offset,
+        } => format!(
+            "until `{key}` is {} in `{function}()` (line {})",
+            match mutation {
+                Mutation::Rebind => "rebound",
+                Mutation::Trim => "trimmed",
+                _ => "cleared",
+            },
+            checker.line(*offset)
+        ),
+        Until::LifeOfObject { known: true } => {
+            "for the life of the object (nothing clears it)".to_string()
+        }
+        Until::LifeOfObject { known: false } => "for the life of the object".to_string(),
+        Until::ObjectLives { object } => format!("for as long as `{object}` lives"),
+        Until::Process => "for the life of the process (a module global)".to_string(),
+        Until::Return { function } if lifetime.holder == Holder::Param => {
+            format!("for as long as the caller of `{function}()` keeps `{key}`")
+        }
+        Until::Return { function } => format!("until `{function}()` returns"),
+        Until::OuterLoop { offset } => format!(
+            "until the loop at line {} rebinds `{key}`",
+            checker.line(*offset)
+        ),
+        Until::Closure => "for as long as the closure lives".to_string(),
+    }
 }
 
 /// The text of a node, shortened.
@@ -200,126 +255,15 @@ pub(crate) fn remove_statement(checker: &Checker, located: &Located) -> Option<E
     )))
 }
 
-/// Words of an identifier (`num_epochs` -> `num`, `epochs`; `GRADIENT_STEPS` -> `gradient`,
-/// `steps`).
-fn name_words(name: &str) -> impl Iterator<Item = String> + '_ {
-    name.split(|c: char| c == '_' || c == '.' || c.is_ascii_digit())
-        .filter(|w| !w.is_empty())
-        .map(|w| w.to_ascii_lowercase())
-}
+pub(crate) use crate::semantic::iteration::coarse_name;
 
-const STEP_WORDS: &[&str] = &[
-    "step",
-    "steps",
-    "batch",
-    "batches",
-    "iter",
-    "iters",
-    "iteration",
-    "iterations",
-    "it",
-    "micro",
-    "microbatch",
-    "accum",
-    "timestep",
-    "timesteps",
-    "frame",
-    "frames",
-    "update",
-    "updates",
-    "loader",
-    "dataloader",
-    "sample",
-    "samples",
-];
-const EPOCH_WORDS: &[&str] = &[
-    "epoch",
-    "epochs",
-    "ep",
-    "eps",
-    "gen",
-    "gens",
-    "generation",
-    "generations",
-    "episode",
-    "episodes",
-    "fold",
-    "folds",
-    "trial",
-    "trials",
-    "round",
-    "rounds",
-    "cycle",
-    "cycles",
-];
-
-/// Does a name read as an epoch/generation/episode counter rather than a step counter?
-/// `Some(true)` coarse, `Some(false)` per step, `None` no opinion.
-pub(crate) fn coarse_name(name: &str) -> Option<bool> {
-    let words: Vec<String> = name_words(name).collect();
-    if words.iter().any(|w| STEP_WORDS.contains(&w.as_str())) {
-        return Some(false);
-    }
-    if words.iter().any(|w| EPOCH_WORDS.contains(&w.as_str())) {
-        return Some(true);
-    }
-    None
-}
-
-/// A loop that runs once per epoch, generation or episode (its target or what it iterates is
-/// named so): each iteration holds many steps, so per-iteration costs are paid rarely.
-pub(crate) fn is_coarse_loop(stmt: &ruff_python_ast::Stmt) -> bool {
-    use ruff_python_ast::Stmt;
-    let mut names: Vec<String> = Vec::new();
-    let exprs: Vec<&Expr> = match stmt {
-        Stmt::For(f) => {
-            names.extend(keys_in(&f.target));
-            vec![&*f.iter]
-        }
-        Stmt::While(w) => vec![&*w.test],
-        _ => return false,
-    };
-    for n in &names {
-        if let Some(coarse) = coarse_name(n) {
-            return coarse;
-        }
-    }
-    let mut verdict = None;
-    for e in exprs {
-        for k in keys_in(e) {
-            let last = k.rsplit('.').next().unwrap_or(&k).to_string();
-            match coarse_name(&last) {
-                Some(false) => return false,
-                Some(true) => verdict = Some(true),
-                None => {}
-            }
-        }
-    }
-    verdict.unwrap_or(false)
-}
-
-/// A function that frameworks call once per epoch or run (`on_train_epoch_end`, `fit`,
-/// `setup`, `save_checkpoint`) rather than once per step.
-pub(crate) fn is_coarse_function(name: &str) -> bool {
-    name_words(name).any(|w| {
-        EPOCH_WORDS.contains(&w.as_str())
-            || matches!(
-                w.as_str(),
-                "fit" | "setup" | "teardown" | "start" | "save" | "load" | "checkpoint" | "sanity"
-            )
-    })
-}
-
-/// Runs once per training step: in a loop that is not an epoch/generation/episode loop, or
-/// directly in a per-step method (`training_step`, `update`, `on_train_batch_end`...).
+/// Runs once per training step: in a training loop that is not an epoch, generation or
+/// episode loop, or in a function that runs once per step (`training_step`, a function that
+/// backpropagates, one called from a step loop).
 pub(crate) fn runs_every_step(checker: &Checker) -> bool {
-    if let Some(l) = checker.innermost_loop() {
-        return !l.is_coarse();
-    }
-    checker.in_per_step_function()
-        && !checker
-            .function()
-            .is_some_and(|f| is_coarse_function(f.name.as_str()))
+    checker
+        .iteration()
+        .is_some_and(|it| it.grain() == crate::semantic::iteration::Grain::Step)
 }
 
 /// Is the located statement under an `if` (below the innermost loop or the function body)

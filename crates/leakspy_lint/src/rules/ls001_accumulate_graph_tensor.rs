@@ -44,13 +44,14 @@ use ruff_text_size::Ranged;
 use crate::checker::Checker;
 use crate::diagnostic::{Diagnostic, Fix};
 use crate::registry::Rule;
-use crate::rules::helpers::{append_call, origin_phrase, retained, short};
+use crate::rules::helpers::{append_call, detached_text, origin_phrase, retained, short, until};
 use crate::semantic::names::{dotted, is_dotted};
 
 pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
-    if !checker.grad_enabled() || !checker.per_step() {
+    if !checker.grad_enabled() {
         return;
     }
+
     let (target, added) = match stmt {
         Stmt::AugAssign(aug)
             if matches!(
@@ -78,10 +79,14 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
         _ => return,
     };
     let value = checker.value(added);
-    if !value.has_graph() || matches!(added, Expr::List(_) | Expr::ListComp(_)) {
+    // A tuple or list concatenated (`outputs += (h,)`) is a store, not a total.
+    if !value.has_graph()
+        || value.is_container()
+        || matches!(added, Expr::List(_) | Expr::ListComp(_) | Expr::Tuple(_))
+    {
         return;
     }
-    let Some(lifetime) = checker.lifetime(target) else {
+    let Some(lifetime) = checker.keeps_graphs(target) else {
         return;
     };
     let container_key = match target {
@@ -99,9 +104,7 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     {
         return;
     }
-    if checker.consumed_by_backward(&container_key) {
-        return;
-    }
+
     let message = format!(
         "`{}` adds `{}`, which carries {}: `{}` holds one graph per iteration ({}) {}",
         short(checker, target),
@@ -109,12 +112,12 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
         origin_phrase(checker, &value),
         container_key,
         retained(checker, &value),
-        lifetime.until,
+        until(checker, &lifetime),
     );
     let fix = Fix::safe(
         format!(
-            "Add `{}.detach()` instead (or `.item()` for a number)",
-            short(checker, added)
+            "Add `{}` instead (or `.item()` for a number)",
+            detached_text(checker, added)
         ),
         append_call(checker, added, "detach"),
     );

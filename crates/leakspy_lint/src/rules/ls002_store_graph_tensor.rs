@@ -41,39 +41,18 @@ use ruff_text_size::Ranged;
 use crate::checker::Checker;
 use crate::diagnostic::{Diagnostic, Fix};
 use crate::registry::Rule;
-use crate::rules::helpers::{append_call, origin_phrase, retained, short, varies_per_iteration};
+use crate::rules::helpers::{append_call, detached_text, origin_phrase, retained, short, until};
+use crate::semantic::mutation::stored_values;
 use crate::semantic::names::dotted;
 use crate::semantic::value::Kind;
 
-const STORE_METHODS: &[&str] = &[
-    "append",
-    "extend",
-    "insert",
-    "add",
-    "appendleft",
-    "push",
-    "store",
-    "put",
-    "add_experience",
-];
-
 pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
+    let Some((method, args)) = stored_values(call) else {
+        return;
+    };
     let Expr::Attribute(attr) = &*call.func else {
         return;
     };
-    let method = attr.attr.as_str();
-    if !STORE_METHODS.contains(&method) {
-        return;
-    }
-    let args: Vec<&Expr> = if method == "insert" {
-        call.arguments.args.iter().skip(1).collect()
-    } else {
-        call.arguments.args.iter().collect()
-    };
-    let args: Vec<&Expr> = args
-        .into_iter()
-        .chain(call.arguments.keywords.iter().map(|k| &k.value))
-        .collect();
     let Some((stored, value)) = args
         .iter()
         .map(|a| (*a, checker.value(a)))
@@ -87,13 +66,10 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
     if checker.value(receiver).kind == Kind::Module {
         return;
     }
-    let Some(lifetime) = checker.lifetime(receiver) else {
+    let Some(lifetime) = checker.keeps_graphs(receiver) else {
         return;
     };
     if builds_model_output(checker, &lifetime) {
-        return;
-    }
-    if checker.reset_in_iteration(&lifetime.key) || checker.consumed_by_backward(&lifetime.key) {
         return;
     }
     let message = format!(
@@ -104,18 +80,14 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
         origin_phrase(checker, &value),
         lifetime.key,
         retained(checker, &value),
-        lifetime.until,
+        until(checker, &lifetime),
     );
     let mut diagnostic = Diagnostic::new(Rule::LS002, message, call.range());
-    if !matches!(
-        value.kind,
-        Kind::List | Kind::Dict | Kind::Set | Kind::Deque { .. }
-    ) && !matches!(stored, Expr::Tuple(_) | Expr::Dict(_) | Expr::List(_))
-    {
+    if value.is_tensor() && !matches!(stored, Expr::Tuple(_) | Expr::Dict(_) | Expr::List(_)) {
         diagnostic = diagnostic.with_fix(Fix::safe(
             format!(
-                "Store `{}.detach()` (or `.item()` for a number)",
-                short(checker, stored)
+                "Store `{}` (or `.item()` for a number)",
+                detached_text(checker, stored)
             ),
             append_call(checker, stored, "detach"),
         ));
@@ -150,14 +122,9 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
                 return;
             };
             let value = checker.value(elt);
-            let Some(lifetime) = checker.lifetime(&aug.target) else {
+            let Some(lifetime) = checker.keeps_graphs(&aug.target) else {
                 return;
             };
-            if checker.reset_in_iteration(&lifetime.key)
-                || checker.consumed_by_backward(&lifetime.key)
-            {
-                return;
-            }
             let message = format!(
                 "`{} += [...]` stores `{}`, which carries {}: `{}` holds one graph per iteration ({}) {}",
                 short(checker, &aug.target),
@@ -165,10 +132,10 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
                 origin_phrase(checker, &value),
                 lifetime.key,
                 retained(checker, &value),
-                lifetime.until,
+                until(checker, &lifetime),
             );
             let fix = Fix::safe(
-                format!("Store `{}.detach()`", short(checker, elt)),
+                format!("Store `{}`", detached_text(checker, elt)),
                 append_call(checker, elt, "detach"),
             );
             checker.report(Diagnostic::new(Rule::LS002, message, stmt.range()).with_fix(fix));
@@ -184,16 +151,17 @@ fn subscript_store(checker: &mut Checker, target: &Expr, value_expr: &Expr) {
     if !value.has_graph() || !checker.in_loop() {
         return;
     }
-    if !varies_per_iteration(checker, &sub.slice) {
+    if !checker.key_changes_per_iteration(&sub.slice) {
         return;
     }
-    let Some(lifetime) = checker.lifetime(&sub.value) else {
+    // Writing into a preallocated tensor copies the values in (a graph edge, not a list).
+    if checker.value(&sub.value).is_tensor_like() {
+        return;
+    }
+    let Some(lifetime) = checker.keeps_graphs(&sub.value) else {
         return;
     };
     if builds_model_output(checker, &lifetime) {
-        return;
-    }
-    if checker.reset_in_iteration(&lifetime.key) || checker.consumed_by_backward(&lifetime.key) {
         return;
     }
     let Some(container) = dotted(&sub.value) else {
@@ -207,7 +175,7 @@ fn subscript_store(checker: &mut Checker, target: &Expr, value_expr: &Expr) {
         origin_phrase(checker, &value),
         lifetime.key,
         retained(checker, &value),
-        lifetime.until,
+        until(checker, &lifetime),
     );
     let mut diagnostic = Diagnostic::new(
         Rule::LS002,
@@ -216,7 +184,7 @@ fn subscript_store(checker: &mut Checker, target: &Expr, value_expr: &Expr) {
     );
     if value.kind == Kind::Tensor {
         diagnostic = diagnostic.with_fix(Fix::safe(
-            format!("Store `{}.detach()`", short(checker, value_expr)),
+            format!("Store `{}`", detached_text(checker, value_expr)),
             append_call(checker, value_expr, "detach"),
         ));
     }

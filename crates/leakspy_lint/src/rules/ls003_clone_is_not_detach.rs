@@ -62,9 +62,8 @@ use ruff_text_size::{Ranged, TextRange, TextSize};
 use crate::checker::{Checker, Lifetime};
 use crate::diagnostic::{Diagnostic, Edit, Fix};
 use crate::registry::Rule;
-use crate::rules::helpers::{origin_phrase, retained, short};
-use crate::rules::ls007_module_state_retains_graph::forward_path;
-use crate::semantic::facts::self_attr;
+use crate::rules::helpers::{origin_phrase, retained, short, until};
+use crate::semantic::mutation::stored_values;
 use crate::semantic::value::{Kind, Value};
 
 /// Container methods that grow it (a buffer class's `push` may detach what it keeps).
@@ -188,32 +187,24 @@ fn report(
     checker.report(Diagnostic::new(Rule::LS003, message, snap.call.range()).with_fix(fix));
 }
 
-fn container_kept(lifetime: &Lifetime) -> (String, String) {
+fn container_kept(checker: &Checker, lifetime: &Lifetime) -> (String, String) {
     (
         format!("`{}` holds one graph per iteration", lifetime.key),
-        lifetime.until.clone(),
+        until(checker, lifetime),
     )
 }
 
-fn usable(checker: &Checker, lifetime: &Lifetime) -> bool {
-    !checker.reset_in_iteration(&lifetime.key) && !checker.consumed_by_backward(&lifetime.key)
-}
-
 pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
-    let Expr::Attribute(attr) = &*call.func else {
+    let Some((method, args)) = stored_values(call) else {
         return;
     };
-    let method = attr.attr.as_str();
+    // A buffer class's `push` may detach what it keeps.
     if !STORE_METHODS.contains(&method) {
         return;
     }
-    let args: Vec<&Expr> = call
-        .arguments
-        .args
-        .iter()
-        .skip(usize::from(method == "insert"))
-        .chain(call.arguments.keywords.iter().map(|k| &k.value))
-        .collect();
+    let Expr::Attribute(attr) = &*call.func else {
+        return;
+    };
     let found: Vec<(Snapshot, Value)> = args
         .iter()
         .flat_map(|a| snapshots_in(a))
@@ -222,13 +213,10 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
     if found.is_empty() {
         return;
     }
-    let Some(lifetime) = checker.lifetime(&attr.value) else {
+    let Some(lifetime) = checker.keeps_graphs(&attr.value) else {
         return;
     };
-    if !usable(checker, &lifetime) {
-        return;
-    }
-    let kept = container_kept(&lifetime);
+    let kept = container_kept(checker, &lifetime);
     let fix_until = (found.len() == 1).then(|| call.end());
     for (snap, value) in &found {
         report(checker, snap, value, &kept, fix_until);
@@ -247,34 +235,6 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
                 assigned(checker, &assign.target, value);
             }
         }
-        Stmt::Return(ret) => {
-            let Some(value) = ret.value.as_deref() else {
-                return;
-            };
-            let Some(def) = checker.function() else {
-                return;
-            };
-            let name = def.name.as_str();
-            if !is_snapshot_helper(name) {
-                return;
-            }
-            let found: Vec<(Snapshot, Value)> = snapshots_in(value)
-                .into_iter()
-                .filter_map(|s| graph_of(checker, &s).map(|v| (s, v)))
-                .collect();
-            if found.is_empty() {
-                return;
-            }
-            let kept = (
-                format!(
-                    "`{name}()` returns it as a snapshot, and whoever keeps it keeps the graph"
-                ),
-                "for as long as the snapshot lives".to_string(),
-            );
-            for (snap, value) in &found {
-                report(checker, snap, value, &kept, None);
-            }
-        }
         _ => {}
     }
 }
@@ -290,33 +250,18 @@ fn assigned(checker: &mut Checker, target: &Expr, value: &Expr) {
     let kept = match target {
         Expr::Subscript(sub) => {
             // `buf[i] = out.clone()` writes into a tensor: a different story (CopySlices).
-            if matches!(checker.value(&sub.value).kind, Kind::Tensor | Kind::Array) {
+            if matches!(
+                checker.value(&sub.value).kind,
+                Kind::Tensor | Kind::Output | Kind::Array
+            ) {
                 return;
             }
-            let Some(lifetime) = checker.lifetime(&sub.value) else {
+            let Some(lifetime) = checker.keeps_graphs(&sub.value) else {
                 return;
             };
-            if !usable(checker, &lifetime) || !checker.per_step() {
-                return;
-            }
-            container_kept(&lifetime)
+            container_kept(checker, &lifetime)
         }
-        Expr::Attribute(_) => {
-            // `self.last = out.clone()` each step: the attribute keeps the latest step's graph.
-            // Attributes of a module set in its forward path are LS007's.
-            if self_attr(target).is_none() || !checker.per_step() || on_forward_path(checker) {
-                return;
-            }
-            let key = short(checker, target);
-            if checker.consumed_by_backward(&key) {
-                return;
-            }
-            (
-                format!("`{key}` keeps the latest step's graph"),
-                "until the next step rebinds it, and for the life of the object after the last step"
-                    .to_string(),
-            )
-        }
+        // `self.last = out.clone()` replaces one graph per step: memory does not grow.
         _ => return,
     };
     // `c[k] = out.clone()`: LS002 appends `.detach()` right after the value; reach one character
@@ -333,50 +278,4 @@ fn assigned(checker: &mut Checker, target: &Expr, value: &Expr) {
     for (snap, v) in &found {
         report(checker, snap, v, &kept, fix_until);
     }
-}
-
-/// A method of an `nn.Module` that `forward()` runs: its attributes are LS007's.
-fn on_forward_path(checker: &Checker) -> bool {
-    if !checker.in_module_class() {
-        return false;
-    }
-    match (checker.class(), checker.function()) {
-        (Some(class), Some(def)) => forward_path(class).contains(def.name.as_str()),
-        _ => false,
-    }
-}
-
-/// Functions whose job is to take a snapshot or log one: their return value is kept. Math named
-/// like logging (`log_prob`, `log_softmax`, `logits`, `log_loss`) is not.
-fn is_snapshot_helper(name: &str) -> bool {
-    const MATH: &[&str] = &[
-        "prob",
-        "probs",
-        "softmax",
-        "likelihood",
-        "lik",
-        "det",
-        "density",
-        "std",
-        "var",
-        "alpha",
-        "sigma",
-        "pdf",
-        "partition",
-        "sum",
-        "exp",
-        "odds",
-        "ratio",
-        "loss",
-        "scale",
-        "norm",
-    ];
-    let name = name.trim_start_matches('_');
-    let logging = (name == "log" || name.starts_with("log_"))
-        && !name.split('_').any(|part| MATH.contains(&part));
-    logging
-        || name.starts_with("snapshot")
-        || name.starts_with("record")
-        || name.starts_with("save")
-        || name.starts_with("get_") && name.contains("state")
 }

@@ -51,12 +51,12 @@
 use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::{Ranged, TextRange};
 
-use crate::checker::{Checker, Holder, Lifetime};
+use crate::checker::{Checker, Holder, Lifetime, Until};
 use crate::diagnostic::{Diagnostic, Fix};
 use crate::registry::Rule;
-use crate::rules::helpers::{append_call, short, varies_per_iteration};
+use crate::rules::helpers::{append_call, call_text, short, until};
 use crate::semantic::facts::self_attr;
-use crate::semantic::names::dotted;
+use crate::semantic::mutation::stored_values;
 use crate::semantic::value::{Kind, Value};
 
 /// Container methods that grow it. A `push`/`store` of a buffer class is not here: such classes
@@ -64,20 +64,16 @@ use crate::semantic::value::{Kind, Value};
 const STORE_METHODS: &[&str] = &["append", "extend", "insert", "add", "appendleft"];
 
 pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
-    let Expr::Attribute(attr) = &*call.func else {
+    let Some((method, args)) = stored_values(call) else {
         return;
     };
-    let method = attr.attr.as_str();
     if !STORE_METHODS.contains(&method) {
         return;
     }
-    let Some(stored) = call
-        .arguments
-        .args
-        .iter()
-        .skip(usize::from(method == "insert"))
-        .find(|a| on_device(checker, a))
-    else {
+    let Expr::Attribute(attr) = &*call.func else {
+        return;
+    };
+    let Some(stored) = args.into_iter().find(|a| on_device(checker, a)) else {
         return;
     };
     let receiver = &*attr.value;
@@ -101,7 +97,7 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
                 };
                 let value = &*assign.value;
                 if !checker.in_loop()
-                    || !varies_per_iteration(checker, &sub.slice)
+                    || !checker.key_changes_per_iteration(&sub.slice)
                     || !on_device(checker, value)
                 {
                     continue;
@@ -151,11 +147,8 @@ fn on_device(checker: &Checker, expr: &Expr) -> bool {
         )
 }
 
-/// The container outlives the loop (or the per-step method) and nothing bounds it per iteration.
+/// The container outlives the training iteration and nothing bounds it per iteration.
 fn collected(checker: &Checker, container: &Expr) -> Option<Lifetime> {
-    if !checker.per_step() {
-        return None;
-    }
     // An object of a class of this file manages its own storage.
     if is_own_object(checker, container) {
         return None;
@@ -164,52 +157,30 @@ fn collected(checker: &Checker, container: &Expr) -> Option<Lifetime> {
     if checker.reset_in_iteration(&lifetime.key) {
         return None;
     }
-    // A local list filled by a loop over dimensions or inputs is a result being built, not a
-    // history: only a loop that does a job's steps (data, a model, training) collects one.
-    if matches!(
-        lifetime.holder,
-        Holder::OuterLocal | Holder::Param | Holder::Closure
-    ) && checker.in_loop()
-        && !is_work_loop(checker)
-    {
-        return None;
-    }
-    // A list made afresh by an outer loop (per episode, per epoch) and consumed after the inner
-    // loop: bounded by one pass of the inner loop, and freed every outer iteration.
-    let loops = checker.loops();
-    if lifetime.holder == Holder::OuterLocal
-        && loops
-            .iter()
-            .take(loops.len().saturating_sub(1))
-            .any(|l| l.facts.rebinds(&lifetime.key))
-    {
-        return None;
+    match (&lifetime.holder, &lifetime.until) {
+        // A list made afresh by an outer loop (per episode, per epoch) and consumed after the
+        // inner loop: bounded by one pass of the inner loop, and freed every outer iteration.
+        // An attribute some method trims or clears is bounded by whatever calls it.
+        (_, Until::OuterLoop { .. } | Until::Reset { .. }) => return None,
+        // A local list of a function is its working set (predictions gathered for a metric,
+        // returned, stacked into a batch): what is kept beyond the call is the object's and the
+        // process's state.
+        (Holder::OuterLocal | Holder::Param, _) => return None,
+        _ => {}
     }
     let kind = checker.value(container).kind;
     // Writing into a preallocated tensor or array copies the values in: nothing is collected.
     if matches!(
         kind,
-        Kind::Deque { bounded: true } | Kind::Tensor | Kind::Array
+        Kind::Deque { bounded: true } | Kind::Tensor | Kind::Output | Kind::Array
     ) {
         return None;
     }
-    let place = match self_attr(container) {
-        Some(attr) => checker.attr_facts(attr),
-        None => dotted(container).and_then(|k| checker.facts.globals.get(&k)),
-    };
-    if place.is_some_and(|p| p.is_bounded()) {
+    if checker
+        .place_facts(container)
+        .is_some_and(|p| p.is_bounded())
+    {
         return None;
-    }
-    if !checker.in_loop() {
-        // A per-step method: the "loop" is the caller's. Only a place nothing ever trims or
-        // clears grows for the whole run.
-        if !matches!(lifetime.holder, Holder::Attribute | Holder::Global) {
-            return None;
-        }
-        match place {
-            Some(p) if p.resets().next().is_none() => {}
-            _ => return None,
-        }
     }
     Some(lifetime)
 }
@@ -234,7 +205,8 @@ fn report(checker: &mut Checker, what: &str, stored: &Expr, lifetime: &Lifetime,
     let message = format!(
         "{what} keeps a tensor that lives on the accelerator for {span}: `{}` grows by one device \
          tensor per {unit}, and device memory with it, {}",
-        lifetime.key, lifetime.until,
+        lifetime.key,
+        until(checker, lifetime),
     );
     let mut diagnostic = Diagnostic::new(Rule::LS004, message, range);
     if !matches!(
@@ -242,7 +214,7 @@ fn report(checker: &mut Checker, what: &str, stored: &Expr, lifetime: &Lifetime,
         Expr::Tuple(_) | Expr::List(_) | Expr::Dict(_) | Expr::Set(_) | Expr::Starred(_)
     ) {
         diagnostic = diagnostic.with_fix(Fix::unsafe_edit(
-            format!("Store `{}.cpu()`", short(checker, stored)),
+            format!("Store `{}`", call_text(checker, stored, "cpu")),
             append_call(checker, stored, "cpu"),
         ));
     }
@@ -271,89 +243,4 @@ pub(crate) fn is_own_object(checker: &Checker, container: &Expr) -> bool {
         }
     });
     found
-}
-
-/// The innermost loop steps through a job's work: it trains, iterates data (a loader, batches,
-/// episodes, steps), or calls a model.
-fn is_work_loop(checker: &Checker) -> bool {
-    let Some(frame) = checker.innermost_loop() else {
-        return false;
-    };
-    if frame.facts.calls_backward || frame.facts.steps_optimizer {
-        return true;
-    }
-    let (iter, body) = match frame.stmt {
-        Stmt::For(f) => (Some(&*f.iter), &f.body[..]),
-        Stmt::While(w) => (None, &w.body[..]),
-        _ => return false,
-    };
-    // Names of what a job iterates: parts of a name, or whole names.
-    const DATA_PART: &[&str] = &["loader", "batch", "episode", "rollout", "epoch"];
-    const DATA_NAME: &[&str] = &[
-        "data",
-        "dataset",
-        "env",
-        "envs",
-        "steps",
-        "samples",
-        "num_steps",
-        "n_steps",
-        "iterations",
-    ];
-    if let Some(iter) = iter {
-        let data_like = crate::semantic::scan::keys_in(iter).iter().any(|k| {
-            let last = k.rsplit('.').next().unwrap_or(k).to_ascii_lowercase();
-            DATA_PART.iter().any(|d| last.contains(d)) || DATA_NAME.contains(&last.as_str())
-        });
-        if data_like {
-            return true;
-        }
-    }
-    let mut calls_model = false;
-    crate::semantic::scan::visit_block(body, &mut |stmt| {
-        if calls_model {
-            return;
-        }
-        let exprs: Vec<&Expr> = match stmt {
-            Stmt::Expr(e) => vec![&*e.value],
-            Stmt::Assign(a) => vec![&*a.value],
-            Stmt::AugAssign(a) => vec![&*a.value],
-            Stmt::Return(r) => r.value.as_deref().into_iter().collect(),
-            _ => vec![],
-        };
-        for e in exprs {
-            if calls_module(checker, e) {
-                calls_model = true;
-            }
-        }
-    });
-    calls_model
-}
-
-fn calls_module(checker: &Checker, expr: &Expr) -> bool {
-    use ruff_python_ast::visitor::{walk_expr, Visitor};
-    struct V<'c, 'a> {
-        checker: &'c Checker<'a>,
-        found: bool,
-    }
-    impl<'e> Visitor<'e> for V<'_, '_> {
-        fn visit_expr(&mut self, expr: &'e Expr) {
-            if self.found {
-                return;
-            }
-            if let Expr::Call(call) = expr {
-                if matches!(self.checker.value(&call.func).kind, Kind::Module) {
-                    self.found = true;
-                    return;
-                }
-            }
-            walk_expr(self, expr);
-        }
-    }
-    let mut v = V {
-        checker,
-        found: false,
-    };
-    v.visit_expr(expr);
-    v.found
 }

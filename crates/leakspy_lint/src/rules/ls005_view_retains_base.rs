@@ -54,7 +54,7 @@ use ruff_text_size::{Ranged, TextRange};
 use crate::checker::{Checker, Lifetime};
 use crate::diagnostic::{Diagnostic, Fix};
 use crate::registry::Rule;
-use crate::rules::helpers::{append_call, short, varies_per_iteration};
+use crate::rules::helpers::{append_call, short, until};
 use crate::semantic::mutation::Mutation;
 use crate::semantic::names::dotted;
 use crate::semantic::value::Kind;
@@ -87,12 +87,19 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
         let Some(lifetime) = kept(checker, receiver) else {
             return;
         };
-        let until = if lifetime.until.contains("trimmed") {
+        let trimmed = matches!(
+            lifetime.until,
+            crate::checker::Until::Reset {
+                mutation: Mutation::Trim,
+                ..
+            }
+        );
+        let until = if trimmed {
             "for as long as one of its rows stays: trimming frees no base while a row of it \
              remains"
                 .to_string()
         } else {
-            lifetime.until.clone()
+            until(checker, &lifetime)
         };
         let message = format!(
             "`{}.extend({})` adds each row of `{}` as a view: every row keeps the whole of `{}` \
@@ -142,7 +149,7 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
         };
         let value = &*assign.value;
         if !checker.in_loop()
-            || !varies_per_iteration(checker, &sub.slice)
+            || !checker.key_changes_per_iteration(&sub.slice)
             || view_of(checker, value).is_none()
         {
             continue;
@@ -171,10 +178,11 @@ fn report(checker: &mut Checker, what: &str, stored: &Expr, lifetime: &Lifetime,
     } else {
         "call"
     };
-    let message = format!(
+    let message =
+        format!(
         "{what} stores {}: it shares the storage of `{base}` and keeps the whole of it alive, so \
          `{}` holds one full `{base}` per {unit}, not just the part it shows, {}",
-        view.how, lifetime.key, lifetime.until,
+        view.how, lifetime.key, until(checker, lifetime),
     );
     let copy = if view.array { "copy" } else { "clone" };
     let fix = Fix::unsafe_edit(
@@ -191,7 +199,10 @@ fn kept(checker: &Checker, container: &Expr) -> Option<Lifetime> {
         return None;
     }
     // Writing into a preallocated tensor or array copies the values in.
-    if matches!(checker.value(container).kind, Kind::Tensor | Kind::Array) {
+    if matches!(
+        checker.value(container).kind,
+        Kind::Tensor | Kind::Output | Kind::Array
+    ) {
         return None;
     }
     // An object of a class of this file manages its own storage.
@@ -309,7 +320,7 @@ fn rows_of(checker: &Checker, arg: &Expr) -> Option<View> {
 fn fresh_base<'e>(checker: &Checker, base: &'e Expr) -> Option<(&'e Expr, bool)> {
     let v = checker.value(base);
     let array = v.kind == Kind::Array;
-    if !(array || v.kind == Kind::Tensor || v.device) {
+    if !(array || v.is_tensor_like() || v.device) {
         return None;
     }
     let fresh = match base {
@@ -367,7 +378,7 @@ fn iterated_base<'a>(checker: &Checker<'a>, name: &str) -> Option<(&'a Expr, boo
         }
         let v = checker.value(elem_iter);
         let array = v.kind == Kind::Array;
-        if !(array || v.kind == Kind::Tensor || v.device) || v.has_graph() {
+        if !(array || v.is_tensor_like() || v.device) || v.has_graph() {
             return None;
         }
         let fresh = match elem_iter {

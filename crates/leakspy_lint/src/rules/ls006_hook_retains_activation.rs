@@ -60,12 +60,11 @@ use ruff_python_ast::{Expr, ExprCall, Stmt, StmtFunctionDef};
 use ruff_text_size::Ranged;
 use rustc_hash::FxHashMap;
 
-use crate::checker::{Checker, Holder, Lifetime};
+use crate::checker::{Checker, Lifetime};
 use crate::diagnostic::{Diagnostic, Fix};
 use crate::registry::Rule;
-use crate::rules::helpers::{append_call, short};
+use crate::rules::helpers::{append_call, detached_text, short, until};
 use crate::semantic::names::dotted;
-use crate::semantic::scan::keys_in;
 use crate::semantic::value::{Graph, Kind};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,7 +105,7 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
         return;
     };
     let what = describe(checker, stored, &param);
-    let until = lifetime.until.clone();
+    let until = until(checker, &lifetime);
     let message = match received {
         Received::Activation => format!(
             "hook `{}()` stores {what} without `.detach()`: \
@@ -161,30 +160,27 @@ fn assigned(
     if received == Received::Grad {
         return;
     }
+    // Replacing one slot per call keeps one forward's graph, not one per step: only a store
+    // under a key that is new each time grows the container.
     let lifetime: Option<Lifetime> = match target {
-        Expr::Subscript(sub) => container_root(&sub.value).and_then(|r| checker.lifetime(r)),
-        Expr::Attribute(_) | Expr::Name(_) => checker.lifetime(target),
+        Expr::Subscript(sub) if checker.key_changes_per_iteration(&sub.slice) => {
+            container_root(&sub.value).and_then(|r| checker.lifetime(r))
+        }
         _ => None,
     };
     let Some(lifetime) = lifetime else {
         return;
     };
-    // Replacing an entry of a closure's dict or cell (`feats["x"] = o` in a helper that runs the
-    // model once, often under `no_grad`, and returns the features): kept only as long as that
-    // call, not across steps.
-    if lifetime.holder == Holder::Closure {
-        return;
-    }
     let message = format!(
-        "hook `{}()` stores {} in `{}` without `.detach()`: it \
-         keeps the graph of the forward pass that produced it (every saved activation until a \
-         `.backward()` through it frees them, its autograd nodes after) until the next call \
-         replaces it",
+        "hook `{}()` stores {} in `{}` under a new key on every call, without `.detach()`: \
+         `{}` keeps one forward pass's graph per call (every saved activation until a \
+         `.backward()` through it frees them, its autograd nodes after) {}",
         hook_name(checker),
         describe(checker, value, &param),
         short(checker, target),
+        lifetime.key,
+        until(checker, &lifetime),
     );
-    let _ = lifetime;
     let diagnostic = Diagnostic::new(Rule::LS006, message, target.range().cover(value.range()));
     let diagnostic = with_fix(checker, diagnostic, value);
     checker.report(diagnostic);
@@ -210,18 +206,6 @@ fn describe(checker: &Checker, stored: &Expr, param: &str) -> String {
         format!("its `{param}` argument")
     } else {
         format!("`{text}` (computed from its `{param}` argument)")
-    }
-}
-
-/// `x.detach()`, or `(a * b).detach()` for an expression that binds looser than a call.
-fn detached_text(checker: &Checker, expr: &Expr) -> String {
-    if matches!(
-        expr,
-        Expr::Name(_) | Expr::Attribute(_) | Expr::Call(_) | Expr::Subscript(_)
-    ) {
-        format!("{}.detach()", short(checker, expr))
-    } else {
-        format!("({}).detach()", short(checker, expr))
     }
 }
 
@@ -254,7 +238,8 @@ fn received(
     if is_cut(checker, expr) {
         return None;
     }
-    let keys = keys_in(expr);
+    let mut keys = Vec::new();
+    flows_from(checker, expr, &mut keys);
     let mut found: Option<(Received, String)> = None;
     for k in &keys {
         if let Some((r, p)) = params.get(k) {
@@ -264,6 +249,49 @@ fn received(
         }
     }
     found
+}
+
+/// The names whose tensors flow into `expr` through tensor operations: indexing, attributes,
+/// arithmetic, tensor methods, torch functions and literals holding them. What an unknown
+/// function makes of a received tensor (a statistic, a shape, metadata) is not the tensor.
+fn flows_from(checker: &Checker, expr: &Expr, out: &mut Vec<String>) {
+    match expr {
+        Expr::Name(_) => out.extend(dotted(expr)),
+        Expr::Attribute(a) => {
+            out.extend(dotted(expr));
+            flows_from(checker, &a.value, out);
+        }
+        Expr::Subscript(s) => flows_from(checker, &s.value, out),
+        Expr::Starred(s) => flows_from(checker, &s.value, out),
+        Expr::BinOp(b) => {
+            flows_from(checker, &b.left, out);
+            flows_from(checker, &b.right, out);
+        }
+        Expr::UnaryOp(u) => flows_from(checker, &u.operand, out),
+        Expr::If(i) => {
+            flows_from(checker, &i.body, out);
+            flows_from(checker, &i.orelse, out);
+        }
+        Expr::Tuple(t) => t.elts.iter().for_each(|e| flows_from(checker, e, out)),
+        Expr::List(l) => l.elts.iter().for_each(|e| flows_from(checker, e, out)),
+        Expr::Dict(d) => d
+            .items
+            .iter()
+            .for_each(|i| flows_from(checker, &i.value, out)),
+        Expr::Call(call) => {
+            if checker
+                .qualified_function(&call.func)
+                .is_some_and(|q| q.starts_with("torch."))
+            {
+                for a in &*call.arguments.args {
+                    flows_from(checker, a, out);
+                }
+            } else if let Expr::Attribute(a) = &*call.func {
+                flows_from(checker, &a.value, out);
+            }
+        }
+        _ => {}
+    }
 }
 
 fn is_cut(checker: &Checker, expr: &Expr) -> bool {

@@ -59,46 +59,30 @@ use ruff_text_size::{Ranged, TextRange};
 use crate::checker::{Checker, Lifetime};
 use crate::diagnostic::{Diagnostic, Edit, Fix};
 use crate::registry::Rule;
-use crate::rules::helpers::varies_per_iteration;
+use crate::rules::helpers::until;
 use crate::semantic::names::{dotted, is_dotted};
 use crate::semantic::value::Value;
 
 const STORE_METHODS: &[&str] = &["append", "extend", "insert", "add", "appendleft"];
 
-/// Lightning runs these under `no_grad` itself.
-const NO_GRAD_HOOKS: &[&str] = &[
-    "validation_step",
-    "test_step",
-    "predict_step",
-    "on_validation_epoch_end",
-    "on_test_epoch_end",
-];
-
-/// Function names that say "evaluation".
+/// Function names that say "evaluation". Model methods that may be trained through
+/// (`decode`, `generate`, `sample`) do not; nor does any method of a module class.
 const EVAL_WORDS: &[&str] = &[
     "eval",
     "valid",
     "test",
     "predict",
     "infer",
-    "generate",
-    "sample",
+    "benchmark",
     "embed",
     "extract",
     "score",
-    "decode",
-    "translate",
-    "benchmark",
 ];
 
 pub(crate) fn on_loop(_checker: &mut Checker, _stmt: &Stmt) {}
 
 fn eligible(checker: &Checker) -> bool {
-    checker.grad_enabled()
-        && checker.in_loop()
-        && !checker
-            .function()
-            .is_some_and(|f| NO_GRAD_HOOKS.contains(&f.name.as_str()))
+    checker.grad_enabled() && checker.in_loop()
 }
 
 /// `outputs.append(model(x))` into a container that outlives the iteration.
@@ -156,7 +140,7 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
             let target = &assign.targets[0];
             match target {
                 Expr::Subscript(sub) => {
-                    if !varies_per_iteration(checker, &sub.slice) {
+                    if !checker.key_changes_per_iteration(&sub.slice) {
                         return;
                     }
                     (&*sub.value, &*assign.value, false)
@@ -214,7 +198,7 @@ fn report(checker: &mut Checker, value: &Value, kept: &str, lifetime: &Lifetime)
     if !evaluates(checker) {
         return;
     }
-    let until = &lifetime.until;
+    let until = &until(checker, lifetime);
     // A function that trains in another loop (`fit()` with a validation loop) still has an
     // evaluation loop, as long as what this loop keeps is never backpropagated.
     let trains = checker.function_trains();
@@ -268,7 +252,7 @@ fn evaluates(checker: &Checker) -> bool {
         return true;
     };
     let name = def.name.as_str();
-    if checker.in_module_class() && matches!(name, "forward" | "__call__") {
+    if checker.in_module_class() {
         return false;
     }
     let lower = name.to_ascii_lowercase();

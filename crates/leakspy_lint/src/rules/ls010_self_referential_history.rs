@@ -47,8 +47,9 @@ use ruff_text_size::Ranged;
 use crate::checker::Checker;
 use crate::diagnostic::{Diagnostic, Fix};
 use crate::registry::Rule;
-use crate::rules::helpers::{append_call, origin_phrase, short};
+use crate::rules::helpers::{append_call, detached_text, origin_phrase, short};
 use crate::semantic::facts::self_attr;
+use crate::semantic::model::Iteration;
 use crate::semantic::names::{dotted, is_dotted, is_snapshot_method, last_segment};
 use crate::semantic::value::Graph;
 
@@ -101,14 +102,10 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     let Some(old) = elts.iter().find(|e| refers_to(e, &key)) else {
         return;
     };
-    // Rebuilt repeatedly: in a loop, in a per-step method, or an attribute outside `__init__`.
-    let repeated = checker.per_step()
-        || self_attr(target).is_some()
-            && checker.function().is_some_and(|f| {
-                let name = f.name.as_str();
-                name != "__init__" && name != "reset" && !name.starts_with("_init")
-            });
-    if !repeated || architecture_loop(checker, target) {
+    // Rebuilt from itself once per training iteration and kept across iterations: an
+    // attribute or a global, or a local bound before the training loop. A local of a call
+    // that runs per step (a model's `forward` concatenating features) dies with the call.
+    if !carried_across_iterations(checker, target, &key) {
         return;
     }
     let old_value = checker.value(old);
@@ -148,40 +145,29 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
         short(checker, old),
     );
     let fix = Fix::unsafe_edit(
-        format!("Detach the old history: `{}.detach()`", short(checker, old)),
+        format!("Detach the old history: `{}`", detached_text(checker, old)),
         append_call(checker, old, "detach"),
     );
     checker.report(Diagnostic::new(Rule::LS010, message, stmt.range()).with_fix(fix));
 }
 
-/// A local concatenated inside one forward pass (DenseNet's `x = torch.cat([x, layer(x)], 1)`
-/// over its layers): the graph is the model's, freed with the step, not a history across steps.
-fn architecture_loop(checker: &Checker, target: &Expr) -> bool {
-    if self_attr(target).is_some() {
-        return false;
-    }
-    let in_forward = checker.in_module_class()
-        && checker
-            .function()
-            .is_some_and(|f| matches!(f.name.as_str(), "forward" | "__call__"));
-    if in_forward {
-        return true;
-    }
-    let Some(frame) = checker.innermost_loop() else {
+/// Is `key` carried from one training iteration to the next by this assignment?
+fn carried_across_iterations(checker: &Checker, target: &Expr, key: &str) -> bool {
+    let Some(it) = checker.iteration() else {
         return false;
     };
-    let Stmt::For(f) = frame.stmt else {
-        return false;
-    };
-    if checker.value(&f.iter).is_module() {
+    if self_attr(target).is_some() || checker.function().is_none() {
         return true;
     }
-    crate::semantic::scan::keys_in(&f.iter).iter().any(|k| {
-        let last = last_segment(k).to_ascii_lowercase();
-        ["layer", "block", "stage", "module"]
-            .iter()
-            .any(|w| last.contains(w))
-    })
+    if checker.scope().declared_global.contains(key) {
+        return true;
+    }
+    match it {
+        // A local of a per-step call.
+        Iteration::Call { .. } => false,
+        // Bound before the training loop (or first bound by this very assignment inside it).
+        Iteration::Loop { depth, .. } => checker.carried_by_loop(depth, key),
+    }
 }
 
 /// The concatenation under a result that is sliced (`[-N:]`) or copied (`.to(device)`),

@@ -60,10 +60,10 @@ use ruff_python_ast::{Expr, ExprCall, Operator, Stmt};
 use ruff_text_size::{Ranged, TextRange, TextSize};
 use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 
-use crate::checker::{Checker, Holder, Lifetime};
+use crate::checker::{Checker, Holder};
 use crate::diagnostic::{Diagnostic, Edit, Fix};
 use crate::registry::Rule;
-use crate::rules::helpers::{append_call, origin_phrase, short};
+use crate::rules::helpers::{append_call, detached_text, origin_phrase, short, until};
 use crate::semantic::facts::self_attr;
 use crate::semantic::names::{dotted, is_dotted, last_segment};
 use crate::semantic::scan::{keys_in, visit_block};
@@ -209,31 +209,24 @@ fn report(
     let Some((first, value)) = inputs.first() else {
         return;
     };
-    // A statistic that outlives the update: on the object, global, or carried around a loop.
-    let repeated = checker.per_step()
-        || self_attr(target).is_some()
-            && checker
-                .function()
-                .is_some_and(|f| f.name.as_str() != "__init__");
-    if !repeated {
+    // A statistic updated once per training iteration that outlives the update: on the
+    // object, global, or carried around the training loop.
+    if checker.iteration().is_none() {
         return;
     }
-    let lifetime = match self_attr(target) {
-        Some(attr) => Some(Lifetime {
-            key: key.to_string(),
-            holder: Holder::Attribute,
-            until: attr_until(checker, attr, key, stmt),
-        }),
-        None => checker
-            .lifetime(target)
-            .or_else(|| loop_carried(checker, target, key)),
-    };
-    let Some(lifetime) = lifetime else {
-        return;
+    let (holder, until_text) = match self_attr(target) {
+        Some(attr) => (Holder::Attribute, attr_until(checker, attr, key, stmt)),
+        None => match checker.lifetime(target) {
+            Some(l) => (l.holder, until(checker, &l)),
+            None => match loop_carried(checker, target, key) {
+                Some(u) => (Holder::OuterLocal, u),
+                None => return,
+            },
+        },
     };
     // A statistic by name, or state on the object (or a global) updated like one. A local
     // `x = x + block(x)` (a residual connection) is neither.
-    let state = matches!(lifetime.holder, Holder::Attribute | Holder::Global);
+    let state = matches!(holder, Holder::Attribute | Holder::Global);
     let is_stat =
         is_stat_name(last_segment(key)) || state && matches!(form, Form::Weighted | Form::InPlace);
     if !is_stat {
@@ -247,7 +240,7 @@ fn report(
         short(checker, first),
         origin_phrase(checker, value),
         via.unwrap_or(""),
-        lifetime.until,
+        until_text,
     );
     let mut diagnostic = Diagnostic::new(Rule::LS011, message, stmt.range());
     // Through a parameter, which operands are tensors (and which are sizes computed from the
@@ -260,7 +253,7 @@ fn report(
         edits.sort_by_key(|e| e.range.start());
         diagnostic = diagnostic.with_fix(Fix::unsafe_edit(
             if inputs.len() == 1 {
-                format!("Update from `{}.detach()`", short(checker, first))
+                format!("Update from `{}`", detached_text(checker, first))
             } else {
                 "Update from detached inputs".to_string()
             },
@@ -301,33 +294,17 @@ fn attr_until(checker: &Checker, attr: &str, key: &str, stmt: &Stmt) -> String {
 /// `s = 0.9 * s + 0.1 * x` in a loop: the new value is made from the old one, so it is carried
 /// across iterations unless another assignment in the loop starts it afresh. (The core's
 /// `lifetime` sees the statement as a rebinding because `s` is not a top-level operand.)
-fn loop_carried(checker: &Checker, target: &Expr, key: &str) -> Option<Lifetime> {
+fn loop_carried(checker: &Checker, target: &Expr, key: &str) -> Option<String> {
     let Expr::Name(_) = target else { return None };
-    let frame = checker.innermost_loop()?;
-    let body: &[Stmt] = match frame.stmt {
-        Stmt::For(f) => &f.body,
-        Stmt::While(w) => &w.body,
-        _ => return None,
+    let Some(crate::semantic::model::Iteration::Loop { depth, .. }) = checker.iteration() else {
+        return None;
     };
-    let mut fresh = false;
-    visit_block(body, &mut |s| {
-        if let Stmt::Assign(a) = s {
-            if a.targets.iter().any(|t| is_dotted(t, key)) && !keys_in(&a.value).contains(key) {
-                fresh = true;
-            }
-        }
-    });
-    if fresh {
+    if !checker.carried_by_loop(depth, key) {
         return None;
     }
-    let until = match checker.function() {
+    Some(match checker.function() {
         Some(f) => format!("until `{}()` returns", f.name.as_str()),
         None => "for the life of the process (a module global)".to_string(),
-    };
-    Some(Lifetime {
-        key: key.to_string(),
-        holder: Holder::OuterLocal,
-        until,
     })
 }
 

@@ -90,10 +90,9 @@ struct Names<'n> {
 pub(crate) fn call(checker: &mut Checker, call: &ExprCall, stmt: &Stmt) {
     let function = checker.function();
     let in_loop = checker.in_loop();
-    if !in_loop
-        && !checker.in_per_step_function()
-        && !function.is_some_and(|f| plotting_name(f.name.as_str()))
-    {
+    // A figure per training iteration: opened in a training loop, or in a function that runs
+    // once per step or epoch. A plotting script that draws a few figures once does not grow.
+    if checker.iteration().is_none() {
         return;
     }
     let Some(origin) = creation(checker, call) else {
@@ -221,21 +220,16 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall, stmt: &Stmt) {
         ),
     };
     let per = if in_loop { "iteration" } else { "call" };
+    // Closed on some paths and not others (a branch, an early `return`): which path runs is
+    // not known, so the analysis says nothing.
     let problem = match (end, leak) {
-        (End::Open, _) => {
+        (End::Open, None) if !cx.partly.get() => {
             if fig_name.is_none() && matches!(origin, Origin::Helper) {
                 "and this call discards it, so nothing closes it".to_string()
-            } else if cx.partly.get() {
-                "and closes it only on some paths".to_string()
             } else {
                 "and nothing closes, returns or stores it".to_string()
             }
         }
-        (_, Some(exit)) => format!(
-            "and the `{}` at line {} leaves it open",
-            exit_keyword(checker, exit),
-            checker.line(exit)
-        ),
         _ => return,
     };
     let message = format!(
@@ -324,51 +318,6 @@ fn tuple_names(elts: &[Expr]) -> (Vec<String>, Option<String>) {
         _ => None,
     };
     (names, fig)
-}
-
-/// Functions whose job is to draw (`plot_fitness`, `log_images`, `make_figure`,
-/// `visualize_attention`): a figure per call is a figure per time they are called.
-fn plotting_name(name: &str) -> bool {
-    // Asked at every call outside loops: compares without lowercasing into new strings.
-    fn starts_with_ci(w: &str, prefix: &str) -> bool {
-        w.len() >= prefix.len()
-            && w.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
-    }
-    const WORDS: &[&str] = &[
-        "draw",
-        "render",
-        "chart",
-        "charts",
-        "fig",
-        "figs",
-        "figure",
-        "figures",
-        "image",
-        "images",
-        "img",
-        "imgs",
-        "heatmap",
-        "heatmaps",
-        "hist",
-        "histogram",
-        "histograms",
-    ];
-    name.split('_').any(|w| {
-        starts_with_ci(w, "plot")
-            || starts_with_ci(w, "visuali")
-            || WORDS.iter().any(|k| w.eq_ignore_ascii_case(k))
-    })
-}
-
-fn exit_keyword(checker: &Checker, offset: TextSize) -> &'static str {
-    let rest = &checker.source[usize::from(offset)..];
-    if rest.starts_with("continue") {
-        "continue"
-    } else if rest.starts_with("break") {
-        "break"
-    } else {
-        "return"
-    }
 }
 
 /// Walks a block from its first statement with the figure open. `level` counts loops entered

@@ -94,6 +94,8 @@ fn file_key(checker: &Checker) -> (usize, usize) {
 
 pub(crate) fn function(checker: &mut Checker, def: &StmtFunctionDef) {
     for d in &def.decorator_list {
+        // A cache grows with training when the function runs once per iteration; a cache
+        // filled at set-up, or by code elsewhere, is not known to.
         let Some(decorator) = unbounded_cache(checker, d) else {
             continue;
         };
@@ -111,7 +113,7 @@ pub(crate) fn function(checker: &mut Checker, def: &StmtFunctionDef) {
                 .map(|(p, kind)| format!("every `{p}` it is called with ({kind})"))
         };
         match held {
-            Some(held) => {
+            Some(held) if checker.in_per_step_function() => {
                 let message = format!(
                     "`{decorator}` on `{fname}()` is an unbounded cache with strong references: it \
                      keeps {held} alive for the life of the process, together with every result; \
@@ -121,6 +123,7 @@ pub(crate) fn function(checker: &mut Checker, def: &StmtFunctionDef) {
                 );
                 checker.report(Diagnostic::new(Rule::LS013, message, d.range()));
             }
+            Some(_) => {}
             // Methods are called through an object, not by their bare name.
             None if checker.class().is_some() => {}
             None => {
@@ -177,6 +180,9 @@ fn check_call_of_cached(checker: &mut Checker, call: &ExprCall) -> bool {
     let Expr::Name(name) = &*call.func else {
         return false;
     };
+    if !checker.per_step() {
+        return false;
+    }
     let key = file_key(checker);
     let Some(cached) = CACHED.with(|c| {
         let c = c.borrow();
@@ -264,7 +270,7 @@ fn value_kind(checker: &Checker, expr: &Expr) -> Option<&'static str> {
     let v = checker.value(expr);
     if v.kind == Kind::Module {
         Some("an `nn.Module`")
-    } else if v.kind == Kind::Tensor || v.has_graph() {
+    } else if v.is_tensor_like() || v.has_graph() {
         Some("a tensor")
     } else {
         None
@@ -386,6 +392,9 @@ fn used_as_tensor(
 /// `container[key] = ...` / `container.add(key)`: report when `key` is a tensor or module and the
 /// container is a long-lived dict/set that nothing ever evicts from.
 fn store(checker: &mut Checker, container: &Expr, key: &Expr, range: TextRange) {
+    if !checker.per_step() {
+        return;
+    }
     let Some((name, lives, is_set)) = unevicted_container(checker, container) else {
         return;
     };

@@ -62,10 +62,11 @@ use ruff_text_size::{Ranged, TextSize};
 use crate::checker::Checker;
 use crate::diagnostic::Diagnostic;
 use crate::registry::Rule;
-use crate::rules::helpers::{child_blocks, coarse_name, is_coarse_function, is_coarse_loop};
+use crate::rules::helpers::{child_blocks, coarse_name};
 use crate::semantic::facts::{self_attr, Change, PlaceFacts};
+use crate::semantic::iteration::{Grain, LoopRole, Training};
 use crate::semantic::mutation::Mutation;
-use crate::semantic::names::{is_per_step_method, last_segment};
+use crate::semantic::names::last_segment;
 use crate::semantic::scan::keys_in;
 use crate::semantic::value::Kind;
 
@@ -86,10 +87,21 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
     } else {
         call.arguments.args.iter().collect()
     };
-    if values.iter().any(|v| checker.value(v).has_graph()) {
+    if values.iter().any(|v| checker.value(v).has_graph())
+        || !values.iter().any(|v| heavy(checker, v))
+    {
         return;
     }
     check(checker, name, call.start(), call.range(), false);
+}
+
+/// What is kept is more than a number: anything but a number, a string or a tuple of them. A
+/// history of floats (`loss.item()`) costs bytes per step, not the memory of a leak.
+fn heavy(checker: &Checker, expr: &Expr) -> bool {
+    match expr {
+        Expr::Tuple(t) => t.elts.iter().any(|e| heavy(checker, e)),
+        e => checker.value(e).kind != Kind::Plain,
+    }
 }
 
 pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
@@ -100,7 +112,10 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
                 let Some(name) = self_attr(&sub.value) else {
                     continue;
                 };
-                if checker.value(&a.value).has_graph() || !step_key(&sub.slice) {
+                if checker.value(&a.value).has_graph()
+                    || !step_key(&sub.slice)
+                    || !heavy(checker, &a.value)
+                {
                     continue;
                 }
                 check(checker, name, sub.start(), stmt.range(), true);
@@ -110,7 +125,7 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
             let Some(name) = self_attr(&a.target) else {
                 return;
             };
-            if checker.value(&a.value).has_graph() {
+            if checker.value(&a.value).has_graph() || !heavy(checker, &a.value) {
                 return;
             }
             check(checker, name, a.start(), stmt.range(), false);
@@ -146,6 +161,11 @@ fn check(
     let (Some(class), Some(place)) = (checker.class(), checker.attr_facts(name)) else {
         return;
     };
+    // A base class defined elsewhere may clear it; code that runs once (or only with a
+    // debugging option on) keeps nothing per step.
+    if checker.class_facts().is_some_and(|c| !c.bases_seen) || checker.iteration().is_none() {
+        return;
+    }
     let kind_ok = if dict {
         place.init == Kind::Dict
     } else {
@@ -156,11 +176,12 @@ fn check(
     }
     // Report once per attribute, at its first growth site that runs every step.
     let source = checker.source;
+    let training = checker.training();
     let first = place
         .changes
         .iter()
         .filter(|c| c.mutation == Mutation::Grow)
-        .filter_map(|c| site(source, class, name, c).map(|s| (c, s)))
+        .filter_map(|c| site(training, source, class, name, c).map(|s| (c, s)))
         .min_by_key(|(c, _)| c.offset);
     let Some((first, site)) = first else {
         return;
@@ -168,12 +189,14 @@ fn check(
     if first.offset != offset {
         return;
     }
-    let weak = match trims(source, class, name, place, first) {
+    let weak = match trims(training, source, class, name, place, first) {
         Bound::Bounded => return,
         Bound::Never => None,
         Bound::Weak(c) => Some(c),
     };
-    if weak.is_none() && reset_from_outside(source, name) {
+    if weak.is_none()
+        && (reset_from_outside(source, name) || !checker.owner_visible(class.name.as_str(), name))
+    {
         return;
     }
     let key = format!("self.{name}");
@@ -215,7 +238,13 @@ struct Site {
 }
 
 /// Is this growth one that runs every step (and is of a kind this rule tracks)?
-fn site(source: &str, class: &StmtClassDef, name: &str, change: &Change) -> Option<Site> {
+fn site(
+    training: &Training,
+    source: &str,
+    class: &StmtClassDef,
+    name: &str,
+    change: &Change,
+) -> Option<Site> {
     let method = method_def(class, &change.function, change.offset)?;
     let m = method.name.as_str();
     if m == "__init__"
@@ -252,46 +281,15 @@ fn site(source: &str, class: &StmtClassDef, name: &str, change: &Change) -> Opti
         .iter()
         .rev()
         .find(|s| matches!(s, Stmt::For(_) | Stmt::While(_)));
+    // Every step: in a step loop (a training loop that is not an epoch or episode loop), or
+    // in a method that runs once per step.
     match innermost_loop {
-        Some(lp) => {
-            if is_coarse_loop(lp) || !repeated_method(m) {
-                return None;
-            }
-            Some(Site {
-                loop_line: Some(lp.start()),
-            })
-        }
-        None => {
-            (is_per_step_method(m) && !is_coarse_function(m)).then_some(Site { loop_line: None })
-        }
+        Some(lp) => (training.loop_role(lp) == LoopRole::Training(Grain::Step)).then_some(Site {
+            loop_line: Some(lp.start()),
+        }),
+        None => (training.method_grain(class.name.as_str(), m) == Some(Grain::Step))
+            .then_some(Site { loop_line: None }),
     }
-}
-
-/// Methods that run many times over a job: per step, or per episode/epoch/rollout.
-fn repeated_method(name: &str) -> bool {
-    if is_per_step_method(name) {
-        return true;
-    }
-    let n = name.to_ascii_lowercase();
-    [
-        "episode",
-        "rollout",
-        "train",
-        "eval",
-        "collect",
-        "run",
-        "play",
-        "simulate",
-        "generation",
-        "epoch",
-        "iteration",
-        "evolve",
-        "fit",
-        "learn",
-        "explore",
-    ]
-    .iter()
-    .any(|w| n.contains(w))
 }
 
 enum Bound<'p> {
@@ -302,6 +300,7 @@ enum Bound<'p> {
 }
 
 fn trims<'p>(
+    training: &Training,
     source: &str,
     class: &StmtClassDef,
     name: &str,
@@ -326,8 +325,7 @@ fn trims<'p>(
             }
         }
         // A trim that runs as often as the growth keeps up with it.
-        if is_per_step_method(&reset.function)
-            && !is_coarse_function(&reset.function)
+        if training.method_grain(class.name.as_str(), &reset.function) == Some(Grain::Step)
             && !growth_in_loop(class, growth)
         {
             return Bound::Bounded;

@@ -47,11 +47,10 @@ use ruff_text_size::{Ranged, TextRange};
 use crate::checker::{Checker, Holder};
 use crate::diagnostic::Diagnostic;
 use crate::registry::Rule;
-use crate::rules::helpers::coarse_name;
 use crate::rules::ls014_unbounded_history::reset_from_outside;
 use crate::semantic::facts::self_attr;
-use crate::semantic::names::{dotted, last_segment};
-use crate::semantic::scan::{keys_in, visit_block};
+use crate::semantic::names::dotted;
+use crate::semantic::scan::visit_block;
 use crate::semantic::value::Kind;
 
 pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
@@ -78,8 +77,11 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
 pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     match stmt {
         Stmt::Assign(a) if a.targets.len() == 1 => {
+            // Only a key that is new each time adds a copy; a fixed key replaces one.
             if let Expr::Subscript(sub) = &a.targets[0] {
-                check(checker, &sub.value, &a.value, stmt.range());
+                if checker.key_changes_per_iteration(&sub.slice) {
+                    check(checker, &sub.value, &a.value, stmt.range());
+                }
             }
         }
         Stmt::AugAssign(a) => {
@@ -138,11 +140,11 @@ fn check(checker: &mut Checker, container: &Expr, value: &Expr, range: TextRange
                 return;
             }
         }
-        if reset_from_outside(checker.source, attr) {
+        if reset_from_outside(checker.source, attr) || checker.iteration().is_none() {
             return;
         }
         match checker.innermost_loop() {
-            Some(l) if time_loop(l.stmt) => {
+            Some(l) if l.role.is_training() => {
                 format!("iteration of the loop at line {}", checker.line(l.offset))
             }
             Some(_) => return,
@@ -152,7 +154,7 @@ fn check(checker: &mut Checker, container: &Expr, value: &Expr, range: TextRange
         let Some(frame) = checker.innermost_loop() else {
             return;
         };
-        if !time_loop(frame.stmt) {
+        if !frame.role.is_training() {
             return;
         }
         let offset = frame.offset;
@@ -175,19 +177,6 @@ fn check(checker: &mut Checker, container: &Expr, value: &Expr, range: TextRange
          one best copy, a `deque(maxlen=...)`, or checkpoints on disk"
     );
     checker.report(Diagnostic::new(Rule::LS015, message, range));
-}
-
-/// A loop over time (generations, epochs, episodes, steps, `while`), not over a population.
-fn time_loop(stmt: &Stmt) -> bool {
-    match stmt {
-        Stmt::While(_) => true,
-        Stmt::For(f) => {
-            let mut names: Vec<String> = keys_in(&f.target).into_iter().collect();
-            names.extend(keys_in(&f.iter));
-            names.iter().any(|n| coarse_name(last_segment(n)).is_some())
-        }
-        _ => false,
-    }
 }
 
 /// "a deep copy of `model`" when the expression copies a model or an agent holding modules.

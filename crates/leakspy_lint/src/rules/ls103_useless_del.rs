@@ -73,6 +73,11 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
             continue;
         };
         let n = name.id.as_str();
+        // `del unused_arg`: an idiom that says the parameter is not used, not a memory fix.
+        if unused_parameter(checker, n) {
+            all_useless = false;
+            continue;
+        }
         let why = loop_variable(checker, del, n)
             .or_else(|| stored_elsewhere(checker, del, n))
             .or_else(|| before_return(checker, stmt, n));
@@ -81,7 +86,12 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
             None => all_useless = false,
         }
     }
-    for (target, n, why) in &found {
+    if found.is_empty() {
+        return;
+    }
+    // One finding per statement: `del a, b, c` is one decision.
+    let mut reasons = Vec::new();
+    for (_, n, why) in &found {
         let message = match why {
             Why::LoopVariable(offset, iterable) => {
                 if whole_loop.is_none() {
@@ -103,17 +113,75 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
                  when it returns, and an object that something else refers to survives both"
             ),
         };
-        let mut diagnostic = Diagnostic::new(Rule::LS103, message, target.range());
-        if all_useless {
-            if let Some(edit) = removal(checker, stmt, whole_loop) {
-                diagnostic = diagnostic.with_fix(Fix::unsafe_edit(
-                    "Remove the `del`: it frees no memory",
-                    vec![edit],
-                ));
+        reasons.push(message);
+    }
+    let range = match found.as_slice() {
+        [(target, _, _)] => target.range(),
+        _ => stmt.range(),
+    };
+    // Loop variables of one loop: one sentence for all of them.
+    let same_loop = match found.as_slice() {
+        [(_, _, Why::LoopVariable(first, iterable)), rest @ ..] if !rest.is_empty() => rest
+            .iter()
+            .all(|(_, _, w)| matches!(w, Why::LoopVariable(o, _) if o == first))
+            .then(|| (*first, iterable.clone())),
+        _ => None,
+    };
+    let message = match same_loop {
+        Some((offset, iterable)) => format!(
+            "`del {}` deletes the loop variables of the loop at line {}, not the objects: \
+             `{iterable}` still holds every element, so nothing is freed",
+            found
+                .iter()
+                .map(|(_, n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            checker.line(offset)
+        ),
+        None => reasons.join("; "),
+    };
+    let mut diagnostic = Diagnostic::new(Rule::LS103, message, range);
+    if all_useless {
+        if let Some(edit) = removal(checker, stmt, whole_loop) {
+            diagnostic = diagnostic.with_fix(Fix::unsafe_edit(
+                "Remove the `del`: it frees no memory",
+                vec![edit],
+            ));
+        }
+    }
+    checker.report(diagnostic);
+}
+
+/// A parameter of the current function that nothing else in it reads.
+fn unused_parameter(checker: &Checker, name: &str) -> bool {
+    let Some(def) = checker.function() else {
+        return false;
+    };
+    if !checker.scope().params.contains(name) {
+        return false;
+    }
+    struct U<'n> {
+        name: &'n str,
+        used: bool,
+    }
+    impl<'a> Visitor<'a> for U<'_> {
+        fn visit_stmt(&mut self, stmt: &'a Stmt) {
+            if !matches!(stmt, Stmt::Delete(_)) {
+                ruff_python_ast::visitor::walk_stmt(self, stmt);
             }
         }
-        checker.report(diagnostic);
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if matches!(expr, Expr::Name(n) if n.id.as_str() == self.name) {
+                self.used = true;
+            }
+            walk_expr(self, expr);
+        }
     }
+    let mut u = U { name, used: false };
+    for s in &def.body {
+        u.visit_stmt(s);
+    }
+    !u.used
 }
 
 /// Removes the `del`, or the whole loop when the loop only deletes its own variable.

@@ -65,8 +65,9 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
             "stack" | "concatenate" | "vstack" | "hstack" | "array" | "asarray"
         );
     let allocates = (is_numpy || is_torch) && matches!(func, "zeros" | "ones" | "empty" | "full");
-    // Whether the loop is coarse is worked out (once per loop) only for a call it could report.
-    if !(stacks || allocates) || frame.is_coarse() {
+    // Only in a loop that runs once per training step (not per epoch, nor a loop over
+    // layers); a call it could report first.
+    if !(stacks || allocates) || !crate::rules::helpers::runs_every_step(checker) {
         return;
     }
     let loop_line = checker.line(frame.offset);
@@ -119,7 +120,8 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
             return;
         }
     }
-    if literal_elements(&shape).is_some_and(|n| n < 4096) {
+    // Sizes written as literals or module constants: small buffers cost nothing to remake.
+    if literal_elements(&shape, &checker.facts.constants).is_some_and(|n| n < 4096) {
         return;
     }
     let what = if is_numpy { "array" } else { "CPU tensor" };
@@ -156,20 +158,19 @@ fn has_call(expr: &Expr) -> bool {
     h.0
 }
 
-/// The element count when every dimension is an integer literal.
-fn literal_elements(shape: &[&Expr]) -> Option<u64> {
+/// The element count when every dimension is an integer literal or a module constant.
+fn literal_elements(
+    shape: &[&Expr],
+    constants: &rustc_hash::FxHashMap<String, u64>,
+) -> Option<u64> {
     let mut n: u64 = 1;
     for dim in shape {
-        match dim {
-            Expr::NumberLiteral(lit) => n = n.saturating_mul(lit.value.as_int()?.as_u64()?),
-            Expr::Tuple(t) => {
-                n = n.saturating_mul(literal_elements(&t.elts.iter().collect::<Vec<_>>())?)
-            }
-            Expr::List(l) => {
-                n = n.saturating_mul(literal_elements(&l.elts.iter().collect::<Vec<_>>())?)
-            }
-            _ => return None,
-        }
+        let elements = match dim {
+            Expr::Tuple(t) => literal_elements(&t.elts.iter().collect::<Vec<_>>(), constants)?,
+            Expr::List(l) => literal_elements(&l.elts.iter().collect::<Vec<_>>(), constants)?,
+            e => crate::semantic::facts::int_value(e, constants)?,
+        };
+        n = n.saturating_mul(elements);
     }
     Some(n)
 }

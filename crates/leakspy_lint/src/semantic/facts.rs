@@ -56,6 +56,13 @@ pub struct ClassFacts {
     pub methods: FxHashSet<String>,
     /// Positional arguments each method accepts besides `self`: (required, maximum).
     pub arity: FxHashMap<String, (usize, usize)>,
+    /// Every base class is one the analysis sees: a class of this file (whose bases are seen
+    /// too), or a class of a library that knows nothing of its subclasses' attributes (torch,
+    /// Lightning, gym...). Otherwise a base defined elsewhere in the project may reset an
+    /// attribute where this file cannot see it.
+    pub bases_seen: bool,
+    /// Base classes defined in this file.
+    pub in_file_bases: Vec<String>,
 }
 
 #[derive(Debug, Default)]
@@ -65,6 +72,8 @@ pub struct ModuleFacts {
     pub globals: FxHashMap<String, PlaceFacts>,
     /// Names of module-level functions.
     pub functions: FxHashSet<String>,
+    /// Module-level integer constants (`BATCH = 64`, `N = 2 * BATCH`).
+    pub constants: FxHashMap<String, u64>,
     /// Does the file use torch at all (import or `torch.` access)? Several rules only make
     /// sense in ML code.
     pub uses_torch: bool,
@@ -85,12 +94,15 @@ impl ModuleFacts {
         for stmt in suite {
             if let Stmt::ClassDef(class) = stmt {
                 let is_module = facts.is_module_class_def(class);
+                let (bases_seen, in_file_bases) = facts.bases_of(class);
                 facts.classes.insert(
                     class.name.as_str().to_string(),
                     ClassFacts {
                         name: class.name.as_str().to_string(),
                         is_module,
                         offset: class.start(),
+                        bases_seen,
+                        in_file_bases,
                         ..Default::default()
                     },
                 );
@@ -115,6 +127,13 @@ impl ModuleFacts {
                                     assign.start(),
                                     instance_classes(&assign.value, imports, classes),
                                 ));
+                            }
+                        }
+                    }
+                    if let Stmt::Assign(assign) = stmt {
+                        if let [Expr::Name(n)] = assign.targets.as_slice() {
+                            if let Some(v) = int_value(&assign.value, &facts.constants) {
+                                facts.constants.insert(n.id.to_string(), v);
                             }
                         }
                     }
@@ -152,6 +171,25 @@ impl ModuleFacts {
             return false;
         };
         args.args.iter().any(|base| self.is_module_base(base))
+    }
+
+    fn bases_of(&self, class: &StmtClassDef) -> (bool, Vec<String>) {
+        let mut seen = true;
+        let mut in_file = Vec::new();
+        for base in class.arguments.iter().flat_map(|a| a.args.iter()) {
+            let Some(q) = self.imports.qualify(base) else {
+                seen = false;
+                continue;
+            };
+            match self.classes.get(q.as_str()) {
+                Some(c) => {
+                    seen &= c.bases_seen;
+                    in_file.push(q);
+                }
+                None => seen &= is_modelled_library_class(&q),
+            }
+        }
+        (seen, in_file)
     }
 
     fn is_module_base(&self, base: &Expr) -> bool {
@@ -424,6 +462,30 @@ fn record_reads(stmt: &Stmt, method: &str, attrs: &mut FxHashMap<String, PlaceFa
     R { method, attrs }.visit_stmt(stmt);
 }
 
+/// The value of an integer expression made of literals and known constants.
+pub fn int_value(expr: &Expr, constants: &FxHashMap<String, u64>) -> Option<u64> {
+    use ruff_python_ast::Operator;
+    match expr {
+        Expr::NumberLiteral(n) => n.value.as_int()?.as_u64(),
+        Expr::Name(n) => constants.get(n.id.as_str()).copied(),
+        Expr::BinOp(b) => {
+            let (l, r) = (
+                int_value(&b.left, constants)?,
+                int_value(&b.right, constants)?,
+            );
+            match b.op {
+                Operator::Add => l.checked_add(r),
+                Operator::Mult => l.checked_mul(r),
+                Operator::Sub => l.checked_sub(r),
+                Operator::FloorDiv => l.checked_div(r),
+                Operator::Pow => l.checked_pow(u32::try_from(r).ok()?),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 /// What kind of object an initialiser creates.
 pub fn init_kind(value: &Expr, imports: &Imports, classes: &FxHashMap<String, ClassFacts>) -> Kind {
     match value {
@@ -513,6 +575,37 @@ fn method_arity(func: &StmtFunctionDef) -> (usize, usize) {
         total
     };
     (required, max)
+}
+
+/// A class of a library (or a builtin) that knows nothing of the attributes its subclasses
+/// add: it never clears or trims them.
+fn is_modelled_library_class(qualified: &str) -> bool {
+    let top = qualified.split('.').next().unwrap_or(qualified);
+    matches!(
+        top,
+        "torch"
+            | "nn"
+            | "lightning"
+            | "pytorch_lightning"
+            | "lightning_fabric"
+            | "transformers"
+            | "gym"
+            | "gymnasium"
+            | "abc"
+            | "typing"
+            | "typing_extensions"
+            | "collections"
+            | "enum"
+            | "dataclasses"
+            | "object"
+            | "dict"
+            | "list"
+            | "Exception"
+            | "ABC"
+            | "Generic"
+            | "Protocol"
+            | "NamedTuple"
+    )
 }
 
 pub fn is_loss_ctor(qualified: &str) -> bool {
