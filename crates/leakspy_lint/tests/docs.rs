@@ -1,26 +1,40 @@
 //! `docs/rules.md` is generated from the rules' own documentation; this test keeps it in sync.
 //! Regenerate with `LEAKSPY_UPDATE_DOCS=1 cargo test -p leakspy_lint --test docs`.
 
-use leakspy_lint::{Rule, RuleKind};
+use leakspy_lint::{Rule, RuleDefault, RuleKind};
 
 fn generate() -> String {
     let mut out = String::from(
-        "# leakspy rules\n\n<!-- Generated from crates/leakspy_lint/src/rules/*.rs by `LEAKSPY_UPDATE_DOCS=1 cargo test -p leakspy_lint --test docs`. Do not edit. -->\n\n| code | name | kind |\n| --- | --- | --- |\n",
+        "# leakspy rules\n\n<!-- Generated from crates/leakspy_lint/src/rules/*.rs and registry.rs by `LEAKSPY_UPDATE_DOCS=1 cargo test -p leakspy_lint --test docs`. Do not edit. -->\n\nRules marked *opt-in* run with `--select ALL` or `extend-select`: their precision on real training code (the corpus in `bench/corpus`, figures in `bench/RESULTS.md`) is below 90 %.\n\n| code | name | kind | default |\n| --- | --- | --- | --- |\n",
     );
     for rule in Rule::ALL {
         let kind = match rule.kind() {
             RuleKind::Leak => "leak",
             RuleKind::Advice => "advice",
         };
+        let default = match rule.default() {
+            RuleDefault::On(_) => "on",
+            RuleDefault::OptIn(_) => "opt-in",
+        };
         out.push_str(&format!(
-            "| [{}](#{}) | {} | {kind} |\n",
+            "| [{}](#{}) | {} | {kind} | {default} |\n",
             rule.code(),
             rule.code().to_ascii_lowercase(),
             rule.name()
         ));
     }
     for rule in Rule::ALL {
-        out.push_str(&format!("\n## {}\n\n`{}`\n\n", rule.code(), rule.name()));
+        let default = match rule.default() {
+            RuleDefault::On(why) => format!("On by default: {why}."),
+            RuleDefault::OptIn(why) => {
+                format!("Opt-in (`--select ALL` or `extend-select`): {why}.")
+            }
+        };
+        out.push_str(&format!(
+            "\n## {}\n\n`{}`. {default}\n\n",
+            rule.code(),
+            rule.name()
+        ));
         // Rule docs use `##` sections; nest them under the rule's heading.
         for line in rule.documentation().lines() {
             if line.starts_with("## ") {

@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
-use leakspy_lint::{Rule, RuleKind};
+use leakspy_lint::{Rule, RuleDefault, RuleKind};
 
 #[derive(Args)]
 pub struct RuleArgs {
@@ -42,8 +42,15 @@ pub fn render(rule: Rule) -> String {
         RuleKind::Leak => "leak rule",
         RuleKind::Advice => "advice rule",
     };
+    let default = match rule.default() {
+        RuleDefault::On(why) => format!("On by default: {why}."),
+        RuleDefault::OptIn(why) => format!(
+            "Opt-in (`--select ALL`, `--extend-select {}` or `extend-select` in `[tool.leakspy]`): {why}.",
+            rule.code()
+        ),
+    };
     format!(
-        "# {} ({})\n\nA {kind}.\n\n{}",
+        "# {} ({})\n\nA {kind}. {default}\n\n{}",
         rule.name(),
         rule.code(),
         rule.documentation()

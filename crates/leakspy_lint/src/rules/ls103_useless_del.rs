@@ -276,7 +276,7 @@ fn stored_elsewhere(checker: &Checker, del: &StmtDelete, name: &str) -> Option<W
         Stmt::While(w) => &w.body,
         _ => return None,
     };
-    let mut rebound = false;
+    let mut rebinds: Vec<TextSize> = Vec::new();
     let mut stored: Option<(String, TextSize)> = None;
     visit_block(body, &mut |s| {
         if matches!(s, Stmt::Delete(_)) {
@@ -284,17 +284,57 @@ fn stored_elsewhere(checker: &Checker, del: &StmtDelete, name: &str) -> Option<W
         }
         for_each_mutation(s, &mut |key, m, _| {
             if m == Mutation::Rebind && key == name {
-                rebound = true;
+                rebinds.push(s.start());
             }
         });
-        if stored.is_none() && s.start() < del.start() {
-            stored = stores(s, name);
+        if s.start() < del.start() {
+            if let Some(found) = stores(s, name) {
+                stored = Some(found);
+            }
         }
     });
-    if !rebound {
+    let (container, at) = stored?;
+    // Rebound between the store and the `del`: the name no longer holds the stored object.
+    if rebinds.is_empty() || rebinds.iter().any(|&r| r > at && r < del.start()) {
         return None;
     }
-    stored.map(|(c, o)| Why::StoredElsewhere(c, o))
+    // The store and the `del` on different branches of one `if`: never both on one path.
+    if exclusive_branches(body, at, del.start()) {
+        return None;
+    }
+    // Only a container the analysis knows keeps what it is given: a list, a dict, a set or a
+    // deque. A tensor written into copies the values; a queue or an index may copy or send
+    // them away.
+    let known = match container.strip_prefix("self.") {
+        Some(attr) => checker.attr_facts(attr).map(|p| p.init),
+        None => checker.key_value(&container).map(|v| v.kind),
+    };
+    if !known.is_some_and(|k| matches!(k, Kind::List | Kind::Dict | Kind::Set | Kind::Deque { .. }))
+    {
+        return None;
+    }
+    Some(Why::StoredElsewhere(container, at))
+}
+
+/// Are the two offsets in different branches of the same `if` statement in `body`?
+fn exclusive_branches(body: &[Stmt], a: TextSize, b: TextSize) -> bool {
+    for stmt in body {
+        if !(stmt.range().contains(a) && stmt.range().contains(b)) {
+            continue;
+        }
+        let blocks = crate::rules::helpers::child_blocks(stmt);
+        let branch = |o: TextSize| {
+            blocks
+                .iter()
+                .position(|blk| blk.iter().any(|s| s.range().contains(o)))
+        };
+        return match (stmt, branch(a), branch(b)) {
+            (Stmt::If(_), Some(x), Some(y)) if x != y => true,
+            (_, Some(x), Some(y)) if x == y => exclusive_branches(blocks[x], a, b),
+            _ => false,
+        };
+    }
+    false
 }
 
 /// Does the statement put `name` itself into a container or an attribute?

@@ -760,6 +760,8 @@ pub(crate) fn arith(l: Value, r: Value) -> Value {
         Kind::Tensor
     } else if l.kind == Kind::Array || r.kind == Kind::Array {
         Kind::Array
+    } else if l.kind == Kind::Plain && r.kind == Kind::Plain {
+        Kind::Plain
     } else {
         Kind::Unknown
     };

@@ -509,6 +509,15 @@ pub fn init_kind_of_call(
     let Some(q) = imports.qualify(&call.func) else {
         return Kind::Unknown;
     };
+    // The standard library's clocks and math functions return numbers.
+    if matches!(
+        q.as_str(),
+        "time.time" | "time.perf_counter" | "time.monotonic" | "time.process_time"
+    ) || q.starts_with("math.")
+        || q.starts_with("random.")
+    {
+        return Kind::Plain;
+    }
     match last_segment(&q) {
         "list" => Kind::List,
         "dict" | "defaultdict" | "OrderedDict" | "Counter" => Kind::Dict,

@@ -42,6 +42,8 @@ impl SemanticModel<'_> {
                         right.is_none_literal_expr()
                             && dotted(&c.left).is_some_and(|k| assigns(body, &k))
                     }
+                    // `if c not in self.memo: self.memo[c] = ...`: once per key.
+                    CmpOp::NotIn => dotted(right).is_some_and(|k| assigns_item(body, &k)),
                     _ => false,
                 }
             }
@@ -116,6 +118,21 @@ fn is_counter(e: &Expr) -> bool {
 
 fn is_small_literal(e: &Expr) -> bool {
     matches!(e, Expr::NumberLiteral(n) if n.value.as_int().and_then(|i| i.as_u64()).is_some_and(|v| v <= 1))
+}
+
+/// Does the block assign an item of `key` (`key[k] = ...`)?
+fn assigns_item(body: &[Stmt], key: &str) -> bool {
+    let mut found = false;
+    visit_body(body, &mut |s| {
+        if let Stmt::Assign(a) = s {
+            if a.targets.iter().any(
+                |t| matches!(t, Expr::Subscript(sub) if dotted(&sub.value).as_deref() == Some(key)),
+            ) {
+                found = true;
+            }
+        }
+    });
+    found
 }
 
 /// Does the block assign `key` (as a whole)?

@@ -90,6 +90,9 @@ pub struct Training {
     training_loops: FxHashSet<usize>,
     /// How often each method runs, by `Class.method`.
     methods: FxHashMap<String, Grain>,
+    /// Classes of this file whose objects are made here outside test functions (`test_*`):
+    /// their owner is in this file. An object a test makes lives for that test.
+    owned: FxHashSet<String>,
 }
 
 impl Training {
@@ -105,6 +108,11 @@ impl Training {
     pub fn loop_trains(&self, stmt: &Stmt) -> bool {
         self.training_loops
             .contains(&(stmt as *const Stmt as usize))
+    }
+
+    /// Does this file make objects of `class` (outside test functions)?
+    pub fn owns_instances(&self, class: &str) -> bool {
+        self.owned.contains(class)
     }
 
     /// How often `class.method` runs, when it runs once per iteration.
@@ -140,7 +148,11 @@ impl Training {
             class: None,
             loop_stack: Vec::new(),
             no_grad: 0,
+            defined: FxHashSet::default(),
+            calls_buf: Vec::new(),
+            owned: FxHashSet::default(),
         };
+        defined_names(suite, &mut c.defined);
         c.body(suite);
         c.finish(hooks)
     }
@@ -175,13 +187,15 @@ struct LoopInfo {
     named: Option<Grain>,
     /// Functions of this file called in the body.
     callees: Vec<usize>,
+    /// The loop around it in the same function.
+    parent: Option<usize>,
 }
 
 struct Site {
     caller: usize,
     callee: usize,
-    /// Loops of the caller around the call, innermost last (indices into `loops`).
-    loops: Vec<usize>,
+    /// The innermost loop of the caller around the call (index into `loops`).
+    innermost: Option<usize>,
     offset: TextSize,
     /// Under `no_grad` in the caller.
     no_grad: bool,
@@ -190,7 +204,14 @@ struct Site {
 /// A call as the pre-pass first sees it: (caller, callee's name, the receiver's class when
 /// called on an object (`""` when unknown), the caller's loops around it, offset, under
 /// `no_grad`).
-type RawSite<'a> = (usize, String, Option<&'a str>, Vec<usize>, TextSize, bool);
+type RawSite<'a> = (
+    usize,
+    &'a str,
+    Option<&'a str>,
+    Option<usize>,
+    TextSize,
+    bool,
+);
 
 struct Collector<'a, 'f> {
     facts: &'f ModuleFacts,
@@ -201,6 +222,12 @@ struct Collector<'a, 'f> {
     class: Option<&'a StmtClassDef>,
     loop_stack: Vec<usize>,
     no_grad: u32,
+    /// Every function name defined in the file: calls of anything else need no record.
+    defined: FxHashSet<&'a str>,
+    /// Reused by `exprs`.
+    calls_buf: Vec<&'a Expr>,
+    /// Classes of this file made outside test functions.
+    owned: FxHashSet<String>,
 }
 
 impl<'a> Collector<'a, '_> {
@@ -282,6 +309,7 @@ impl<'a> Collector<'a, '_> {
             steps: false,
             named,
             callees: Vec::new(),
+            parent: self.loop_stack.last().copied(),
         });
         self.loop_stack.push(self.loops.len() - 1);
         self.body(body);
@@ -338,7 +366,9 @@ impl<'a> Collector<'a, '_> {
 
     /// The calls in the statement's own expressions.
     fn exprs(&mut self, stmt: &'a Stmt) {
-        let mut calls = Calls { found: Vec::new() };
+        let mut buf = std::mem::take(&mut self.calls_buf);
+        buf.clear();
+        let mut calls = Calls { found: buf };
         match stmt {
             Stmt::Expr(e) => calls.visit_expr(&e.value),
             Stmt::Assign(a) => calls.visit_expr(&a.value),
@@ -368,7 +398,7 @@ impl<'a> Collector<'a, '_> {
             }
             _ => {}
         }
-        for call in calls.found {
+        for &call in &calls.found {
             let Expr::Call(call) = call else { continue };
             let (trains, steps) = training_call(call);
             if trains {
@@ -395,6 +425,17 @@ impl<'a> Collector<'a, '_> {
                 ),
                 _ => continue,
             };
+            if receiver_self.is_none() && self.facts.classes.contains_key(name) {
+                let in_test = self.funcs[self.current]
+                    .def
+                    .is_some_and(|d| d.name.as_str().starts_with("test"));
+                if !in_test {
+                    self.owned.insert(name.to_string());
+                }
+            }
+            if !self.defined.contains(name) {
+                continue;
+            }
             let own_class = match receiver_self {
                 Some(true) => self.funcs[self.current]
                     .class
@@ -403,13 +444,13 @@ impl<'a> Collector<'a, '_> {
             };
             self.sites.push((
                 self.current,
-                name.to_string(),
+                name,
                 if receiver_self.is_some() {
                     Some(own_class.unwrap_or(""))
                 } else {
                     None
                 },
-                self.loop_stack.clone(),
+                self.loop_stack.last().copied(),
                 call.start(),
                 self.no_grad > 0,
             ));
@@ -421,6 +462,7 @@ impl<'a> Collector<'a, '_> {
             funcs,
             mut loops,
             sites: raw_sites,
+            owned,
             ..
         } = self;
         // Resolve callees: module functions and nested functions by name, methods through the
@@ -436,11 +478,11 @@ impl<'a> Collector<'a, '_> {
             }
         }
         let mut sites: Vec<Site> = Vec::new();
-        for (caller, name, receiver, loop_ids, offset, no_grad) in raw_sites {
+        for (caller, name, receiver, innermost, offset, no_grad) in raw_sites {
             let targets: Vec<usize> = match receiver {
-                None => by_name.get(name.as_str()).cloned().unwrap_or_default(),
+                None => by_name.get(name).cloned().unwrap_or_default(),
                 Some(class) => {
-                    let all = methods.get(name.as_str()).cloned().unwrap_or_default();
+                    let all = methods.get(name).cloned().unwrap_or_default();
                     let own: Vec<usize> = all
                         .iter()
                         .copied()
@@ -457,13 +499,15 @@ impl<'a> Collector<'a, '_> {
                 if callee == caller {
                     continue;
                 }
-                for &l in &loop_ids {
-                    loops[l].callees.push(callee);
+                let mut l = innermost;
+                while let Some(i) = l {
+                    loops[i].callees.push(callee);
+                    l = loops[i].parent;
                 }
                 sites.push(Site {
                     caller,
                     callee,
-                    loops: loop_ids.clone(),
+                    innermost,
                     offset,
                     no_grad,
                 });
@@ -506,10 +550,16 @@ impl<'a> Collector<'a, '_> {
         for _ in 0..funcs.len().min(64) {
             let mut changed = false;
             for s in &sites {
-                let grain = match s.loops.iter().rev().find_map(|&l| match roles[l] {
-                    LoopRole::Training(g) => Some(g),
-                    LoopRole::Other => None,
-                }) {
+                let mut around = s.innermost;
+                let mut in_training = None;
+                while let Some(i) = around {
+                    if let LoopRole::Training(g) = roles[i] {
+                        in_training = Some(g);
+                        break;
+                    }
+                    around = loops[i].parent;
+                }
+                let grain = match in_training {
                     Some(g) => Some(g),
                     None => cadence[s.caller].grain(),
                 };
@@ -566,7 +616,10 @@ impl<'a> Collector<'a, '_> {
                 break;
             }
         }
-        let mut out = Training::default();
+        let mut out = Training {
+            owned,
+            ..Default::default()
+        };
         for ((l, role), trains) in loops.iter().zip(roles).zip(loop_trains) {
             out.loops.insert(l.stmt, role);
             if trains {
@@ -587,6 +640,44 @@ impl<'a> Collector<'a, '_> {
             }
         }
         out
+    }
+}
+
+/// The names of every function and method the file defines, nested ones included.
+fn defined_names<'a>(body: &'a [Stmt], out: &mut FxHashSet<&'a str>) {
+    for stmt in body {
+        match stmt {
+            Stmt::FunctionDef(f) => {
+                out.insert(f.name.as_str());
+                defined_names(&f.body, out);
+            }
+            Stmt::ClassDef(c) => defined_names(&c.body, out),
+            Stmt::For(f) => {
+                defined_names(&f.body, out);
+                defined_names(&f.orelse, out);
+            }
+            Stmt::While(w) => {
+                defined_names(&w.body, out);
+                defined_names(&w.orelse, out);
+            }
+            Stmt::If(i) => {
+                defined_names(&i.body, out);
+                for c in &i.elif_else_clauses {
+                    defined_names(&c.body, out);
+                }
+            }
+            Stmt::With(w) => defined_names(&w.body, out),
+            Stmt::Try(t) => {
+                defined_names(&t.body, out);
+                for h in &t.handlers {
+                    let ruff_python_ast::ExceptHandler::ExceptHandler(h) = h;
+                    defined_names(&h.body, out);
+                }
+                defined_names(&t.orelse, out);
+                defined_names(&t.finalbody, out);
+            }
+            _ => {}
+        }
     }
 }
 

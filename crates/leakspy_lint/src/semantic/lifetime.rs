@@ -395,15 +395,12 @@ impl SemanticModel<'_> {
     }
 
     /// Can this file say that nothing resets `class.attr`? Only when it creates the class's
-    /// objects (their owner is here), or the attribute is private: a public attribute of a
+    /// objects outside tests (their owner is here; an object a test makes lives for one test),
+    /// or the attribute is private: a public attribute of a
     /// class made elsewhere may be reset by the code that owns the object
     /// (`classifier.log_scalings.clear()` in another module).
     pub fn owner_visible(&self, class: &str, attr: &str) -> bool {
-        attr.starts_with('_')
-            || self
-                .called_names
-                .as_ref()
-                .is_none_or(|names| names.contains(class))
+        attr.starts_with('_') || self.training().owns_instances(class)
     }
 
     /// Is the local `name` bound within the current iteration (inside the training loop, or in

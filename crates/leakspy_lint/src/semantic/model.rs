@@ -514,6 +514,11 @@ impl<'a> SemanticModel<'a> {
 
     // ----- what statements bind ----------------------------------------------------------------
 
+    /// What a name or attribute chain holds here, when the walk has bound it.
+    pub fn key_value(&self, key: &str) -> Option<Value> {
+        self.lookup(key).cloned()
+    }
+
     pub(crate) fn lookup(&self, key: &str) -> Option<&Value> {
         for scope in self.scopes.iter().rev() {
             if let Some(v) = scope.env.get(key) {

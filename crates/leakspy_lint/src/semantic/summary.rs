@@ -8,7 +8,7 @@
 
 use std::rc::Rc;
 
-use ruff_python_ast::{ExprCall, StmtClassDef, StmtFunctionDef};
+use ruff_python_ast::{Expr, ExprCall, StmtClassDef, StmtFunctionDef};
 use ruff_text_size::Ranged;
 
 use super::model::{Scope, ScopeKind, SemanticModel};
@@ -136,6 +136,14 @@ impl<'a> SemanticModel<'a> {
                 Value::no_graph(Kind::LossFn)
             } else if pname == "self" && module_self {
                 Value::no_graph(Kind::Module)
+            } else if p.default().is_some_and(|d| {
+                matches!(
+                    d,
+                    Expr::NumberLiteral(_) | Expr::BooleanLiteral(_) | Expr::StringLiteral(_)
+                )
+            }) {
+                // A parameter whose default is a number, a flag or a string is one.
+                Value::plain()
             } else {
                 Value::unknown()
             };
