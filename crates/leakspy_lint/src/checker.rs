@@ -7,7 +7,7 @@
 
 use ruff_python_ast::visitor::{walk_expr, Visitor};
 use ruff_python_ast::{Expr, ExprCall, Stmt, StmtFunctionDef};
-use ruff_text_size::Ranged;
+use ruff_text_size::{Ranged, TextRange};
 
 use crate::diagnostic::Diagnostic;
 use crate::lines::Lines;
@@ -27,7 +27,10 @@ const SILENT_PASSES: usize = 3;
 pub struct Checker<'a> {
     semantic: SemanticModel<'a>,
     rules: &'a RuleSet,
-    diagnostics: Vec<Diagnostic>,
+    /// Each finding with the statement it was raised at.
+    diagnostics: Vec<(TextRange, Diagnostic)>,
+    /// The statement the rules are looking at.
+    statement: TextRange,
     /// Reused by `visit_calls`.
     calls_buffer: Vec<&'a ExprCall>,
 }
@@ -53,6 +56,7 @@ impl<'a> Checker<'a> {
             semantic: SemanticModel::new(source, facts, lines, suite),
             rules,
             diagnostics: Vec::new(),
+            statement: TextRange::default(),
             calls_buffer: Vec::new(),
         }
     }
@@ -86,10 +90,7 @@ impl<'a> Checker<'a> {
         }
         self.semantic.reporting = true;
         self.walk_module(suite);
-        let mut diagnostics = self.diagnostics;
-        diagnostics.sort_by_key(|d| (d.range.start(), d.rule));
-        diagnostics.dedup_by(|a, b| a.rule == b.rule && a.range == b.range);
-        diagnostics
+        one_per_statement(self.diagnostics)
     }
 
     fn walk_module(&mut self, suite: &'a [Stmt]) {
@@ -109,7 +110,7 @@ impl<'a> Checker<'a> {
 
     pub fn report(&mut self, diagnostic: Diagnostic) {
         if self.semantic.reporting {
-            self.diagnostics.push(diagnostic);
+            self.diagnostics.push((self.statement, diagnostic));
         }
     }
 
@@ -126,6 +127,7 @@ impl<'a> Checker<'a> {
         // Rules see the environment as it is before the statement runs. Silent passes only
         // learn values: running rules there would be wasted work.
         if self.semantic.reporting {
+            self.statement = stmt.range();
             rules::analyze_stmt(self, stmt);
             self.visit_calls(stmt);
         }
@@ -420,6 +422,29 @@ impl<'a> Checker<'a> {
         }
         self.calls_buffer = calls;
     }
+}
+
+/// One finding per statement, in source order: where several rules see one statement, the one
+/// that points at the narrowest part of it says the most (`out.cpu()` as a snapshot that is not
+/// detached, rather than the `append` that stores it), and a rule about what is kept (a deep
+/// copy of a model) says more than one about keeping anything (an unbounded history).
+fn one_per_statement(mut found: Vec<(TextRange, Diagnostic)>) -> Vec<Diagnostic> {
+    let generic = |r: Rule| matches!(r, Rule::LS002 | Rule::LS014);
+    found.sort_by_key(|(stmt, d)| {
+        (
+            stmt.start(),
+            stmt.end(),
+            d.range.len(),
+            generic(d.rule),
+            d.rule,
+        )
+    });
+    found.dedup_by(|later, first| later.0 == first.0);
+    let mut diagnostics: Vec<Diagnostic> = found.into_iter().map(|(_, d)| d).collect();
+    // A rule that reports at a loop header (LS009) from several statements of the loop.
+    diagnostics.sort_by_key(|d| (d.range.start(), d.rule));
+    diagnostics.dedup_by(|a, b| a.rule == b.rule && a.range == b.range);
+    diagnostics
 }
 
 fn collect_calls<'a>(expr: &'a Expr, out: &mut Vec<&'a ExprCall>) {

@@ -61,6 +61,24 @@ pub(crate) fn append_call(checker: &Checker, expr: &Expr, method: &str) -> Vec<E
     }
 }
 
+/// A fix that detaches what `key` (a container or a running total) keeps. It is safe only when
+/// every use of `key` besides the statement at `site` is logging, printing, counting or
+/// arithmetic on numbers (`uses.rs`): nothing that might need the graph can see the change.
+pub(crate) fn detach_fix(
+    checker: &Checker,
+    key: &str,
+    site: ruff_text_size::TextRange,
+    message: String,
+    edits: Vec<Edit>,
+) -> crate::diagnostic::Fix {
+    let applicability = if checker.only_numeric_uses(key, site) {
+        crate::diagnostic::Applicability::Safe
+    } else {
+        crate::diagnostic::Applicability::Unsafe
+    };
+    crate::diagnostic::Fix::new(applicability, message, edits)
+}
+
 /// How `append_call` shows in a message: `x.detach()`, or `(a * b).detach()` for an expression
 /// that binds looser than attribute access. Long expressions are shortened.
 pub(crate) fn call_text(checker: &Checker, expr: &Expr, method: &str) -> String {

@@ -42,9 +42,11 @@ use ruff_python_ast::{Expr, Operator, Stmt};
 use ruff_text_size::Ranged;
 
 use crate::checker::Checker;
-use crate::diagnostic::{Diagnostic, Fix};
+use crate::diagnostic::Diagnostic;
 use crate::registry::Rule;
-use crate::rules::helpers::{append_call, detached_text, origin_phrase, retained, short, until};
+use crate::rules::helpers::{
+    append_call, detach_fix, detached_text, origin_phrase, retained, short, until,
+};
 use crate::semantic::names::{dotted, is_dotted};
 
 pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
@@ -114,12 +116,19 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
         retained(checker, &value),
         until(checker, &lifetime),
     );
-    let fix = Fix::safe(
-        format!(
-            "Add `{}` instead (or `.item()` for a number)",
-            detached_text(checker, added)
-        ),
-        append_call(checker, added, "detach"),
-    );
-    checker.report(Diagnostic::new(Rule::LS001, message, stmt.range()).with_fix(fix));
+    let mut diagnostic = Diagnostic::new(Rule::LS001, message, stmt.range());
+    // `.detach()` needs a tensor; it is safe when the total is only ever shown or counted.
+    if value.is_tensor() {
+        diagnostic = diagnostic.with_fix(detach_fix(
+            checker,
+            &container_key,
+            stmt.range(),
+            format!(
+                "Add `{}` instead (or `.item()` for a number)",
+                detached_text(checker, added)
+            ),
+            append_call(checker, added, "detach"),
+        ));
+    }
+    checker.report(diagnostic);
 }

@@ -39,9 +39,11 @@ use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::Ranged;
 
 use crate::checker::Checker;
-use crate::diagnostic::{Diagnostic, Fix};
+use crate::diagnostic::Diagnostic;
 use crate::registry::Rule;
-use crate::rules::helpers::{append_call, detached_text, origin_phrase, retained, short, until};
+use crate::rules::helpers::{
+    append_call, detach_fix, detached_text, origin_phrase, retained, short, until,
+};
 use crate::semantic::mutation::stored_values;
 use crate::semantic::names::dotted;
 use crate::semantic::value::Kind;
@@ -84,7 +86,10 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
     );
     let mut diagnostic = Diagnostic::new(Rule::LS002, message, call.range());
     if value.is_tensor() && !matches!(stored, Expr::Tuple(_) | Expr::Dict(_) | Expr::List(_)) {
-        diagnostic = diagnostic.with_fix(Fix::safe(
+        diagnostic = diagnostic.with_fix(detach_fix(
+            checker,
+            &lifetime.key,
+            call.range(),
             format!(
                 "Store `{}` (or `.item()` for a number)",
                 detached_text(checker, stored)
@@ -134,11 +139,17 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
                 retained(checker, &value),
                 until(checker, &lifetime),
             );
-            let fix = Fix::safe(
-                format!("Store `{}`", detached_text(checker, elt)),
-                append_call(checker, elt, "detach"),
-            );
-            checker.report(Diagnostic::new(Rule::LS002, message, stmt.range()).with_fix(fix));
+            let mut diagnostic = Diagnostic::new(Rule::LS002, message, stmt.range());
+            if value.is_tensor() {
+                diagnostic = diagnostic.with_fix(detach_fix(
+                    checker,
+                    &lifetime.key,
+                    stmt.range(),
+                    format!("Store `{}`", detached_text(checker, elt)),
+                    append_call(checker, elt, "detach"),
+                ));
+            }
+            checker.report(diagnostic);
         }
         _ => {}
     }
@@ -148,7 +159,7 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
 fn subscript_store(checker: &mut Checker, target: &Expr, value_expr: &Expr) {
     let Expr::Subscript(sub) = target else { return };
     let value = checker.value(value_expr);
-    if !value.has_graph() || !checker.in_loop() {
+    if !value.has_graph() {
         return;
     }
     if !checker.key_changes_per_iteration(&sub.slice) {
@@ -182,8 +193,11 @@ fn subscript_store(checker: &mut Checker, target: &Expr, value_expr: &Expr) {
         message,
         target.range().cover(value_expr.range()),
     );
-    if value.kind == Kind::Tensor {
-        diagnostic = diagnostic.with_fix(Fix::safe(
+    if value.is_tensor() {
+        diagnostic = diagnostic.with_fix(detach_fix(
+            checker,
+            &lifetime.key,
+            target.range().cover(value_expr.range()),
             format!("Store `{}`", detached_text(checker, value_expr)),
             append_call(checker, value_expr, "detach"),
         ));

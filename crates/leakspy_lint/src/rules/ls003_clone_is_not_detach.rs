@@ -60,9 +60,9 @@ use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::{Ranged, TextRange, TextSize};
 
 use crate::checker::{Checker, Lifetime};
-use crate::diagnostic::{Diagnostic, Edit, Fix};
+use crate::diagnostic::{Diagnostic, Edit};
 use crate::registry::Rule;
-use crate::rules::helpers::{origin_phrase, retained, short, until};
+use crate::rules::helpers::{detach_fix, origin_phrase, retained, short, until};
 use crate::semantic::mutation::stored_values;
 use crate::semantic::value::{Kind, Value};
 
@@ -162,6 +162,8 @@ fn report(
     snap: &Snapshot,
     value: &Value,
     kept: &(String, String),
+    key: &str,
+    site: TextRange,
     fix_until: Option<TextSize>,
 ) {
     let message = format!(
@@ -180,7 +182,11 @@ fn report(
         }
         None => Edit::insertion(snap.insert_at, "detach()."),
     };
-    let fix = Fix::safe(
+    // The chain already calls a tensor method (`.clone()`, `.cpu()`): `.detach()` fits there.
+    let fix = detach_fix(
+        checker,
+        key,
+        site,
         format!("Insert `.detach()` before `.{}()`", snap.method),
         vec![edit],
     );
@@ -219,7 +225,15 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
     let kept = container_kept(checker, &lifetime);
     let fix_until = (found.len() == 1).then(|| call.end());
     for (snap, value) in &found {
-        report(checker, snap, value, &kept, fix_until);
+        report(
+            checker,
+            snap,
+            value,
+            &kept,
+            &lifetime.key,
+            call.range(),
+            fix_until,
+        );
     }
 }
 
@@ -247,23 +261,26 @@ fn assigned(checker: &mut Checker, target: &Expr, value: &Expr) {
     if found.is_empty() {
         return;
     }
-    let kept = match target {
+    let lifetime = match target {
         Expr::Subscript(sub) => {
-            // `buf[i] = out.clone()` writes into a tensor: a different story (CopySlices).
+            // `buf[i] = out.clone()` writes into a tensor: a different story (CopySlices). A
+            // key from a fixed set replaces one entry.
             if matches!(
                 checker.value(&sub.value).kind,
                 Kind::Tensor | Kind::Output | Kind::Array
-            ) {
+            ) || !checker.key_changes_per_iteration(&sub.slice)
+            {
                 return;
             }
             let Some(lifetime) = checker.keeps_graphs(&sub.value) else {
                 return;
             };
-            container_kept(checker, &lifetime)
+            lifetime
         }
         // `self.last = out.clone()` replaces one graph per step: memory does not grow.
         _ => return,
     };
+    let kept = container_kept(checker, &lifetime);
     // `c[k] = out.clone()`: LS002 appends `.detach()` right after the value; reach one character
     // past it so that the two fixes overlap and only this one is applied.
     let fix_until = match (target, found.as_slice()) {
@@ -275,7 +292,8 @@ fn assigned(checker: &mut Checker, target: &Expr, value: &Expr) {
             .map(|n| value.end() + n),
         _ => None,
     };
+    let site = target.range().cover(value.range());
     for (snap, v) in &found {
-        report(checker, snap, v, &kept, fix_until);
+        report(checker, snap, v, &kept, &lifetime.key, site, fix_until);
     }
 }

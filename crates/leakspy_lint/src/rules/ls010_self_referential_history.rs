@@ -108,8 +108,10 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     if !carried_across_iterations(checker, target, &key) {
         return;
     }
+    // A detached old history (`h.detach()`) links nothing. The bare name itself holds what the
+    // previous iteration made, whatever it started as (`history = torch.empty(0, 1)`).
     let old_value = checker.value(old);
-    if old_value.graph == Graph::No {
+    if old_value.graph == Graph::No && !is_dotted(old, &key) {
         return;
     }
     let whole = checker.value(concat_expr);

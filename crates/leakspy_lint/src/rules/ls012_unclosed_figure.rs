@@ -222,8 +222,15 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall, stmt: &Stmt) {
     let per = if in_loop { "iteration" } else { "call" };
     // Closed on some paths and not others (a branch, an early `return`): which path runs is
     // not known, so the analysis says nothing.
+    // Every path leaves it open: it reaches the end of the block, or a `return` that ends the
+    // function without it, and no branch closes it.
+    let every_path = match (end, leak) {
+        (End::Open, None) => true,
+        (End::Gone, Some(exit)) => is_last_return(root, exit),
+        _ => false,
+    };
     let problem = match (end, leak) {
-        (End::Open, None) if !cx.partly.get() => {
+        _ if every_path && !cx.partly.get() => {
             if fig_name.is_none() && matches!(origin, Origin::Helper) {
                 "and this call discards it, so nothing closes it".to_string()
             } else {
@@ -303,6 +310,11 @@ fn creation(checker: &Checker, call: &ExprCall) -> Option<Origin> {
         return Some(Origin::Helper);
     }
     None
+}
+
+/// Is the statement at `offset` the function's last statement, a `return`?
+fn is_last_return(root: &[Stmt], offset: TextSize) -> bool {
+    matches!(root.last(), Some(Stmt::Return(r)) if r.start() == offset)
 }
 
 fn tuple_names(elts: &[Expr]) -> (Vec<String>, Option<String>) {

@@ -59,7 +59,7 @@
 use ruff_python_ast::{Expr, ExprCall, Stmt, StmtClassDef, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};
 
-use crate::checker::Checker;
+use crate::checker::{Checker, Holder};
 use crate::diagnostic::Diagnostic;
 use crate::registry::Rule;
 use crate::rules::helpers::{child_blocks, coarse_name};
@@ -80,6 +80,13 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
         return;
     }
     let Some(name) = self_attr(&attr.value) else {
+        let values: Vec<&Expr> = call.arguments.args.iter().collect();
+        if values.iter().any(|v| checker.value(v).has_graph())
+            || !values.iter().any(|v| heavy(checker, v))
+        {
+            return;
+        }
+        free_history(checker, &attr.value, call.range());
         return;
     };
     let values: Vec<&Expr> = if attr.attr.as_str() == "insert" {
@@ -95,12 +102,16 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
     check(checker, name, call.start(), call.range(), false);
 }
 
-/// What is kept is more than a number: anything but a number, a string or a tuple of them. A
-/// history of floats (`loss.item()`) costs bytes per step, not the memory of a leak.
+/// What is kept is more than a number: anything but a number, a 0-d tensor (a detached loss),
+/// a string or a tuple of them. A history of floats (`loss.item()`) costs bytes per step, not
+/// the memory of a leak.
 fn heavy(checker: &Checker, expr: &Expr) -> bool {
     match expr {
         Expr::Tuple(t) => t.elts.iter().any(|e| heavy(checker, e)),
-        e => checker.value(e).kind != Kind::Plain,
+        e => {
+            let v = checker.value(e);
+            v.kind != Kind::Plain && !v.scalar
+        }
     }
 }
 
@@ -110,6 +121,12 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
             for t in &a.targets {
                 let Expr::Subscript(sub) = t else { continue };
                 let Some(name) = self_attr(&sub.value) else {
+                    if !checker.value(&a.value).has_graph()
+                        && checker.key_changes_per_iteration(&sub.slice)
+                        && heavy(checker, &a.value)
+                    {
+                        free_history(checker, &sub.value, stmt.range());
+                    }
                     continue;
                 };
                 if checker.value(&a.value).has_graph()
@@ -229,6 +246,63 @@ fn check(
             checker.line(trim.offset)
         ),
     };
+    checker.report(Diagnostic::new(Rule::LS014, message, range));
+}
+
+/// A history kept by a module global or a closure cell (a logger's dict, a feature cache): it
+/// grows once per step and nothing in the file clears it.
+fn free_history(checker: &mut Checker, container: &Expr, range: ruff_text_size::TextRange) {
+    if !(checker.facts.uses_torch || checker.facts.imports.has_alias_for("numpy")) {
+        return;
+    }
+    if checker.iteration().map(|it| it.grain()) != Some(Grain::Step) {
+        return;
+    }
+    let Some(lifetime) = checker.lifetime(container) else {
+        return;
+    };
+    let key = &lifetime.key;
+    let kind = checker.value(container).kind;
+    if !matches!(
+        kind,
+        Kind::List | Kind::Dict | Kind::Deque { bounded: false }
+    ) {
+        return;
+    }
+    let reset = match lifetime.holder {
+        Holder::Global => checker
+            .facts
+            .globals
+            .get(key.as_str())
+            .is_none_or(|g| g.changes.iter().any(|c| c.mutation != Mutation::Grow)),
+        // A cell outlives the call that made it only through a function that is returned (a
+        // logger made by a factory); a reset in the factory bounds it.
+        Holder::Closure => !checker.returned_by_enclosing_function() || checker.closure_reset(key),
+        _ => return,
+    };
+    if reset || reset_from_outside(checker.source, key) {
+        return;
+    }
+    let holder = match lifetime.holder {
+        Holder::Global => "a module global",
+        _ => "a closure variable",
+    };
+    let when = match checker.innermost_loop() {
+        Some(l) => format!(
+            "on every iteration of the loop at line {}",
+            checker.line(l.offset)
+        ),
+        None => format!(
+            "on every call of `{}()`",
+            checker.function().map_or("?", |f| f.name.as_str())
+        ),
+    };
+    let message = format!(
+        "`{key}` ({holder}) grows {when} and nothing in this file clears, truncates or bounds \
+         it: it keeps every entry {}; clear it when the episode or epoch ends, or keep only the \
+         recent entries",
+        crate::rules::helpers::until(checker, &lifetime),
+    );
     checker.report(Diagnostic::new(Rule::LS014, message, range));
 }
 

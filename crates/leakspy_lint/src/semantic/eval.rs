@@ -14,8 +14,8 @@ use ruff_text_size::Ranged;
 use super::facts::{init_kind_of_call, is_loss_ctor, is_module_ctor, self_attr, PlaceFacts};
 use super::model::{shorten, SemanticModel};
 use super::names::{
-    builtin_cuts, builtin_passes, dotted, is_dotted, is_functional_loss, last_segment,
-    tensor_attr_cuts, tensor_method_cuts, torch_function_cuts,
+    builtin_cuts, builtin_passes, dotted, is_dotted, is_functional_loss, is_snapshot_method,
+    last_segment, tensor_attr_cuts, tensor_method_cuts, torch_function_cuts,
 };
 use super::value::{Graph, Kind, Origin, Parts, Value};
 
@@ -127,6 +127,7 @@ impl<'a> SemanticModel<'a> {
                     },
                     device: recv.device,
                     parts: Parts::Same,
+                    scalar: false,
                 }
             }
             Expr::BinOp(bin) => {
@@ -215,6 +216,7 @@ impl<'a> SemanticModel<'a> {
             kind,
             device,
             parts: Parts::Same,
+            scalar: false,
         }
     }
 
@@ -319,6 +321,7 @@ impl<'a> SemanticModel<'a> {
                         kind,
                         device: callee.device,
                         parts,
+                        scalar: loss,
                     };
                 }
                 let args = self.args_value(call);
@@ -327,6 +330,7 @@ impl<'a> SemanticModel<'a> {
                     kind,
                     device: callee.device || args.device,
                     parts,
+                    scalar: loss,
                 }
             }
             _ => {
@@ -365,16 +369,20 @@ impl<'a> SemanticModel<'a> {
             kind: Kind::Tensor,
             device,
             parts: Parts::Same,
+            scalar: false,
         };
         if is_functional_loss(q) {
+            // A loss is a 0-d tensor (the default reduction).
             let args = self.args_value(call);
-            if !grad || args.graph == Graph::No {
-                return tensor(Graph::No, args.device);
-            }
-            return tensor(
-                Graph::Yes(Rc::new(self.origin_of_call(call, true))),
-                args.device,
-            );
+            let graph = if !grad || args.graph == Graph::No {
+                Graph::No
+            } else {
+                Graph::Yes(Rc::new(self.origin_of_call(call, true)))
+            };
+            return Value {
+                scalar: true,
+                ..tensor(graph, args.device)
+            };
         }
         if self.facts.functions.contains(q) {
             if let Some(v) = self.summary_call(q, call, grad) {
@@ -444,6 +452,7 @@ impl<'a> SemanticModel<'a> {
                 kind,
                 device: args.device || on_device,
                 parts: Parts::Same,
+                scalar: false,
             };
         }
         if q.starts_with("numpy.") {
@@ -582,6 +591,8 @@ impl<'a> SemanticModel<'a> {
                     kind,
                     device: recv.device && method != "numpy" && kind == Kind::Tensor,
                     parts: Parts::Same,
+                    // `.detach()` of a loss is still a number-sized tensor.
+                    scalar: kind == Kind::Plain || recv.scalar && kind == Kind::Tensor,
                 };
             }
             if !grad && !recv.is_container() {
@@ -590,6 +601,7 @@ impl<'a> SemanticModel<'a> {
                     kind: Kind::Tensor,
                     device: recv.device,
                     parts: Parts::Same,
+                    scalar: recv.scalar || reduces(method, call),
                 };
             }
             let device = match method {
@@ -625,6 +637,7 @@ impl<'a> SemanticModel<'a> {
                     },
                     device,
                     parts: Parts::Same,
+                    scalar: recv.scalar && is_snapshot_method(method) || reduces(method, call),
                     ..recv
                 },
             };
@@ -635,6 +648,7 @@ impl<'a> SemanticModel<'a> {
             "detach" | "detach_" => {
                 return Value {
                     device: recv.device,
+                    scalar: recv.scalar,
                     ..Value::no_graph(Kind::Tensor)
                 }
             }
@@ -770,6 +784,19 @@ pub(crate) fn arith(l: Value, r: Value) -> Value {
         parts: Parts::Same,
         ..l.join(r)
     }
+}
+
+/// `x.mean()`, `x.sum()`, `x.norm()` with no dimension: a 0-d tensor.
+fn reduces(method: &str, call: &ExprCall) -> bool {
+    matches!(
+        method,
+        "mean" | "sum" | "norm" | "std" | "var" | "prod" | "max" | "min" | "amax" | "amin"
+    ) && call.arguments.args.is_empty()
+        && !call
+            .arguments
+            .keywords
+            .iter()
+            .any(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "dim"))
 }
 
 /// The name of a callable that computes a loss: `loss`, `criterion`, `loss_fn`...

@@ -24,12 +24,12 @@ impl SemanticModel<'_> {
             .guards
             .iter()
             .filter(|g| g.depth >= floor)
-            .any(|g| self.once(g.test, g.body) || self.off_by_default(g.test))
+            .any(|g| self.once(g.test, g.body, it) || self.off_by_default(g.test))
     }
 
     /// `step == 0`, `not initialized` with the body setting it, `x is None` with the body
     /// assigning `x`.
-    fn once(&self, test: &Expr, body: &[Stmt]) -> bool {
+    fn once(&self, test: &Expr, body: &[Stmt], it: super::model::Iteration) -> bool {
         match test {
             Expr::Compare(c) if c.ops.len() == 1 => {
                 let (op, right) = (c.ops[0], &c.comparators[0]);
@@ -42,8 +42,12 @@ impl SemanticModel<'_> {
                         right.is_none_literal_expr()
                             && dotted(&c.left).is_some_and(|k| assigns(body, &k))
                     }
-                    // `if c not in self.memo: self.memo[c] = ...`: once per key.
-                    CmpOp::NotIn => dotted(right).is_some_and(|k| assigns_item(body, &k)),
+                    // `if c not in self.memo: self.memo[c] = ...`: once per key, when the keys
+                    // come from a fixed set (not a step counter).
+                    CmpOp::NotIn => {
+                        dotted(right).is_some_and(|k| assigns_item(body, &k))
+                            && !self.key_changes_in(it, &c.left)
+                    }
                     _ => false,
                 }
             }
@@ -51,7 +55,7 @@ impl SemanticModel<'_> {
                 dotted(&u.operand).is_some_and(|k| assigns(body, &k))
             }
             Expr::Name(_) | Expr::Attribute(_) => dotted(test).is_some_and(|k| assigns(body, &k)),
-            Expr::BoolOp(b) => b.values.iter().any(|v| self.once(v, body)),
+            Expr::BoolOp(b) => b.values.iter().any(|v| self.once(v, body, it)),
             _ => false,
         }
     }

@@ -338,13 +338,23 @@ impl SemanticModel<'_> {
     /// from a fixed set (a layer name, a config key, the target of a loop over a dict's keys)
     /// takes the same values again: the dict is bounded by that set.
     pub fn key_changes_per_iteration(&self, key: &Expr) -> bool {
-        let Some(it) = self.iteration() else {
-            return false;
-        };
+        self.iteration()
+            .is_some_and(|it| self.key_changes_in(it, key))
+    }
+
+    /// `key_changes_per_iteration` for the iteration `it`.
+    pub(crate) fn key_changes_in(&self, it: Iteration, key: &Expr) -> bool {
         if changing_call(key) {
             return true;
         }
         let keys = keys_in(key);
+        // A step, batch or epoch counter by name (`step`, `self.global_step`, `batch_idx`).
+        if keys
+            .iter()
+            .any(|k| super::iteration::coarse_name(super::names::last_segment(k)).is_some())
+        {
+            return true;
+        }
         let mut counters: FxHashSet<String> = FxHashSet::default();
         let mut collect_counters = |body: &[Stmt]| {
             super::scan::visit_block(body, &mut |s| {
@@ -401,6 +411,59 @@ impl SemanticModel<'_> {
     /// (`classifier.log_scalings.clear()` in another module).
     pub fn owner_visible(&self, class: &str, attr: &str) -> bool {
         attr.starts_with('_') || self.training().owns_instances(class)
+    }
+
+    /// Does the current function outlive the call that made it: is it returned by the function
+    /// it is defined in (a factory: `def make_logger(): metrics = {}; def log(...): ...; return
+    /// log`)? A helper or hook that only runs during the enclosing call dies with it, and so do
+    /// the cells it fills.
+    pub fn returned_by_enclosing_function(&self) -> bool {
+        let Some(def) = self.function() else {
+            return false;
+        };
+        let name = def.name.as_str();
+        let Some(ScopeKind::Function { def: outer, .. }) = self
+            .scopes
+            .len()
+            .checked_sub(2)
+            .map(|i| &self.scopes[i].kind)
+        else {
+            return false;
+        };
+        let mut returned = false;
+        super::scan::visit_block(&outer.body, &mut |s| {
+            if let Stmt::Return(r) = s {
+                if r.value
+                    .as_deref()
+                    .is_some_and(|v| keys_in(v).contains(name))
+                {
+                    returned = true;
+                }
+            }
+        });
+        returned
+    }
+
+    /// Is the closure variable `key` cleared, trimmed or rebound in the function that made it
+    /// (outside the function that grows it)?
+    pub fn closure_reset(&self, key: &str) -> bool {
+        let Some(owner) = self.scopes[..self.scopes.len().saturating_sub(1)]
+            .iter()
+            .rev()
+            .find(|s| s.env.contains_key(key))
+        else {
+            return false;
+        };
+        let mut bound = 0;
+        for m in owner.body_facts.changes.get(key).into_iter().flatten() {
+            match m {
+                Mutation::Rebind => bound += 1,
+                Mutation::Grow => {}
+                _ => return true,
+            }
+        }
+        // Made once (`metrics = {}`); a second binding starts it afresh.
+        bound > 1
     }
 
     /// Is the local `name` bound within the current iteration (inside the training loop, or in

@@ -12,4 +12,5 @@ pub mod mutation;
 pub mod names;
 pub mod scan;
 pub mod summary;
+pub mod uses;
 pub mod value;

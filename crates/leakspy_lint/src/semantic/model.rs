@@ -263,6 +263,11 @@ impl<'a> SemanticModel<'a> {
             .get_or_init(|| Training::collect(self.suite, self.facts, &self.hook_functions))
     }
 
+    /// The file's top-level statements.
+    pub fn suite(&self) -> &'a [Stmt] {
+        self.suite
+    }
+
     /// The scan of a block, made once and shared by every pass over it.
     pub(crate) fn cached_facts(
         &self,

@@ -80,6 +80,8 @@ pub struct Value {
     /// Lives on an accelerator (`.cuda()`, `.to(device)`).
     pub device: bool,
     pub parts: Parts,
+    /// A number or a 0-d tensor: a loss, a `.mean()`, a `.item()`.
+    pub scalar: bool,
 }
 
 impl Value {
@@ -87,7 +89,10 @@ impl Value {
         Self::default()
     }
     pub fn plain() -> Self {
-        Self::no_graph(Kind::Plain)
+        Self {
+            scalar: true,
+            ..Self::no_graph(Kind::Plain)
+        }
     }
     pub fn of_kind(kind: Kind) -> Self {
         Self {
@@ -185,6 +190,7 @@ impl Value {
             kind,
             device: self.device || other.device,
             parts,
+            scalar: self.scalar && other.scalar,
         }
     }
 }
