@@ -232,6 +232,12 @@ impl<'a> Checker<'a> {
                         parts: Default::default(),
                         ..iter
                     },
+                    // The elements of a tensor are tensors (rows, or 0-d tensors).
+                    _ if iter.kind == Kind::Tensor => Value {
+                        parts: Default::default(),
+                        scalar: false,
+                        ..iter
+                    },
                     _ => Value::unknown(),
                 };
                 self.walk_loop(stmt, &for_.body, Some((&for_.target, elem)));
@@ -424,18 +430,19 @@ impl<'a> Checker<'a> {
     }
 }
 
-/// One finding per statement, in source order: where several rules see one statement, the one
-/// that points at the narrowest part of it says the most (`out.cpu()` as a snapshot that is not
-/// detached, rather than the `append` that stores it), and a rule about what is kept (a deep
-/// copy of a model) says more than one about keeping anything (an unbounded history).
+/// One finding per statement, in source order: where several rules see one statement, a rule
+/// about a particular kind of leak (a running statistic, a deep copy of a model) says more than
+/// one about keeping anything (a stored graph, a module's state, an unbounded history), and
+/// among those left the one that points at the narrowest part of it says the most (`out.cpu()`
+/// as a snapshot that is not detached, rather than the `append` that stores it).
 fn one_per_statement(mut found: Vec<(TextRange, Diagnostic)>) -> Vec<Diagnostic> {
-    let generic = |r: Rule| matches!(r, Rule::LS002 | Rule::LS014);
+    let generic = |r: Rule| matches!(r, Rule::LS002 | Rule::LS007 | Rule::LS014);
     found.sort_by_key(|(stmt, d)| {
         (
             stmt.start(),
             stmt.end(),
-            d.range.len(),
             generic(d.rule),
+            d.range.len(),
             d.rule,
         )
     });

@@ -110,8 +110,8 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
             view.base,
             view.base,
             lifetime.key,
-            view.base,
-            view.base,
+            short(checker, arg),
+            short(checker, arg),
         );
         checker.report(Diagnostic::new(Rule::LS005, message, call.range()));
         return;
@@ -243,6 +243,25 @@ fn view_of(checker: &Checker, expr: &Expr) -> Option<View> {
             array,
         });
     }
+    // `first_token(hidden)`: a function of this file that returns a slice of its argument.
+    if let Expr::Call(call) = expr {
+        if let Expr::Name(f) = &*call.func {
+            if let Some(&i) = checker.facts.view_returns.get(f.id.as_str()) {
+                let arg = call.arguments.args.get(i)?;
+                let (base, array) = fresh_base(checker, arg)?;
+                return Some(View {
+                    base: short(checker, base),
+                    array,
+                    how: format!(
+                        "`{}`, a slice of `{}` that `{}()` returns (a view)",
+                        short(checker, expr),
+                        short(checker, arg),
+                        f.id.as_str()
+                    ),
+                });
+            }
+        }
+    }
     let mut cur = expr;
     let mut subset: Option<String> = None;
     loop {
@@ -306,6 +325,13 @@ fn rows_of(checker: &Checker, arg: &Expr) -> Option<View> {
             }
             _ => return None,
         }
+    }
+    // `rows.extend(x[:, 1])`: the rows of a view are views of its base.
+    if let Some(view) = view_of(checker, cur) {
+        return Some(View {
+            how: String::new(),
+            ..view
+        });
     }
     let (base, array) = fresh_base(checker, cur)?;
     Some(View {

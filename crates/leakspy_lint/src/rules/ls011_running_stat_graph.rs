@@ -108,8 +108,35 @@ fn update<'s>(
     stmt: &'s Stmt,
 ) -> Option<(&'s Expr, String, Vec<&'s Expr>, Form)> {
     match stmt {
+        Stmt::Assign(assign) if assign.targets.len() == 1 && assign.targets[0].is_tuple_expr() => {
+            // `y, self.mean, self.var = batch_norm(h, self.mean, self.var)`: a helper returns
+            // the statistic updated from its previous value and the other arguments.
+            let Expr::Tuple(targets) = &assign.targets[0] else {
+                return None;
+            };
+            let Expr::Call(call) = &*assign.value else {
+                return None;
+            };
+            let (target, key) = targets.elts.iter().find_map(|t| {
+                let key = dotted(t)?;
+                (is_stat_name(last_segment(&key))
+                    && call.arguments.args.iter().any(|a| is_dotted(a, &key)))
+                .then_some((t, key))
+            })?;
+            let mut leaves = Vec::new();
+            for a in call.arguments.args.iter() {
+                if dotted(a).is_none_or(|k| !is_stat_name(last_segment(&k))) {
+                    arith_leaves(a, &mut leaves);
+                }
+            }
+            Some((target, key, leaves, Form::Returned))
+        }
         Stmt::Assign(assign) if assign.targets.len() == 1 => {
-            let target = &assign.targets[0];
+            // `stat[:] = ...` writes the new value into the statistic's own storage.
+            let target = match &assign.targets[0] {
+                Expr::Subscript(sub) if is_whole_slice(&sub.slice) => &*sub.value,
+                t => t,
+            };
             let key = dotted(target)?;
             let mut leaves = Vec::new();
             arith_leaves(&assign.value, &mut leaves);
@@ -186,6 +213,15 @@ fn update<'s>(
     }
 }
 
+/// `[:]` or `[...]`: the whole of the indexed tensor.
+fn is_whole_slice(slice: &Expr) -> bool {
+    match slice {
+        Expr::Slice(s) => s.lower.is_none() && s.upper.is_none() && s.step.is_none(),
+        Expr::EllipsisLiteral(_) => true,
+        _ => false,
+    }
+}
+
 /// How the statistic is updated, which decides whether a name that does not look like a
 /// statistic is still one.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -194,6 +230,9 @@ enum Form {
     Weighted,
     /// `s.mul_(m).add_(x)`: an in-place update.
     InPlace,
+    /// `y, s = f(x, s)`: returned by a helper with other values, whose inputs the fix must
+    /// not detach.
+    Returned,
     Other,
 }
 
@@ -245,7 +284,7 @@ fn report(
     let mut diagnostic = Diagnostic::new(Rule::LS011, message, stmt.range());
     // Through a parameter, which operands are tensors (and which are sizes computed from the
     // same input) is not known: no edit then.
-    if via.is_none() {
+    if via.is_none() && form != Form::Returned {
         let mut edits: Vec<Edit> = Vec::new();
         for (e, _) in inputs {
             edits.extend(append_call(checker, e, "detach"));

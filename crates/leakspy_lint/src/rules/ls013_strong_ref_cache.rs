@@ -62,6 +62,7 @@ use crate::diagnostic::Diagnostic;
 use crate::registry::Rule;
 use crate::rules::helpers::short;
 use crate::semantic::facts::self_attr;
+use crate::semantic::iteration::Grain;
 use crate::semantic::mutation::Mutation;
 use crate::semantic::names::dotted;
 use crate::semantic::value::Kind;
@@ -168,11 +169,21 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
 }
 
 pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
-    let Stmt::Assign(assign) = stmt else { return };
-    for target in &assign.targets {
-        if let Expr::Subscript(sub) = target {
-            store(checker, &sub.value, &sub.slice, stmt.range());
+    match stmt {
+        Stmt::Assign(assign) => {
+            for target in &assign.targets {
+                if let Expr::Subscript(sub) = target {
+                    store(checker, &sub.value, &sub.slice, stmt.range());
+                }
+            }
         }
+        // `counts[key] += 1` adds the key when it is new.
+        Stmt::AugAssign(aug) => {
+            if let Expr::Subscript(sub) = &*aug.target {
+                store(checker, &sub.value, &sub.slice, stmt.range());
+            }
+        }
+        _ => {}
     }
 }
 
@@ -438,12 +449,9 @@ fn store(checker: &mut Checker, container: &Expr, key: &Expr, range: TextRange) 
     checker.report(Diagnostic::new(Rule::LS013, message, range));
 }
 
-/// A dict/set on the object or in a module global with no clear/pop/trim/rebind anywhere, and
-/// how long it lives.
-fn unevicted_container(
-    checker: &Checker,
-    container: &Expr,
-) -> Option<(String, &'static str, bool)> {
+/// A dict/set on the object, in a module global or in a local that a training loop fills, with
+/// no clear/pop/trim/rebind anywhere, and how long it lives.
+fn unevicted_container(checker: &Checker, container: &Expr) -> Option<(String, String, bool)> {
     let in_init = checker
         .function()
         .is_some_and(|f| f.name.as_str() == "__init__");
@@ -457,7 +465,7 @@ fn unevicted_container(
         }
         return Some((
             format!("self.{attr}"),
-            "for the life of the object",
+            "for the life of the object".to_string(),
             place.init == Kind::Set,
         ));
     }
@@ -470,7 +478,28 @@ fn unevicted_container(
         && (scope.bound_depth.contains_key(name) || scope.params.contains(name))
         && !scope.declared_global.contains(name)
     {
-        return None;
+        // A local dict or set made before the training loop, which keeps it for every step.
+        let kind = checker.value(container).kind;
+        if !matches!(kind, Kind::Dict | Kind::Set) || scope.params.contains(name) {
+            return None;
+        }
+        let lifetime = checker.lifetime(container)?;
+        let it = checker.iteration()?;
+        if lifetime.holder != crate::checker::Holder::OuterLocal
+            || !matches!(
+                lifetime.until,
+                crate::semantic::lifetime::Until::Return { .. }
+            )
+            || it.grain() != Grain::Step
+            || checker.iteration_facts(it).resets(name)
+        {
+            return None;
+        }
+        return Some((
+            name.to_string(),
+            crate::rules::helpers::until(checker, &lifetime),
+            kind == Kind::Set,
+        ));
     }
     let place = checker.facts.globals.get(name)?;
     if !matches!(place.init, Kind::Dict | Kind::Set)
@@ -486,7 +515,7 @@ fn unevicted_container(
     }
     Some((
         name.to_string(),
-        "for the life of the process (a module global)",
+        "for the life of the process (a module global)".to_string(),
         place.init == Kind::Set,
     ))
 }

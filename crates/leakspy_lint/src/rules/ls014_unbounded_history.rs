@@ -183,6 +183,10 @@ fn check(
     if checker.class_facts().is_some_and(|c| !c.bases_seen) || checker.iteration().is_none() {
         return;
     }
+    // An object made afresh each epoch (or evaluation, or episode) keeps one epoch's entries.
+    if checker.training().made_per_iteration(class.name.as_str()) {
+        return;
+    }
     let kind_ok = if dict {
         place.init == Kind::Dict
     } else {
@@ -238,12 +242,17 @@ fn check(
             class.name.as_str()
         ),
         Some(trim) => format!(
-            "`{key}` grows {when}, but only `{}` in `{}()` (line {}) trims it, one entry per \
-             call: it still grows without bound; truncate it where it grows, or make it a \
+            "`{key}` grows {when}, but only `{}` in `{}()` (line {}) trims it, one entry {}: \
+             it still grows without bound; truncate it where it grows, or make it a \
              `deque(maxlen=...)`",
             checker.snippet(trim_range(source, trim.offset)),
             trim.function,
-            checker.line(trim.offset)
+            checker.line(trim.offset),
+            if trim.function == first.function {
+                "at a time, outside the loop that grows it"
+            } else {
+                "per call"
+            }
         ),
     };
     checker.report(Diagnostic::new(Rule::LS014, message, range));
@@ -386,8 +395,18 @@ fn trims<'p>(
         if reset.mutation != Mutation::Trim {
             return Bound::Bounded;
         }
-        if !single_element_trim(source, name, reset.offset) || reset.function == growth.function {
+        if !single_element_trim(source, name, reset.offset) {
             return Bound::Bounded;
+        }
+        if reset.function == growth.function {
+            // In the growth's method: it keeps up when it runs in the growth's loop (or with
+            // no loop around the growth), or drains in a `while` loop of its own; one trim per
+            // iteration of an outer loop (per episode) does not.
+            if same_method_trim_keeps_up(class, growth, reset) {
+                return Bound::Bounded;
+            }
+            weak.get_or_insert(reset);
+            continue;
         }
         // `while len(self.x) > n: self.x.pop(0)` bounds it wherever it runs.
         if let Some(method) = method_def(class, &reset.function, reset.offset) {
@@ -410,6 +429,23 @@ fn trims<'p>(
         Some(c) => Bound::Weak(c),
         None => Bound::Never,
     }
+}
+
+fn same_method_trim_keeps_up(class: &StmtClassDef, growth: &Change, trim: &Change) -> bool {
+    let Some(method) = method_def(class, &growth.function, growth.offset) else {
+        return true;
+    };
+    let is_loop = |s: &&&Stmt| matches!(s, Stmt::For(_) | Stmt::While(_));
+    let growth_path = path_at(&method.body, growth.offset);
+    let Some(growth_loop) = growth_path.iter().rev().find(is_loop) else {
+        return true;
+    };
+    if growth_loop.range().contains(trim.offset) {
+        return true;
+    }
+    path_at(&method.body, trim.offset)
+        .iter()
+        .any(|s| matches!(s, Stmt::While(_)) && !s.range().contains(growth.offset))
 }
 
 fn growth_in_loop(class: &StmtClassDef, growth: &Change) -> bool {

@@ -281,6 +281,19 @@ impl<'a> SemanticModel<'a> {
     fn call_value(&self, call: &ExprCall) -> Value {
         let grad = self.grad_enabled();
         self.current_call_args.set(call.arguments.args.len());
+        // Calling an instance of a module class of this file runs its `forward`: the graphs
+        // passed here reach `forward`'s parameters (`self.norm(self.encoder(x))`).
+        if !self.reporting && grad && matches!(&*call.func, Expr::Attribute(_) | Expr::Name(_)) {
+            if let Some(class) = self.class_of(&call.func) {
+                if self
+                    .facts
+                    .class(&class)
+                    .is_some_and(|c| c.is_module && c.methods.contains("forward"))
+                {
+                    self.summary_call(&format!("{class}.forward"), call, grad);
+                }
+            }
+        }
         if let Some(q) = self.qualified_function(&call.func) {
             return self.function_call_value(call, &q, grad);
         }

@@ -72,6 +72,9 @@ pub struct ModuleFacts {
     pub globals: FxHashMap<String, PlaceFacts>,
     /// Names of module-level functions.
     pub functions: FxHashSet<String>,
+    /// Module-level functions that return a view of one of their parameters (`def
+    /// first_token(h): return h[:, 0]`), by name: the parameter's position.
+    pub view_returns: FxHashMap<String, usize>,
     /// Module-level integer constants (`BATCH = 64`, `N = 2 * BATCH`).
     pub constants: FxHashMap<String, u64>,
     /// Does the file use torch at all (import or `torch.` access)? Several rules only make
@@ -113,6 +116,9 @@ impl ModuleFacts {
                 Stmt::ClassDef(class) => facts.collect_class(class),
                 Stmt::FunctionDef(func) => {
                     facts.functions.insert(func.name.as_str().to_string());
+                    if let Some(i) = returned_view_of_param(func) {
+                        facts.view_returns.insert(func.name.as_str().to_string(), i);
+                    }
                 }
                 _ => {
                     let imports = &facts.imports;
@@ -557,6 +563,44 @@ pub fn instance_classes(
         Expr::List(l) => (None, l.elts.first().and_then(ctor)),
         e => (ctor(e), None),
     }
+}
+
+/// `def f(x, ...): return x[:, 0]`: a function whose body (after its docstring) only returns
+/// a basic slice of a positional parameter (constant indices and slices, which select a view).
+fn returned_view_of_param(func: &StmtFunctionDef) -> Option<usize> {
+    let body: Vec<&Stmt> = func
+        .body
+        .iter()
+        .filter(|s| !matches!(s, Stmt::Expr(e) if e.value.is_string_literal_expr()))
+        .collect();
+    let [Stmt::Return(ret)] = body.as_slice() else {
+        return None;
+    };
+    let Expr::Subscript(sub) = ret.value.as_deref()? else {
+        return None;
+    };
+    let Expr::Name(base) = &*sub.value else {
+        return None;
+    };
+    fn constant_index(e: &Expr) -> bool {
+        match e {
+            Expr::Tuple(t) => t.elts.iter().all(constant_index),
+            Expr::Slice(s) => [&s.lower, &s.upper, &s.step]
+                .iter()
+                .all(|b| b.as_deref().is_none_or(constant_index)),
+            Expr::NumberLiteral(_) | Expr::NoneLiteral(_) | Expr::EllipsisLiteral(_) => true,
+            Expr::UnaryOp(u) => constant_index(&u.operand),
+            _ => false,
+        }
+    }
+    if !constant_index(&sub.slice) {
+        return None;
+    }
+    func.parameters
+        .posonlyargs
+        .iter()
+        .chain(func.parameters.args.iter())
+        .position(|p| p.parameter.name.as_str() == base.id.as_str())
 }
 
 /// Positional arguments a method takes besides `self`: (required, maximum).

@@ -93,6 +93,10 @@ pub struct Training {
     /// Classes of this file whose objects are made here outside test functions (`test_*`):
     /// their owner is in this file. An object a test makes lives for that test.
     owned: FxHashSet<String>,
+    /// Classes of this file whose every object is made afresh in each iteration of a training
+    /// loop (or by a function that runs once per iteration): an object lives one epoch, one
+    /// evaluation, one episode.
+    fresh: FxHashSet<String>,
 }
 
 impl Training {
@@ -113,6 +117,11 @@ impl Training {
     /// Does this file make objects of `class` (outside test functions)?
     pub fn owns_instances(&self, class: &str) -> bool {
         self.owned.contains(class)
+    }
+
+    /// Is every object of `class` this file makes made afresh per training iteration?
+    pub fn made_per_iteration(&self, class: &str) -> bool {
+        self.fresh.contains(class)
     }
 
     /// How often `class.method` runs, when it runs once per iteration.
@@ -151,6 +160,7 @@ impl Training {
             defined: FxHashSet::default(),
             calls_buf: Vec::new(),
             owned: FxHashSet::default(),
+            made: FxHashMap::default(),
         };
         defined_names(suite, &mut c.defined);
         c.body(suite);
@@ -228,6 +238,8 @@ struct Collector<'a, 'f> {
     calls_buf: Vec<&'a Expr>,
     /// Classes of this file made outside test functions.
     owned: FxHashSet<String>,
+    /// Where they are made: (function, innermost loop around the call).
+    made: FxHashMap<String, Vec<(usize, Option<usize>)>>,
 }
 
 impl<'a> Collector<'a, '_> {
@@ -431,6 +443,10 @@ impl<'a> Collector<'a, '_> {
                     .is_some_and(|d| d.name.as_str().starts_with("test"));
                 if !in_test {
                     self.owned.insert(name.to_string());
+                    self.made
+                        .entry(name.to_string())
+                        .or_default()
+                        .push((self.current, self.loop_stack.last().copied()));
                 }
             }
             if !self.defined.contains(name) {
@@ -463,6 +479,7 @@ impl<'a> Collector<'a, '_> {
             mut loops,
             sites: raw_sites,
             owned,
+            made,
             ..
         } = self;
         // Resolve callees: module functions and nested functions by name, methods through the
@@ -616,8 +633,27 @@ impl<'a> Collector<'a, '_> {
                 break;
             }
         }
+        let in_training_loop = |mut l: Option<usize>| {
+            while let Some(i) = l {
+                if roles[i].is_training() {
+                    return true;
+                }
+                l = loops[i].parent;
+            }
+            false
+        };
+        let fresh = made
+            .into_iter()
+            .filter(|(_, sites)| {
+                sites
+                    .iter()
+                    .all(|&(f, l)| in_training_loop(l) || cadence[f].grain().is_some())
+            })
+            .map(|(class, _)| class)
+            .collect();
         let mut out = Training {
             owned,
+            fresh,
             ..Default::default()
         };
         for ((l, role), trains) in loops.iter().zip(roles).zip(loop_trains) {

@@ -103,10 +103,23 @@ impl<'a> SemanticModel<'a> {
             (body_facts.returns_value && called) || {
                 let facts = self.facts;
                 let owners = &self.method_owners;
+                // An attribute holding an instance of a module class of this file
+                // (`self.norm(h)`) runs that class's `forward`.
+                let submodule = |c: &str| {
+                    class.is_some_and(|k| {
+                        facts
+                            .class(k.name.as_str())
+                            .and_then(|f| f.attrs.get(c))
+                            .and_then(|p| p.class.as_deref())
+                            .and_then(|held| facts.class(held))
+                            .is_some_and(|h| h.is_module && h.methods.contains("forward"))
+                    })
+                };
                 body_facts.callees.iter().any(|c| {
                     facts.functions.contains(*c)
                         || owners.contains_key(*c)
                         || facts.classes.contains_key(*c)
+                        || submodule(c)
                 })
             }
         };
