@@ -1,10 +1,16 @@
-//! Wording and edits several rules share.
+//! Wording, edits and reports several rules share (the analysis they rest on lives in
+//! `semantic/`).
 
-use ruff_python_ast::Expr;
+use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::Ranged;
 
 use crate::checker::{Checker, Holder, Lifetime, Until};
-use crate::diagnostic::Edit;
+use crate::diagnostic::{Diagnostic, Edit, Fix};
+use crate::registry::Rule;
+use crate::semantic::located::{
+    few_rounds, in_except_handler, locate, locate_in_scope, runs_every_step, scope_root,
+    under_modulo_guard, Located,
+};
 use crate::semantic::mutation::Mutation;
 use crate::semantic::value::Value;
 
@@ -142,95 +148,7 @@ pub(crate) fn short(checker: &Checker, expr: &Expr) -> String {
     checker.snippet(expr.range())
 }
 
-// ----- statement paths, statement removal, per-step heuristics (R3: LS012, LS014, LS101-LS104) --
-
-/// Where a statement sits: the compound statements around it (outermost first), the block that
-/// holds it and its index in that block.
-pub(crate) struct Located<'s> {
-    pub ancestors: Vec<&'s ruff_python_ast::Stmt>,
-    pub body: &'s [ruff_python_ast::Stmt],
-    pub index: usize,
-}
-
-impl<'s> Located<'s> {
-    pub fn stmt(&self) -> &'s ruff_python_ast::Stmt {
-        &self.body[self.index]
-    }
-}
-
-/// The blocks directly inside a compound statement (not nested function or class bodies).
-pub(crate) fn child_blocks(stmt: &ruff_python_ast::Stmt) -> Vec<&[ruff_python_ast::Stmt]> {
-    use ruff_python_ast::Stmt;
-    match stmt {
-        Stmt::For(s) => vec![&s.body, &s.orelse],
-        Stmt::While(s) => vec![&s.body, &s.orelse],
-        Stmt::If(s) => {
-            let mut v: Vec<&[Stmt]> = vec![&s.body];
-            v.extend(s.elif_else_clauses.iter().map(|c| c.body.as_slice()));
-            v
-        }
-        Stmt::With(s) => vec![&s.body],
-        Stmt::Try(s) => {
-            let mut v: Vec<&[Stmt]> = vec![&s.body];
-            for h in &s.handlers {
-                let ruff_python_ast::ExceptHandler::ExceptHandler(h) = h;
-                v.push(&h.body);
-            }
-            v.push(&s.orelse);
-            v.push(&s.finalbody);
-            v
-        }
-        Stmt::Match(m) => m.cases.iter().map(|c| c.body.as_slice()).collect(),
-        _ => vec![],
-    }
-}
-
-/// Finds the statement with exactly `target` as its range under `body`, following only the
-/// statements whose range contains it (cheap: one path down the tree).
-pub(crate) fn locate(
-    body: &[ruff_python_ast::Stmt],
-    target: ruff_text_size::TextRange,
-) -> Option<Located<'_>> {
-    for (index, stmt) in body.iter().enumerate() {
-        if stmt.range() == target {
-            return Some(Located {
-                ancestors: Vec::new(),
-                body,
-                index,
-            });
-        }
-        if stmt.range().contains_range(target) {
-            for block in child_blocks(stmt) {
-                if let Some(mut found) = locate(block, target) {
-                    found.ancestors.insert(0, stmt);
-                    return Some(found);
-                }
-            }
-            return None;
-        }
-    }
-    None
-}
-
-/// The statements of the walk's current root: the function body, or the outermost loop of
-/// module-level code.
-pub(crate) fn scope_root<'s>(checker: &Checker<'s>) -> Option<&'s [ruff_python_ast::Stmt]> {
-    if let Some(f) = checker.function() {
-        return Some(&f.body);
-    }
-    checker
-        .loops()
-        .first()
-        .map(|l| std::slice::from_ref(l.stmt))
-}
-
-/// Locates `stmt` in the current function (or module-level loop).
-pub(crate) fn locate_in_scope<'s>(
-    checker: &Checker<'s>,
-    stmt: &ruff_python_ast::Stmt,
-) -> Option<Located<'s>> {
-    locate(scope_root(checker)?, stmt.range())
-}
+// ----- statement removal (LS012, LS101-LS103) ---------------------------------------------
 
 /// Offset of the start of the line holding `offset`.
 pub(crate) fn line_start(source: &str, offset: ruff_text_size::TextSize) -> usize {
@@ -273,68 +191,66 @@ pub(crate) fn remove_statement(checker: &Checker, located: &Located) -> Option<E
     )))
 }
 
-pub(crate) use crate::semantic::iteration::coarse_name;
-
-/// Runs once per training step: in a training loop that is not an epoch, generation or
-/// episode loop, or in a function that runs once per step (`training_step`, a function that
-/// backpropagates, one called from a step loop).
-pub(crate) fn runs_every_step(checker: &Checker) -> bool {
-    checker
-        .iteration()
-        .is_some_and(|it| it.grain() == crate::semantic::iteration::Grain::Step)
+/// Shared by LS101 and LS102: reports a cleanup call that runs every step, with a fix that
+/// removes it.
+pub(crate) fn report_every_step(
+    checker: &mut Checker,
+    call: &ExprCall,
+    stmt: &Stmt,
+    rule: Rule,
+    why: &str,
+    fix_message: &str,
+) {
+    if !runs_every_step(checker) || checker.innermost_loop().is_some_and(|l| few_rounds(l.stmt)) {
+        return;
+    }
+    let Some(located) = locate_in_scope(checker, stmt) else {
+        return;
+    };
+    if under_modulo_guard(&located) || in_except_handler(&located, stmt.range()) {
+        return;
+    }
+    let when = match checker.innermost_loop() {
+        Some(l) => format!(
+            "on every iteration of the loop at line {}",
+            checker.line(l.offset)
+        ),
+        None => format!(
+            "on every call of `{}()`, which runs once per step",
+            checker.function().map_or("?", |f| f.name.as_str())
+        ),
+    };
+    let message = format!("`{}` runs {}: {}", checker.snippet(call.range()), when, why);
+    let mut diagnostic = Diagnostic::new(rule, message, call.range());
+    if let Some(edit) = removal(checker, stmt, call, &located) {
+        diagnostic = diagnostic.with_fix(Fix::unsafe_edit(fix_message, vec![edit]));
+    }
+    checker.report(diagnostic);
 }
 
-/// Is the located statement under an `if` (below the innermost loop or the function body)
-/// whose test uses `%`, like `if step % 100 == 0:`? Such code runs every N steps.
-pub(crate) fn under_modulo_guard(located: &Located) -> bool {
-    use ruff_python_ast::Stmt;
-    for stmt in located.ancestors.iter().rev() {
-        match stmt {
-            Stmt::For(_) | Stmt::While(_) => return false,
-            Stmt::If(i) => {
-                let tests = std::iter::once(&*i.test)
-                    .chain(i.elif_else_clauses.iter().filter_map(|c| c.test.as_ref()));
-                for t in tests {
-                    if contains_modulo(t) {
-                        return true;
-                    }
-                }
+/// Removes the statement when it is nothing but the call; removes a guarding
+/// `if torch.cuda.is_available():` whose only statement it is.
+fn removal(checker: &Checker, stmt: &Stmt, call: &ExprCall, located: &Located) -> Option<Edit> {
+    let Stmt::Expr(e) = stmt else { return None };
+    if e.value.range() != call.range() {
+        return None;
+    }
+    if located.body.len() == 1 {
+        if let Some(Stmt::If(parent)) = located.ancestors.last() {
+            let is_available = match &*parent.test {
+                Expr::Call(c) => checker
+                    .qualified_function(&c.func)
+                    .is_some_and(|q| q.ends_with(".is_available")),
+                _ => false,
+            };
+            let guard_only =
+                parent.elif_else_clauses.is_empty() && parent.body.len() == 1 && is_available;
+            if guard_only {
+                let root = scope_root(checker)?;
+                let parent_loc = locate(root, parent.range())?;
+                return remove_statement(checker, &parent_loc);
             }
-            _ => {}
         }
     }
-    false
-}
-
-fn contains_modulo(expr: &Expr) -> bool {
-    use ruff_python_ast::visitor::{walk_expr, Visitor};
-    struct M(bool);
-    impl<'a> Visitor<'a> for M {
-        fn visit_expr(&mut self, expr: &'a Expr) {
-            if let Expr::BinOp(b) = expr {
-                if matches!(b.op, ruff_python_ast::Operator::Mod) {
-                    self.0 = true;
-                }
-            }
-            walk_expr(self, expr);
-        }
-    }
-    let mut m = M(false);
-    m.visit_expr(expr);
-    m.0
-}
-
-/// Is the located statement inside an `except` handler (below the innermost loop)?
-pub(crate) fn in_except_handler(located: &Located, target: ruff_text_size::TextRange) -> bool {
-    use ruff_python_ast::Stmt;
-    for stmt in located.ancestors.iter().rev() {
-        match stmt {
-            Stmt::For(_) | Stmt::While(_) => return false,
-            Stmt::Try(t) if t.handlers.iter().any(|h| h.range().contains_range(target)) => {
-                return true;
-            }
-            _ => {}
-        }
-    }
-    false
+    remove_statement(checker, located)
 }

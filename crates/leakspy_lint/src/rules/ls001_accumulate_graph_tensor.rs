@@ -100,7 +100,7 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     };
     // Running statistics (`self.mean`, `M2`, `ema`) have their own rule, LS011.
     if checker.enabled(Rule::LS011)
-        && crate::rules::ls011_running_stat_graph::is_stat_name(
+        && crate::semantic::names::is_stat_name(
             container_key.rsplit('.').next().unwrap_or(&container_key),
         )
     {

@@ -55,7 +55,6 @@ use crate::checker::{Checker, Holder, Lifetime, Until};
 use crate::diagnostic::{Diagnostic, Fix};
 use crate::registry::Rule;
 use crate::rules::helpers::{append_call, call_text, short, until};
-use crate::semantic::facts::self_attr;
 use crate::semantic::mutation::stored_values;
 use crate::semantic::value::{Kind, Value};
 
@@ -150,7 +149,7 @@ fn on_device(checker: &Checker, expr: &Expr) -> bool {
 /// The container outlives the training iteration and nothing bounds it per iteration.
 fn collected(checker: &Checker, container: &Expr) -> Option<Lifetime> {
     // An object of a class of this file manages its own storage.
-    if is_own_object(checker, container) {
+    if checker.holds_file_object(container) {
         return None;
     }
     let lifetime = checker.lifetime(container)?;
@@ -219,28 +218,4 @@ fn report(checker: &mut Checker, what: &str, stored: &Expr, lifetime: &Lifetime,
         ));
     }
     checker.report(diagnostic);
-}
-
-/// `container` holds an object of a class of this file (`self.memory = ReplayBuffer(...)`,
-/// `buffer = RingBuffer(...)`): such a class manages its own storage.
-pub(crate) fn is_own_object(checker: &Checker, container: &Expr) -> bool {
-    if checker.class_of(container).is_some() {
-        return true;
-    }
-    let (Some(attr), Some(class)) = (self_attr(container), checker.class()) else {
-        return false;
-    };
-    let mut found = false;
-    crate::semantic::facts::visit_body(&class.body, &mut |stmt| {
-        if let Stmt::Assign(assign) = stmt {
-            if assign.targets.iter().any(|t| self_attr(t) == Some(attr)) {
-                if let Expr::Call(call) = &*assign.value {
-                    if let Some(q) = checker.facts.imports.qualify(&call.func) {
-                        found |= checker.facts.classes.contains_key(q.as_str());
-                    }
-                }
-            }
-        }
-    });
-    found
 }

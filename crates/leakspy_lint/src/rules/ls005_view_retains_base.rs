@@ -206,7 +206,7 @@ fn kept(checker: &Checker, container: &Expr) -> Option<Lifetime> {
         return None;
     }
     // An object of a class of this file manages its own storage.
-    if crate::rules::ls004_device_tensor_history::is_own_object(checker, container) {
+    if checker.holds_file_object(container) {
         return None;
     }
     let lifetime = checker.lifetime(container)?;

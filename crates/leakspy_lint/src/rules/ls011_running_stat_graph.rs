@@ -65,7 +65,7 @@ use crate::diagnostic::{Diagnostic, Edit, Fix};
 use crate::registry::Rule;
 use crate::rules::helpers::{append_call, detached_text, origin_phrase, short, until};
 use crate::semantic::facts::self_attr;
-use crate::semantic::names::{dotted, is_dotted, last_segment};
+use crate::semantic::names::{dotted, is_dotted, is_stat_name, last_segment};
 use crate::semantic::scan::{keys_in, visit_block};
 use crate::semantic::value::{Kind, Origin, Value};
 
@@ -370,18 +370,6 @@ fn ls001_reports(checker: &Checker, target: &Expr, added: &Expr, key: &str) -> b
         && checker.value(added).has_graph()
         && checker.lifetime(target).is_some()
         && !checker.consumed_by_backward(key)
-}
-
-pub(crate) fn is_stat_name(name: &str) -> bool {
-    let n = name.trim_start_matches('_').to_ascii_lowercase();
-    n == "m2"
-        || n.starts_with("m2_")
-        || [
-            "mean", "var", "std", "ema", "running", "avg", "average", "baseline", "moment",
-            "smooth",
-        ]
-        .iter()
-        .any(|s| n.contains(s))
 }
 
 // ----- parameters that receive a graph at a call site of this file ---------------------------

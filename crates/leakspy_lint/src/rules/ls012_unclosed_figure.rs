@@ -55,9 +55,8 @@ use ruff_text_size::{Ranged, TextSize};
 use crate::checker::Checker;
 use crate::diagnostic::{Diagnostic, Edit, Fix};
 use crate::registry::Rule;
-use crate::rules::helpers::{
-    child_blocks, line_start, locate_in_scope, next_line_start, owns_its_lines, scope_root, Located,
-};
+use crate::rules::helpers::{line_start, next_line_start, owns_its_lines};
+use crate::semantic::located::{child_blocks, locate_in_scope, scope_root, Located};
 use crate::semantic::names::last_segment;
 use crate::semantic::value::Kind;
 

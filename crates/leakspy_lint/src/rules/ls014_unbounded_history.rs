@@ -62,9 +62,11 @@ use ruff_text_size::{Ranged, TextSize};
 use crate::checker::{Checker, Holder};
 use crate::diagnostic::Diagnostic;
 use crate::registry::Rule;
-use crate::rules::helpers::{child_blocks, coarse_name};
 use crate::semantic::facts::{self_attr, Change, PlaceFacts};
+use crate::semantic::iteration::coarse_name;
 use crate::semantic::iteration::{Grain, LoopRole, Training};
+use crate::semantic::lifetime::reset_from_outside;
+use crate::semantic::located::child_blocks;
 use crate::semantic::mutation::Mutation;
 use crate::semantic::names::last_segment;
 use crate::semantic::scan::keys_in;
@@ -507,26 +509,4 @@ fn path_at(body: &[Stmt], offset: TextSize) -> Vec<&Stmt> {
         break;
     }
     path
-}
-
-/// `agent.losses.clear()`, `env.episode_rewards = []`, `del trainer.history[:]` somewhere else
-/// in the file: the owner's users reset it. Only run when about to report.
-pub(crate) fn reset_from_outside(source: &str, name: &str) -> bool {
-    let needle = format!(".{name}");
-    source.match_indices(needle.as_str()).any(|(i, _)| {
-        let before = &source[..i];
-        if before.ends_with("self") || before.ends_with("cls") {
-            return false;
-        }
-        let after = &source[i + needle.len()..];
-        if after.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
-            return false;
-        }
-        let after = after.trim_start();
-        after.starts_with(".clear(")
-            || after.starts_with("[:]")
-            || after.starts_with("= ") && !after.starts_with("==")
-            || after.starts_with(".pop(")
-            || before.trim_end().ends_with("del") && after.starts_with('[')
-    })
 }

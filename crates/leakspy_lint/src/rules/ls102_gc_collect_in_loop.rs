@@ -49,7 +49,7 @@ use ruff_python_ast::{ExprCall, Stmt};
 
 use crate::checker::Checker;
 use crate::registry::Rule;
-use crate::rules::ls101_empty_cache_in_loop::report_every_step;
+use crate::rules::helpers::report_every_step;
 
 /// The rule looks for `gc.collect` calls, under whatever alias.
 pub(crate) const NEEDS: &[&str] = &["collect"];

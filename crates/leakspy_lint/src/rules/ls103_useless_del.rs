@@ -48,7 +48,8 @@ use ruff_text_size::{Ranged, TextSize};
 use crate::checker::Checker;
 use crate::diagnostic::{Diagnostic, Fix};
 use crate::registry::Rule;
-use crate::rules::helpers::{locate, locate_in_scope, remove_statement, scope_root};
+use crate::rules::helpers::remove_statement;
+use crate::semantic::located::{child_blocks, locate, locate_in_scope, scope_root};
 use crate::semantic::mutation::{for_each_mutation, Mutation};
 use crate::semantic::names::dotted;
 use crate::semantic::scan::{keys_in, visit_block};
@@ -322,7 +323,7 @@ fn exclusive_branches(body: &[Stmt], a: TextSize, b: TextSize) -> bool {
         if !(stmt.range().contains(a) && stmt.range().contains(b)) {
             continue;
         }
-        let blocks = crate::rules::helpers::child_blocks(stmt);
+        let blocks = child_blocks(stmt);
         let branch = |o: TextSize| {
             blocks
                 .iter()

@@ -67,7 +67,7 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
     let allocates = (is_numpy || is_torch) && matches!(func, "zeros" | "ones" | "empty" | "full");
     // Only in a loop that runs once per training step (not per epoch, nor a loop over
     // layers); a call it could report first.
-    if !(stacks || allocates) || !crate::rules::helpers::runs_every_step(checker) {
+    if !(stacks || allocates) || !crate::semantic::located::runs_every_step(checker) {
         return;
     }
     let loop_line = checker.line(frame.offset);

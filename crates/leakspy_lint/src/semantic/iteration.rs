@@ -1072,31 +1072,6 @@ fn loop_grain(targets: &[String], iter: &Expr, is_while: bool) -> Option<Grain> 
     verdict
 }
 
-/// A loop that runs once per epoch, generation or episode by its names.
-pub fn is_coarse_loop(stmt: &Stmt) -> bool {
-    match stmt {
-        Stmt::For(f) => {
-            let mut names: Vec<String> = keys_in(&f.target).into_iter().collect();
-            names.sort_unstable();
-            loop_grain(&names, &f.iter, false) == Some(Grain::Epoch)
-        }
-        Stmt::While(w) => loop_grain(&[], &w.test, true) == Some(Grain::Epoch),
-        _ => false,
-    }
-}
-
-/// A function that frameworks call once per epoch or run (`on_train_epoch_end`, `fit`,
-/// `setup`, `save_checkpoint`) rather than once per step.
-pub fn is_coarse_function(name: &str) -> bool {
-    name_words(name).any(|w| {
-        EPOCH_WORDS.contains(&w.as_str())
-            || matches!(
-                w.as_str(),
-                "fit" | "setup" | "teardown" | "start" | "save" | "load" | "checkpoint" | "sanity"
-            )
-    })
-}
-
 /// Functions registered as forward/backward/tensor hooks anywhere in the file (by name, or the
 /// factory that makes them).
 pub fn collect_hook_functions(source: &str, suite: &[Stmt]) -> FxHashSet<String> {

@@ -404,6 +404,30 @@ impl SemanticModel<'_> {
         keys.iter().any(|k| counters.contains(k))
     }
 
+    /// `container` holds an object of a class of this file (`self.memory = ReplayBuffer(...)`,
+    /// `buffer = RingBuffer(...)`): such a class manages its own storage.
+    pub fn holds_file_object(&self, container: &Expr) -> bool {
+        if self.class_of(container).is_some() {
+            return true;
+        }
+        let (Some(attr), Some(class)) = (self_attr(container), self.class()) else {
+            return false;
+        };
+        let mut found = false;
+        super::facts::visit_body(&class.body, &mut |stmt| {
+            if let Stmt::Assign(assign) = stmt {
+                if assign.targets.iter().any(|t| self_attr(t) == Some(attr)) {
+                    if let Expr::Call(call) = &*assign.value {
+                        if let Some(q) = self.facts.imports.qualify(&call.func) {
+                            found |= self.facts.classes.contains_key(q.as_str());
+                        }
+                    }
+                }
+            }
+        });
+        found
+    }
+
     /// Can this file say that nothing resets `class.attr`? Only when it creates the class's
     /// objects outside tests (their owner is here; an object a test makes lives for one test),
     /// or the attribute is private: a public attribute of a
@@ -500,4 +524,26 @@ fn changing_call(expr: &Expr) -> bool {
     let mut c = C(false);
     c.visit_expr(expr);
     c.0
+}
+
+/// `agent.losses.clear()`, `env.episode_rewards = []`, `del trainer.history[:]` somewhere else
+/// in the file: the owner's users reset it. Only run when about to report.
+pub fn reset_from_outside(source: &str, name: &str) -> bool {
+    let needle = format!(".{name}");
+    source.match_indices(needle.as_str()).any(|(i, _)| {
+        let before = &source[..i];
+        if before.ends_with("self") || before.ends_with("cls") {
+            return false;
+        }
+        let after = &source[i + needle.len()..];
+        if after.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
+            return false;
+        }
+        let after = after.trim_start();
+        after.starts_with(".clear(")
+            || after.starts_with("[:]")
+            || after.starts_with("= ") && !after.starts_with("==")
+            || after.starts_with(".pop(")
+            || before.trim_end().ends_with("del") && after.starts_with('[')
+    })
 }

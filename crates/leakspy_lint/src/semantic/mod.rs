@@ -7,6 +7,7 @@ pub mod facts;
 pub mod guard;
 pub mod iteration;
 pub mod lifetime;
+pub mod located;
 pub mod model;
 pub mod mutation;
 pub mod names;

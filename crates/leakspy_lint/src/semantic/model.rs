@@ -41,13 +41,6 @@ pub struct LoopFrame<'a> {
     pub trains: bool,
 }
 
-impl LoopFrame<'_> {
-    /// A training loop whose iterations are epochs, episodes or generations.
-    pub fn is_coarse(&self) -> bool {
-        self.role == LoopRole::Training(Grain::Epoch)
-    }
-}
-
 /// An `if` the walk is inside: its test, the block it guards, and the loop depth it is at.
 pub struct Guard<'a> {
     pub test: &'a Expr,

@@ -414,6 +414,20 @@ impl Imports {
     }
 }
 
+/// A name that says a running statistic: a mean, variance, standard deviation, Welford's `M2`,
+/// an exponential moving average, a baseline, a moment, a smoothed value.
+pub fn is_stat_name(name: &str) -> bool {
+    let n = name.trim_start_matches('_').to_ascii_lowercase();
+    n == "m2"
+        || n.starts_with("m2_")
+        || [
+            "mean", "var", "std", "ema", "running", "avg", "average", "baseline", "moment",
+            "smooth",
+        ]
+        .iter()
+        .any(|s| n.contains(s))
+}
+
 #[cfg(test)]
 mod tests {
     use super::{dotted, is_dotted};
