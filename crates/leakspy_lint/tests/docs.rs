@@ -61,3 +61,47 @@ fn rules_md_is_up_to_date() {
         "docs/rules.md is out of date: run `LEAKSPY_UPDATE_DOCS=1 cargo test -p leakspy_lint --test docs`"
     );
 }
+
+/// The first ```python block after `## heading` in a rule's documentation.
+fn code_block(doc: &str, heading: &str) -> Option<String> {
+    let rest = doc.split(&format!("## {heading}\n")).nth(1)?;
+    let body = rest.strip_prefix("```python\n")?;
+    Some(body.split("\n```").next()?.to_string())
+}
+
+/// Each rule's "Example" raises it and its "Use instead" does not: the documentation shows what
+/// the rule really does. The snippets get the imports they take for granted.
+#[test]
+fn each_rule_example_raises_it_and_its_fix_does_not() {
+    const IMPORTS: &str = "import copy\nimport functools\nimport gc\nimport weakref\n\
+        from collections import deque\n\nimport matplotlib.pyplot as plt\nimport numpy as np\n\
+        import torch\nimport torch.nn as nn\n\n";
+    let mut failures = Vec::new();
+    for rule in Rule::ALL {
+        let only =
+            leakspy_lint::RuleSet::from_selectors(Some(&[rule.code().to_string()]), &[], &[])
+                .unwrap();
+        let doc = rule.documentation();
+        for (heading, want) in [("Example", true), ("Use instead", false)] {
+            let Some(code) = code_block(&doc, heading) else {
+                failures.push(format!("{}: no {heading} block", rule.code()));
+                continue;
+            };
+            let source = format!("{IMPORTS}{code}\n");
+            let checked = leakspy_lint::check_source(&source, &only);
+            let raised = !checked.diagnostics.is_empty();
+            if raised != want {
+                failures.push(format!(
+                    "{}: {heading} {}",
+                    rule.code(),
+                    if want {
+                        "raises nothing"
+                    } else {
+                        "still raises the rule"
+                    }
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}

@@ -39,8 +39,8 @@ pub fn run(args: RuleArgs) -> Result<u8> {
 
 pub fn render(rule: Rule) -> String {
     let kind = match rule.kind() {
-        RuleKind::Leak => "leak rule",
-        RuleKind::Advice => "advice rule",
+        RuleKind::Leak => "A leak rule",
+        RuleKind::Advice => "An advice rule",
     };
     let default = match rule.default() {
         RuleDefault::On(why) => format!("On by default: {why}."),
@@ -50,7 +50,7 @@ pub fn render(rule: Rule) -> String {
         ),
     };
     format!(
-        "# {} ({})\n\nA {kind}. {default}\n\n{}",
+        "# {} ({})\n\n{kind}. {default}\n\n{}",
         rule.name(),
         rule.code(),
         rule.documentation()

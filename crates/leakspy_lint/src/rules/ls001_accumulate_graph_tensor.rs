@@ -1,13 +1,15 @@
 //! ## What it does
-//! Flags a running total that adds graph-carrying tensors across iterations:
-//! `total += loss`, `total = total + loss`, `stats[k] += loss`, `self.total += loss`, where the
-//! total outlives the iteration (bound before the loop, an attribute or a global).
+//! Flags a running total that adds graph-carrying tensors across iterations: `total += loss`,
+//! `total = total + loss`, `stats[k] += loss`, `self.total += loss`, where the total outlives the
+//! iteration (bound before the loop, an attribute or a global) and the statement runs once per
+//! training iteration (in a loop that trains or goes through data, or in a function that runs
+//! once per step).
 //!
 //! ## Why is this bad?
 //! Adding a tensor that carries an autograd graph builds a new graph node that points at both
 //! operands. The total then links to the graph of every iteration it ever added: memory grows
-//! with each step until the total is dropped, and a later `.backward()` through it would
-//! traverse all of them. This is the `total_loss += loss` leak from the PyTorch FAQ.
+//! with each step until the total is dropped, and a later `.backward()` through it would traverse
+//! all of them. This is the `total_loss += loss` leak from the PyTorch FAQ.
 //!
 //! ## Example
 //! ```python
@@ -30,13 +32,21 @@
 //! ```
 //!
 //! ## Fix safety
-//! The fix adds `.detach()` to the added value. The total keeps its type (a tensor stays a
-//! tensor) and its value; only the graph is dropped, so the fix is safe. It is not offered when
-//! the total is backpropagated in the same function (gradient accumulation).
+//! The fix adds `.detach()` to the added value (offered when it is a tensor). The total keeps its
+//! type and its value; only the graph is dropped. It is safe only when every other use of the
+//! total is logging, printing, counting or arithmetic that ends in numbers (`print(total / n)`,
+//! `total.item()`, an f-string): nothing that might need the graph sees the change. When the
+//! total is returned, passed to a function, fed to a loss or a module, or backpropagated, the
+//! same edit is offered as an unsafe fix.
 //!
 //! ## Stays silent on
-//! A total re-created inside the iteration and backpropagated; `loss.item()`; code under
-//! `torch.no_grad()`.
+//! A total re-created inside the iteration and backpropagated (gradient accumulation); a total
+//! that a method of the class backpropagates; `loss.item()`; tuples and lists concatenated
+//! (`outputs += (h,)`, a store); statistics named as such (`mean`, `ema`: LS011); code under
+//! `torch.no_grad()`; code that does not run once per training iteration (a loop over layers,
+//! heads or time steps of one forward pass, whose graph dies with the step; set-up code; code
+//! that runs once, as under `if step == 0:` or `if self.x is None:`, or only with a debugging
+//! option on).
 
 use ruff_python_ast::{Expr, Operator, Stmt};
 use ruff_text_size::Ranged;

@@ -1,8 +1,8 @@
 //! ## What it does
-//! Flags a graph-carrying value (or a dict/tuple holding one) put into a container that
-//! outlives the iteration: `.append/.extend/.insert/.add`, `c[k] = x` with a key that changes
-//! per iteration, tuple-unpacking into subscripts, `c += [x]`, or a `push`/`store` call on a
-//! long-lived buffer.
+//! Flags a graph-carrying value (or a dict/tuple holding one) put into a container that outlives
+//! the iteration: `.append/.extend/.insert/.add`, `c[k] = x` with a key that changes per
+//! iteration, tuple-unpacking into subscripts, `c += [x]`, or a `push`/`store` call on a
+//! long-lived buffer, in code that runs once per training iteration.
 //!
 //! ## Why is this bad?
 //! Each stored tensor keeps its autograd graph alive: after `.backward()` that is the chain of
@@ -12,28 +12,49 @@
 //!
 //! ## Example
 //! ```python
-//! for step in range(steps):
-//!     critic_loss, actor_loss = agent.update(batch)
-//!     self.actor_losses.append(actor_loss)
+//! def train(model, loader, optimizer, criterion):
+//!     losses = []
+//!     for x, y in loader:
+//!         loss = criterion(model(x), y)
+//!         optimizer.zero_grad()
+//!         loss.backward()
+//!         optimizer.step()
+//!         losses.append(loss)
+//!     return sum(l.item() for l in losses) / len(losses)
 //! ```
 //!
 //! ## Use instead
 //! ```python
-//! for step in range(steps):
-//!     critic_loss, actor_loss = agent.update(batch)
-//!     self.actor_losses.append(actor_loss.item())
+//! def train(model, loader, optimizer, criterion):
+//!     losses = []
+//!     for x, y in loader:
+//!         loss = criterion(model(x), y)
+//!         optimizer.zero_grad()
+//!         loss.backward()
+//!         optimizer.step()
+//!         losses.append(loss.item())
+//!     return sum(losses) / len(losses)
 //! ```
 //!
 //! ## Fix safety
-//! The fix stores `x.detach()`: the same values without the graph. It is safe because the
-//! container is not backpropagated in the function (gradient accumulation is not flagged).
-//! `.item()` is better still for scalars but changes the stored type, so it is only suggested.
+//! The fix stores `x.detach()`: the same values without the graph (offered when the stored value
+//! is a tensor, not a dict or tuple). It is safe only when every other use of the container is
+//! logging, printing, counting or arithmetic that ends in numbers
+//! (`print(sum(x.item() for x in losses))`, `len(...)`, an f-string): nothing that might need the
+//! graph sees the change. When the container is returned, passed to a function, fed to a loss or
+//! a module, or backpropagated, the same edit is offered as an unsafe fix. `.item()` is better
+//! still for scalars but changes the stored type, so it is only suggested.
 //!
 //! ## Stays silent on
-//! Gradient accumulation consumed by `.backward()` in the same step; a module's own method
-//! collecting its per-timestep outputs in a local list; values stored under
-//! `torch.no_grad()`/`inference_mode()`; detached values; containers created or cleared in the
-//! same iteration.
+//! Gradient accumulation consumed by `.backward()` in the same step, or by a method of the class
+//! (a REINFORCE agent's `log_probs`); a module's own method collecting its per-timestep outputs
+//! in a local list; values stored under `torch.no_grad()`/`inference_mode()`; detached values;
+//! containers created or cleared in the same iteration; loops that neither backpropagate nor step
+//! an optimizer (a loss built from parts, outputs gathered for the caller; evaluation loops with
+//! autograd on are LS009's); code that does not run once per training iteration (a loop over
+//! layers, heads or time steps of one forward pass, whose graph dies with the step; set-up code;
+//! code that runs once, as under `if step == 0:` or `if self.x is None:`, or only with a
+//! debugging option on).
 
 use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::Ranged;

@@ -1,10 +1,7 @@
 //! ## What it does
 //! Flags `.clone()`, `.cpu()` and `.to(...)` (also `.cuda()`) of a graph-carrying tensor used as
-//! a snapshot without `.detach()`: stored into a container or attribute that outlives the
-//! iteration (`history.append(out.clone())`, `self.best[k] = logits.cpu()`,
-//! `self.last = out.clone()` in a training loop), or returned from a snapshot/log helper
-//! (`snapshot*`, `log`/`log_*`, `record*`, `save*`, `get_*state*`; not math such as
-//! `log_prob`).
+//! a snapshot without `.detach()` and stored, once per training iteration, into a container that
+//! outlives the iteration (`history.append(out.clone())`, `self.best[step] = logits.cpu()`).
 //!
 //! ## Why is this bad?
 //! `.clone()` copies the values but records the copy in the autograd graph (`CloneBackward`);
@@ -43,18 +40,23 @@
 //! ## Fix safety
 //! The fix inserts `.detach()` before the first `.clone()`/`.cpu()`/`.to()` of the chain
 //! (`out.clone()` becomes `out.detach().clone()`): the stored values, dtype and device are the
-//! same, only the graph is gone. It is safe because snapshots stored for later inspection are
-//! not backpropagated; the rule stays silent where the container flows into a `.backward()` in
-//! the same function (gradient accumulation).
+//! same, only the graph is gone. It is safe only when every other use of the container is
+//! logging, printing, counting or arithmetic that ends in numbers
+//! (`print(sum(x.item() for x in losses))`, `len(...)`, an f-string): nothing that might need the
+//! graph sees the change. When the container is returned, passed to a function, fed to a loss or
+//! a module, or backpropagated, the same edit is offered as an unsafe fix.
 //!
 //! ## Stays silent on
 //! Receivers known to carry no graph (`x.detach().clone()`, tensors computed under
 //! `torch.no_grad()`/`inference_mode()`, data from the loader, parameters); snapshots kept in
-//! per-iteration containers or consumed by `.backward()` in the same step; copies written into
-//! a preallocated tensor (`buf[i] = out.cpu()`); attributes of an `nn.Module` set in `forward()`
-//! or what it calls (LS007 reports those); math named like logging (`log_prob`). Where the
-//! stored expression is not literally a `.clone()`/`.cpu()`/`.to()` call, LS002 reports the
-//! store instead.
+//! per-iteration containers or consumed by `.backward()` in the same step; copies written into a
+//! preallocated tensor (`buf[i] = out.cpu()`); an attribute or dict entry replaced on each step
+//! (`self.last = out.clone()`: it keeps one step's graph, not one per step); snapshots returned
+//! to the caller; code that does not run once per training iteration (a loop over layers, heads
+//! or time steps of one forward pass, whose graph dies with the step; set-up code; code that runs
+//! once, as under `if step == 0:` or `if self.x is None:`, or only with a debugging option on).
+//! Where the stored expression is not literally a `.clone()`/`.cpu()`/`.to()` call, LS002 reports
+//! the store instead.
 
 use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::{Ranged, TextRange, TextSize};

@@ -1,9 +1,10 @@
 //! ## What it does
-//! Flags tensors that live on an accelerator (moved with `.to(device)` or `.cuda()`, created
-//! with `device=...`, or returned by a model whose inputs are on a device) collected into a
-//! container for a whole loop: `preds.append(model(x).detach())` in an evaluation loop over a
-//! CUDA model, `self.buffer.append(obs.to(device))` in a `push()` that nothing ever trims.
-//! The tensors carry no graph (graph-carrying stores are LS002's): the cost is device memory.
+//! Flags tensors that live on an accelerator (moved with `.to(device)` or `.cuda()`, created with
+//! `device=...`, or returned by a model whose inputs are on a device) collected into a container
+//! that outlives the function that fills it (an attribute, a module global, a closure cell):
+//! `self.predictions.append(model(x))` in an evaluation method over a CUDA model,
+//! `self.buffer.append(obs.to(device))` in a `push()` that nothing ever trims. The tensors carry
+//! no graph (graph-carrying stores are LS002's): the cost is device memory.
 //!
 //! ## Why is this bad?
 //! Each stored tensor keeps its GPU memory until the container is dropped. One per batch means
@@ -15,38 +16,59 @@
 //!
 //! ## Example
 //! ```python
-//! def predict(model, loader):
-//!     model = model.to("cuda")
-//!     preds = []
-//!     with torch.no_grad():
+//! class Evaluator:
+//!     def __init__(self, model):
+//!         self.model = model.to("cuda")
+//!         self.predictions = []
+//!
+//!     @torch.no_grad()
+//!     def evaluate(self, loader):
 //!         for x, _ in loader:
-//!             preds.append(model(x.to("cuda")))
-//!     return torch.cat(preds)
+//!             self.predictions.append(self.model(x.to("cuda")))
+//!         return torch.cat(self.predictions)
+//!
+//!
+//! def fit(model, train_loader, val_loader, epochs):
+//!     evaluator = Evaluator(model)
+//!     for epoch in range(epochs):
+//!         train_one_epoch(model, train_loader)
+//!         print(epoch, evaluator.evaluate(val_loader).mean().item())
 //! ```
 //!
 //! ## Use instead
 //! ```python
-//! def predict(model, loader):
-//!     model = model.to("cuda")
-//!     preds = []
-//!     with torch.no_grad():
+//! class Evaluator:
+//!     def __init__(self, model):
+//!         self.model = model.to("cuda")
+//!
+//!     @torch.no_grad()
+//!     def evaluate(self, loader):
+//!         predictions = []
 //!         for x, _ in loader:
-//!             preds.append(model(x.to("cuda")).cpu())
-//!     return torch.cat(preds)
+//!             predictions.append(self.model(x.to("cuda")).cpu())
+//!         return torch.cat(predictions)
+//!
+//!
+//! def fit(model, train_loader, val_loader, epochs):
+//!     evaluator = Evaluator(model)
+//!     for epoch in range(epochs):
+//!         train_one_epoch(model, train_loader)
+//!         print(epoch, evaluator.evaluate(val_loader).mean().item())
 //! ```
 //!
 //! ## Fix safety
 //! The fix stores `value.cpu()`. It is unsafe: code that later combines the stored tensors with
-//! tensors on the device (`torch.cat(preds) == targets.cuda()`) must move them back, and the
-//! copy to the host synchronises with the device each step.
+//! tensors on the device (`torch.cat(preds) == targets.cuda()`) must move them back, and the copy
+//! to the host synchronises with the device each step.
 //!
 //! ## Stays silent on
-//! `.cpu()`, `.numpy()`, `.tolist()`, `.item()` on the way; containers created or cleared in the
-//! same iteration; lists made afresh by an outer loop (a per-episode list of states, stacked
-//! after the episode); bounded `deque(maxlen=...)`s; attributes grown in a per-step method that
-//! the class trims or clears somewhere; `push`/`store` methods and objects of the file's own
-//! classes (a replay buffer with a capacity manages its storage); writes into a preallocated
-//! tensor (`buf[t] = obs`); graph-carrying values (reported by LS002); modules moved to a device.
+//! `.cpu()`, `.numpy()`, `.tolist()`, `.item()` on the way; local lists of a function (its
+//! working set: predictions gathered for a metric, returned or stacked into a batch); containers
+//! created or cleared in the same iteration; lists made afresh by an outer loop; bounded
+//! `deque(maxlen=...)`s; attributes that some method trims, clears or rebinds; `push`/`store`
+//! methods and objects of the file's own classes (a replay buffer with a capacity manages its
+//! storage); writes into a preallocated tensor (`buf[t] = obs`); graph-carrying values (reported
+//! by LS002); modules moved to a device.
 
 use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::{Ranged, TextRange};

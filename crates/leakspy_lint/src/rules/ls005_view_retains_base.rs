@@ -3,14 +3,16 @@
 //! tensor or array made in the iteration: a slice or strided slice (`logits[:, -1]`,
 //! `frame[::2, ::2]`, `x[0]`), `.narrow(...)`, `.select(...)`, `.diagonal()`, a piece of
 //! `.split()`/`.chunk()`/`.unbind()` (reshaping views such as `.view(...)`, `.T`, `.expand(...)`
-//! on top of those too); elements got by iterating a tensor or array (`for row in batch:
-//! rows.append(row)`); and `list.extend(tensor)`, which adds every row as a view.
+//! on top of those too); a slice returned by a function of this file
+//! (`def first_token(h): return h[:, 0]`); elements got by iterating a tensor or array
+//! (`for row in batch: rows.append(row)`); and `list.extend(tensor)` (also of a slice), which
+//! adds every row as a view.
 //!
 //! ## Why is this bad?
 //! A view shares the storage of its base: as long as the small slice is alive, so is the whole
 //! base tensor or array. Keeping the last-token logits `logits[:, -1]` of a `(batch, seq, vocab)`
-//! tensor keeps all `seq` positions; keeping a downsampled frame `frame[::2, ::2]` keeps the
-//! full frame. Memory grows by the size of the base, not of what was kept, with every step, and
+//! tensor keeps all `seq` positions; keeping a downsampled frame `frame[::2, ::2]` keeps the full
+//! frame. Memory grows by the size of the base, not of what was kept, with every step, and
 //! trimming the container later does not help while any view of a base remains.
 //!
 //! ## Example
@@ -36,9 +38,9 @@
 //! ```
 //!
 //! ## Fix safety
-//! The fix stores a copy: `.clone()` for a tensor, `.copy()` for a numpy array. It is unsafe:
-//! the stored entry no longer shares memory with its base, so in-place writes to the base after
-//! the store no longer show in it (and writes to the entry no longer reach the base).
+//! The fix stores a copy: `.clone()` for a tensor, `.copy()` for a numpy array. It is unsafe: the
+//! stored entry no longer shares memory with its base, so in-place writes to the base after the
+//! store no longer show in it (and writes to the entry no longer reach the base).
 //! `list.extend(tensor)` gets no fix: extend with `tensor.tolist()` or with copies of the rows.
 //!
 //! ## Stays silent on
@@ -46,7 +48,8 @@
 //! `np.array(...)`, `torch.tensor(...)` on the way; views of long-lived bases (`self.buffer[i]`,
 //! a data set bound once before the loop), which are kept alive anyway; reshaping views of a
 //! whole tensor (`x.view(-1)`, `x.T`), which keep no more than they show; advanced indexing with
-//! index tensors or lists (a copy); per-iteration containers; graph-carrying values (LS002).
+//! index tensors or lists (a copy); per-iteration containers; local lists of a function that does
+//! not run per iteration; graph-carrying values (LS002).
 
 use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::{Ranged, TextRange};

@@ -1,45 +1,37 @@
 //! ## What it does
-//! Flags a forward, backward or tensor hook that stores what it receives (`output`, `input`,
-//! `grad_output`, a tensor hook's `grad`, or values computed from them) into state that outlives
-//! the call (an attribute, a dict or list of the enclosing object, a closure cell, a module
-//! global) without `.detach()`: `activations[name] = output`, `self.features.append(output)`,
-//! `module.saved = input[0]`. Hooks are the functions passed to `register_*hook` (by name, or
-//! made by a registered factory) and functions named `*_hook`.
+//! Flags a forward, backward or tensor hook that adds what it receives (`output`, `input`,
+//! `grad_output`, a tensor hook's `grad`, or values computed from them) to a collection that
+//! outlives the call (a list of the enclosing object, a closure cell, a module global) without
+//! `.detach()`: `self.features.append(output)`, `feature_log.append(output.mean(0))`. One entry
+//! per forward call means memory that grows with every step. Hooks are the functions passed to
+//! `register_*hook` (by name, or made by a registered factory) and functions named `*_hook`.
 //!
 //! ## Why is this bad?
 //! A forward hook runs inside the model's forward pass: `output` is the live activation, part of
-//! the autograd graph. Kept past the call, it keeps that graph alive: every activation saved
-//! for the backward pass until a `.backward()` through it runs, the chain of autograd nodes
-//! after. Stored in a dict or attribute it holds the last forward's graph until the next call
-//! replaces it (an evaluation loop with grad on keeps a whole extra forward pass of activations);
-//! appended to a list it holds one graph per forward call, and memory grows with every step.
+//! the autograd graph. Kept past the call, it keeps that graph alive: every activation saved for
+//! the backward pass until a `.backward()` through it runs, the chain of autograd nodes after.
+//! Appended to a list it holds one graph per forward call, and memory grows with every step.
 //! Gradients received by backward and tensor hooks carry no graph, but appending them keeps an
 //! activation-sized tensor per call.
 //!
 //! ## Example
 //! ```python
-//! activations = {}
+//! feature_log = []
 //!
-//! def save(name):
-//!     def hook(module, input, output):
-//!         activations[name] = output
-//!     return hook
+//! def log_features(module, inputs, output):
+//!     feature_log.append(output.mean(dim=(2, 3)))
 //!
-//! for name, layer in model.named_modules():
-//!     layer.register_forward_hook(save(name))
+//! model.layer4.register_forward_hook(log_features)
 //! ```
 //!
 //! ## Use instead
 //! ```python
-//! activations = {}
+//! feature_log = []
 //!
-//! def save(name):
-//!     def hook(module, input, output):
-//!         activations[name] = output.detach()
-//!     return hook
+//! def log_features(module, inputs, output):
+//!     feature_log.append(output.mean(dim=(2, 3)).detach().cpu())
 //!
-//! for name, layer in model.named_modules():
-//!     layer.register_forward_hook(save(name))
+//! model.layer4.register_forward_hook(log_features)
 //! ```
 //!
 //! ## Fix safety
@@ -49,12 +41,12 @@
 //! bounds their memory (clearing the list after use) depends on the program.
 //!
 //! ## Stays silent on
-//! Per-call replacement of detached values (`activations[name] = output.detach()`), values cut
-//! by `.item()`, `.tolist()`, `.numpy()`, `float(...)`, values computed under `torch.no_grad()`
-//! in the hook, shapes and statistics turned into numbers, locals of the hook, gradients stored
-//! by replacement (`self.gradients = grad_output[0]`), and replacement of an entry of a dict
-//! that belongs to an enclosing function (`feats["x"] = output` in a helper that runs the model
-//! once and returns the features): it lives no longer than that call.
+//! Replacement, which keeps one call's values, not one per step (`activations[name] = output`,
+//! `self.gradients = grad_output[0]`, `module.saved = input[0]`); values cut by `.item()`,
+//! `.tolist()`, `.numpy()`, `float(...)`; values computed under `torch.no_grad()` in the hook;
+//! shapes and statistics turned into numbers; locals of the hook; collections that live no longer
+//! than the call that runs the model (`feats` filled by a helper that runs the model once and
+//! returns them).
 
 use ruff_python_ast::{Expr, ExprCall, Stmt, StmtFunctionDef};
 use ruff_text_size::Ranged;

@@ -1,8 +1,8 @@
 //! ## What it does
 //! Flags state kept on a module across calls and rebuilt from itself with autograd on:
-//! `self.h = self.cell(x, self.h)` in `forward()` (or a method that runs on every step), when no
-//! other method of the class resets or detaches it. Each call's graph then links to the graph of
-//! the call before.
+//! `self.h = self.cell(x, self.h)` in `forward()` (or a method that runs on every step), also
+//! through a tuple (`y, self.h = self.cell(x, self.h)`), when no other method of the class resets
+//! or detaches it. Each call's graph then links to the graph of the call before.
 //!
 //! ## Why is this bad?
 //! A tensor stored on the module outlives the call that made it, and with it its autograd graph.

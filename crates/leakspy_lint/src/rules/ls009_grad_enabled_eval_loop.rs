@@ -5,16 +5,17 @@
 //! `torch.autograd.grad` in the function, or only in another loop, as in a `fit()` with a
 //! validation loop) and no `no_grad`/`inference_mode` is in effect. An evaluation loop is one at
 //! module level or in a function named like evaluation (`eval`, `valid`, `test`, `predict`,
-//! `infer`, `generate`, `embed`...) or calling `.eval()`; code that collects outputs for a later
-//! backward (an RL rollout filling `self.log_probs`, a helper returning stacked outputs) is left
-//! alone. Reported once per loop, at the loop header.
+//! `infer`, `benchmark`, `embed`, `extract`, `score`) or calling `.eval()`, outside the methods
+//! of a module class (a model's `generate` or `decode` may be trained through); code that
+//! collects outputs for a later backward (an RL rollout filling `self.log_probs`, a helper
+//! returning stacked outputs) is left alone. Reported once per loop, at the loop header.
 //!
 //! ## Why is this bad?
 //! With grad on, every model call records a graph that saves the activations its backward pass
 //! would need. A training step frees them with `.backward()`; an evaluation or inference loop
-//! never does, so each kept output holds its whole graph with every saved activation: memory grows
-//! with each batch, often by far more than the outputs themselves. `model.eval()` does not help:
-//! it switches dropout and batch norm to inference behaviour but leaves autograd on. Only
+//! never does, so each kept output holds its whole graph with every saved activation: memory
+//! grows with each batch, often by far more than the outputs themselves. `model.eval()` does not
+//! help: it switches dropout and batch norm to inference behaviour but leaves autograd on. Only
 //! `torch.no_grad()` or `torch.inference_mode()` (as a `with` block or a decorator) stops the
 //! recording, and it makes the loop faster too.
 //!
@@ -47,10 +48,10 @@
 //! ## Stays silent on
 //! Loops under `torch.no_grad()`/`torch.inference_mode()`/`set_grad_enabled(False)` (block or
 //! decorator); functions that call `.backward()`, step an optimizer or call `autograd.grad`
-//! (unless in another loop, on values this loop does not keep);
-//! outputs cut with `.item()`, `.detach()`, `.tolist()`, `.argmax()`...; containers created or
-//! cleared in each iteration; a module's `forward`; functions whose name does not say evaluation
-//! and that never call `.eval()` (their outputs may be backpropagated elsewhere); Lightning's
+//! (unless in another loop, on values this loop does not keep); outputs cut with `.item()`,
+//! `.detach()`, `.tolist()`, `.argmax()`...; containers created or cleared in each iteration; a
+//! module's `forward`; functions whose name does not say evaluation and that never call `.eval()`
+//! (their outputs may be backpropagated elsewhere); Lightning's
 //! `validation_step`/`test_step`/`predict_step`, which run under `no_grad` already.
 
 use ruff_python_ast::{Expr, ExprCall, Operator, Stmt};

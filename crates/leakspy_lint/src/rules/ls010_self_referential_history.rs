@@ -9,24 +9,30 @@
 //! history, every new history points at the previous one, which points at the one before: the
 //! graph reaches back to the very first step, and everything it saved (the graph of every `x`
 //! ever appended) stays alive. Slicing the result to the last `N` rows bounds the tensor, not the
-//! graph: `[-N:]` is one more node in the chain. Memory grows with every step and a
-//! `.backward()` through the history walks all of them. One of our users lost a training run to
-//! exactly this: an `ability_history` concatenated each step from policy-derived values.
+//! graph: `[-N:]` is one more node in the chain. Memory grows with every step and a `.backward()`
+//! through the history walks all of them. One of our users lost a training run to exactly this:
+//! an `ability_history` concatenated each step from policy-derived values.
 //!
 //! ## Example
 //! ```python
-//! history = torch.zeros(0, dim)
-//! for step in range(steps):
-//!     ability = ability + policy(state)
-//!     history = torch.cat([history, ability.unsqueeze(0)])[-max_len:]
+//! def rollout(policy, state, steps, max_len=32):
+//!     history = torch.zeros(0, 8)
+//!     ability = torch.zeros(8)
+//!     for step in range(steps):
+//!         ability = ability + policy(state)
+//!         history = torch.cat([history, ability.unsqueeze(0)])[-max_len:]
+//!     return history
 //! ```
 //!
 //! ## Use instead
 //! ```python
-//! history = torch.zeros(0, dim)
-//! for step in range(steps):
-//!     ability = ability + policy(state)
-//!     history = torch.cat([history.detach(), ability.detach().unsqueeze(0)])[-max_len:]
+//! def rollout(policy, state, steps, max_len=32):
+//!     history = torch.zeros(0, 8)
+//!     ability = torch.zeros(8)
+//!     for step in range(steps):
+//!         ability = (ability + policy(state)).detach()
+//!         history = torch.cat([history, ability.unsqueeze(0)])[-max_len:]
+//!     return history
 //! ```
 //!
 //! ## Fix safety
@@ -39,7 +45,10 @@
 //! Histories detached on the way (`torch.cat([h.detach(), x])`), updates under
 //! `torch.no_grad()`/`inference_mode()`, and concatenations whose inputs carry no graph; a local
 //! concatenated within one forward pass (in a module's `forward`, or in a loop over layers or
-//! blocks, as in DenseNet), whose graph is freed with the step.
+//! blocks, as in DenseNet), whose graph is freed with the step; code that does not run once per
+//! training iteration (a loop over layers, heads or time steps of one forward pass, whose graph
+//! dies with the step; set-up code; code that runs once, as under `if step == 0:` or
+//! `if self.x is None:`, or only with a debugging option on).
 
 use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::Ranged;

@@ -6,38 +6,52 @@
 //!   statistic's previous value;
 //! - `self.M2 += delta * delta2`, `self.running_var += ...` on statistics;
 //! - in-place updates such as `running_mean.mul_(m).add_(x.mean(0), alpha=1 - m)` or
-//!   `ema.lerp_(x, w)`.
+//!   `ema.lerp_(x, w)`, and writes into the statistic's storage (`self.var[:] = ...`);
+//! - statistics returned by a helper with the output and kept by tuple assignment
+//!   (`y, self.mean, self.var = batch_norm(h, self.mean, self.var)`).
 //!
 //! The graph is seen where the update computes it (`h = self.proj(x)`, `values = critic(s)`) and
 //! also when the update is computed from a parameter of a function or method that a call in the
-//! same file passes a graph-carrying value (`normalizer.update(policy(state))`).
+//! same file passes a graph-carrying value (`normalizer.update(policy(state))`, or a submodule's
+//! `forward` called as `self.norm(self.encoder(x))`).
 //!
 //! ## Why is this bad?
-//! Each update builds a node that points at the batch it came from and at the statistic's previous
-//! value, which points at the batch before, and so on: the statistic links to the graph of every
-//! batch it has ever seen. Memory grows with every step (with the saved activations of each batch
-//! when nothing backpropagates through them), and a loss that uses the statistic backpropagates
-//! into all earlier batches. Statistics describe the data; they should not be differentiated
-//! through. One of our users' economics-simulation training runs ran out of memory after minutes
-//! because its feature normalizer's mean and `M2` were updated from graph-carrying features.
+//! Each update builds a node that points at the batch it came from and at the statistic's
+//! previous value, which points at the batch before, and so on: the statistic links to the graph
+//! of every batch it has ever seen. Memory grows with every step (with the saved activations of
+//! each batch when nothing backpropagates through them), and a loss that uses the statistic
+//! backpropagates into all earlier batches. Statistics describe the data; they should not be
+//! differentiated through. One of our users' economics-simulation training runs ran out of memory
+//! after minutes because its feature normalizer's mean and `M2` were updated from graph-carrying
+//! features.
 //!
 //! ## Example
 //! ```python
 //! class Normalizer(nn.Module):
+//!     def __init__(self, dim):
+//!         super().__init__()
+//!         self.proj = nn.Linear(dim, dim)
+//!         self.mean = torch.zeros(dim)
+//!
 //!     def forward(self, features):
 //!         h = self.proj(features)
 //!         self.mean = self.mean * 0.99 + h.mean(0) * 0.01
-//!         return (h - self.mean) / self.std
+//!         return h - self.mean
 //! ```
 //!
 //! ## Use instead
 //! ```python
 //! class Normalizer(nn.Module):
+//!     def __init__(self, dim):
+//!         super().__init__()
+//!         self.proj = nn.Linear(dim, dim)
+//!         self.mean = torch.zeros(dim)
+//!
 //!     def forward(self, features):
 //!         h = self.proj(features)
 //!         with torch.no_grad():
 //!             self.mean = self.mean * 0.99 + h.mean(0) * 0.01
-//!         return (h - self.mean) / self.std
+//!         return h - self.mean
 //! ```
 //!
 //! ## Fix safety
@@ -45,13 +59,16 @@
 //! that means to backpropagate through its statistics (rare, and then usually only through the
 //! current batch's statistics) loses those gradients. No fix is offered when the graph comes in
 //! through a parameter (`normalizer.update(features)`): detach the batch statistics where they
-//! are computed (`mean_b = mean_b.detach()`), or pass `features.detach()` at the call.
+//! are computed (`mean_b = mean_b.detach()`), or pass `features.detach()` at the call. Nor is one
+//! offered for statistics a helper returns: detaching the helper's inputs would cut the gradient
+//! of its output too; detach the statistics it returns.
 //!
 //! ## Stays silent on
 //! Updates under `torch.no_grad()`/`inference_mode()`, from detached values (`x.detach()`,
 //! `.item()`), or from inputs the analysis cannot see carrying a graph; counters such as
-//! `self.count += x.shape[0]`. A plain `self.total += loss` is reported by LS001 instead when that
-//! rule is enabled; a statistic named as one (`mean`, `var`, `M2`, `ema`...) is reported here.
+//! `self.count += x.shape[0]`. A plain `self.total += loss` is reported by LS001 instead when
+//! that rule is enabled; a statistic named as one (`mean`, `var`, `M2`, `ema`...) is reported
+//! here.
 
 use std::cell::RefCell;
 use std::hash::{Hash, Hasher};

@@ -1,18 +1,19 @@
 //! ## What it does
-//! Flags a pyplot figure (`plt.figure()`, `plt.subplots()`, `plt.subplot_mosaic()`) opened in a
-//! loop, in a per-step method or in a plotting function, that is not closed on every path:
-//! no `plt.close(fig)`, `plt.close()` or `plt.close("all")` after it, not returned, not stored
-//! and not handed to a closer such as `SummaryWriter.add_figure` (which closes the figure unless
-//! given `close=False`). Also flags calls that discard a new figure returned by a function of
-//! the same file.
+//! Flags a pyplot figure (`plt.figure()`, `plt.subplots()`, `plt.subplot_mosaic()`) opened once
+//! per training iteration (in a training loop, or in a function that runs once per step or epoch,
+//! directly or through its callers) that every path leaves open: no `plt.close(fig)`,
+//! `plt.close()` or `plt.close("all")` after it, not returned, not stored and not handed to a
+//! closer such as `SummaryWriter.add_figure` (which closes the figure unless given
+//! `close=False`). Also flags calls that discard a new figure returned by a function of the same
+//! file (`plot_curve(h)`, `_ = plot_curve(h)`).
 //!
 //! ## Why is this bad?
 //! pyplot keeps a reference to every figure it opens until `plt.close()`; going out of scope
-//! frees nothing. Each figure holds its artists, its data and a canvas with a pixel buffer, so
-//! a figure per step or per generation is a steady leak: one of our users measured 50-100 MB
-//! per training plot. `fig.clf()` and `plt.clf()` clear the figure but leave it open in
-//! pyplot; matplotlib warns once more than 20 figures are open, and the warning is easy to miss
-//! in training logs.
+//! frees nothing. Each figure holds its artists, its data and a canvas with a pixel buffer, so a
+//! figure per step or per generation is a steady leak: one of our users measured 50-100 MB per
+//! training plot. `fig.clf()` and `plt.clf()` clear the figure but leave it open in pyplot;
+//! matplotlib warns once more than 20 figures are open, and the warning is easy to miss in
+//! training logs.
 //!
 //! ## Example
 //! ```python
@@ -32,21 +33,22 @@
 //! ```
 //!
 //! ## Fix safety
-//! When the figure is a local bound at the top level of the loop body (or of the function) and
-//! is never returned or stored, the fix inserts `plt.close(fig)` on its own line after the last
-//! statement of that block that uses the figure, its axes or pyplot (`plt.savefig(...)` draws
-//! the current figure). Nothing uses the figure after that point, so the fix is safe. No fix is
+//! When the figure is a local bound at the top level of the loop body (or of the function) and is
+//! never returned or stored, the fix inserts `plt.close(fig)` on its own line after the last
+//! statement of that block that uses the figure, its axes or pyplot (`plt.savefig(...)` draws the
+//! current figure). Nothing uses the figure after that point, so the fix is safe. No fix is
 //! offered when the figure escapes on some path (`continue`, an early `return`), when it is not
 //! bound to a name, or when it comes from a helper function.
 //!
 //! ## Stays silent on
 //! `plt.close(...)` in a `finally` block; figures returned, stored or handed to another function
 //! or to `add_figure(...)`; `plt.figure(num)` / `plt.subplots(num=...)`, which reuse one figure;
-//! `plt.show()` (the user closes the window); `matplotlib.figure.Figure()`, which pyplot does
-//! not register; figures closed with `plt.close("all")` after the loop that made them, or at the
-//! top of the loop body or function before the next one is made (at most one stays open), or
-//! by every caller of the plotting function right after the call;
-//! one-off figures outside loops, per-step methods and plotting functions.
+//! `plt.show()` (the user closes the window); `matplotlib.figure.Figure()`, which pyplot does not
+//! register; figures closed with `plt.close("all")` after the loop that made them, or at the top
+//! of the loop body or function before the next one is made (at most one stays open), or by every
+//! caller of the plotting function right after the call; figures closed on some paths and not
+//! others (which path runs is not known); figures made by code that does not run once per
+//! training iteration (a plotting script, a report method, an interactive helper).
 
 use ruff_python_ast::visitor::{walk_expr, walk_stmt, Visitor};
 use ruff_python_ast::{Expr, ExprCall, Stmt};

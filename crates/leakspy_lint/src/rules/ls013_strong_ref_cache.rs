@@ -1,43 +1,51 @@
 //! ## What it does
 //! Flags caches that hold strong references to tensors or modules forever:
-//! - `@functools.cache`, `@functools.lru_cache(maxsize=None)` (or `@cache`/`@lru_cache(None)`) on a
-//!   function that takes a tensor or a module (a parameter annotated `torch.Tensor`/`nn.Module`,
-//!   a parameter used as one in the body, or a call in this file passing one), or on a method of
-//!   an `nn.Module` class (where `self` is the module);
-//! - a dict or set that lives on an object or in a module global, keyed by tensors or modules
-//!   (`self.cache[x] = ...`, `seen.add(model)`), from which nothing ever removes an entry.
+//! - `@functools.cache`, `@functools.lru_cache(maxsize=None)` (or `@cache`/`@lru_cache(None)`)
+//!   on a function that takes a tensor or a module (a parameter annotated
+//!   `torch.Tensor`/`nn.Module`, a parameter used as one in the body, or a call in this file
+//!   passing one), or on a method of an `nn.Module` class (where `self` is the module);
+//! - a dict or set that lives on an object, in a module global, or in a local that a training
+//!   loop fills on every step, keyed by tensors or modules (`self.cache[x] = ...`,
+//!   `seen.add(model)`, `counts[label] += 1` with `label` a 0-d tensor), from which nothing ever
+//!   removes an entry.
+//!
+//! Both only when the code runs once per training iteration.
 //!
 //! ## Why is this bad?
-//! Tensors and modules hash by identity. A cache keyed by them hits only when the very same object
-//! comes back, so in a training loop nearly every call adds an entry, and each entry keeps its
-//! key (and the cached result, with any autograd graph it carries) alive for as long as the cache
-//! lives: for `functools.cache` and a module-level dict, the life of the process. On a method,
-//! the cache also keeps `self` alive, so a module that was meant to be freed (an old copy of a
-//! model, a finished trial) never is.
+//! Tensors and modules hash by identity. A cache keyed by them hits only when the very same
+//! object comes back, so in a training loop nearly every call adds an entry, and each entry keeps
+//! its key (and the cached result, with any autograd graph it carries) alive for as long as the
+//! cache lives: for `functools.cache` and a module-level dict, the life of the process. On a
+//! method, the cache also keeps `self` alive, so a module that was meant to be freed (an old copy
+//! of a model, a finished trial) never is.
 //!
 //! ## Example
 //! ```python
 //! class Encoder(nn.Module):
+//!     def __init__(self):
+//!         super().__init__()
+//!         self.backbone = nn.Linear(16, 16)
+//!
 //!     @functools.cache
 //!     def features(self, x):
 //!         return self.backbone(x)
 //!
-//! _stats = {}
-//! def batch_stats(x):
-//!     _stats[x] = (x.mean(), x.std())
-//!     return _stats[x]
+//!     def forward(self, x):
+//!         return self.features(x)
 //! ```
 //!
 //! ## Use instead
 //! ```python
 //! class Encoder(nn.Module):
+//!     def __init__(self):
+//!         super().__init__()
+//!         self.backbone = nn.Linear(16, 16)
+//!
 //!     def features(self, x):
 //!         return self.backbone(x)
 //!
-//! _stats = weakref.WeakKeyDictionary()
-//! def batch_stats(x):
-//!     _stats[x] = (x.mean().item(), x.std().item())
-//!     return _stats[x]
+//!     def forward(self, x):
+//!         return self.features(x)
 //! ```
 //!
 //! ## Fix safety

@@ -3,44 +3,66 @@
 //! `self.<list>.append(...)` (or `.extend`, `.insert`, `+= [...]`, an unbounded `deque`), or
 //! `self.<dict>[step] = ...` keyed by a step counter, in a per-step method (`step`, `update`,
 //! `training_step`, `on_train_batch_end`...) or in a step loop, when no method of the class
-//! clears, truncates or rebinds it. Also flags a history whose only trimming is weaker than its
-//! growth: a `pop(0)` in another, less frequent method while every step appends. Reported once
-//! per attribute, at its first growth site.
+//! clears, truncates or rebinds it. What is kept must be more than a number (an array, a tensor,
+//! an object): a history of floats costs bytes per step. Also flags a history whose only trimming
+//! is weaker than its growth: a `pop(0)` in another, less frequent method, or in the same method
+//! outside the loop that appends (one per episode against one append per step). Also flags a list
+//! or dict in a module global or in a closure cell of a returned function (a logger made by a
+//! factory) that grows on every step and that nothing in the file clears. Reported once per
+//! attribute, at its first growth site.
 //!
 //! ## Why is this bad?
 //! The object lives for the whole run (an agent, an environment, a trainer), so the list keeps
 //! every entry it was ever given: memory grows linearly with steps and never comes back. In one
 //! of our users' runs an environment's `episode_rewards` and `episode_actions` grew on every
 //! `step()` and were never cleared: 16 agents over 13 generations kept about 20 GB of them, and
-//! the job died at 175 GB. A loss history of floats is small per step but unbounded all the
-//! same; one of tensors is far worse (see LS002).
+//! the job died at 175 GB. A history of tensors that carry a graph is far worse (see LS002).
 //!
 //! ## Example
 //! ```python
 //! class TradingEnv:
-//!     def __init__(self):
-//!         self.episode_rewards = []
+//!     def __init__(self, prices):
+//!         self.prices = prices
+//!         self.t = 0
+//!         self.episode_actions = []
 //!
 //!     def step(self, action):
-//!         reward = self._reward(action)
-//!         self.episode_rewards.append(reward)
-//!         return self._obs(), reward
+//!         self.episode_actions.append(action.copy())
+//!         self.t += 1
+//!         return self.prices[self.t], float(self.prices[self.t] @ action)
+//!
+//!
+//! def run(agent, prices, steps):
+//!     env = TradingEnv(prices)
+//!     obs = prices[0]
+//!     for step in range(steps):
+//!         obs, reward = env.step(agent.act(obs))
 //! ```
 //!
 //! ## Use instead
 //! ```python
 //! class TradingEnv:
-//!     def __init__(self):
-//!         self.episode_rewards = []
+//!     def __init__(self, prices):
+//!         self.prices = prices
+//!         self.t = 0
+//!         self.episode_actions = []
 //!
 //!     def reset(self):
-//!         self.episode_rewards.clear()
-//!         return self._obs()
+//!         self.t = 0
+//!         self.episode_actions.clear()
+//!         return self.prices[0]
 //!
 //!     def step(self, action):
-//!         reward = self._reward(action)
-//!         self.episode_rewards.append(reward)
-//!         return self._obs(), reward
+//!         self.episode_actions.append(action.copy())
+//!         self.t += 1
+//!         return self.prices[self.t], float(self.prices[self.t] @ action)
+//!
+//!
+//! def run(agent, prices, steps):
+//!     env = TradingEnv(prices)
+//!     obs = env.reset()
+//!     for step in range(steps):
+//!         obs, reward = env.step(agent.act(obs))
 //! ```
 //! or `self.loss_history = deque(maxlen=1000)` when only the recent entries are read.
 //!
@@ -50,11 +72,15 @@
 //!
 //! ## Stays silent on
 //! `deque(maxlen=...)`; lists cleared, truncated (`x = x[-n:]`, `del x[:-n]`) or rebound in any
-//! method (`reset()`, `on_epoch_end()`); a `pop(0)` in the same method as the append or in a
-//! `while len(...) > n` loop; local lists; histories that grow once per epoch, generation or
-//! episode; dicts keyed by names (bounded key sets); files that do not use torch or numpy;
-//! appended values that carry an autograd graph (LS002 reports those); attributes that code
-//! elsewhere in the file resets (`agent.loss_history.clear()`).
+//! method (`reset()`, `on_epoch_end()`); a `pop(0)` in the loop that appends or in a
+//! `while len(...) > n` loop; local lists; histories of numbers (`loss.item()`, rewards); objects
+//! made afresh in each epoch, evaluation or episode (a callback created per validation keeps one
+//! validation's entries); classes defined elsewhere in the project whose base may clear the list,
+//! and public attributes of classes this file never instantiates (their users may clear them);
+//! histories that grow once per epoch, generation or episode; dicts keyed by names (bounded key
+//! sets); files that do not use torch or numpy; appended values that carry an autograd graph
+//! (LS002 reports those); attributes that code elsewhere in the file resets
+//! (`agent.loss_history.clear()`).
 
 use ruff_python_ast::{Expr, ExprCall, Stmt, StmtClassDef, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};

@@ -7,39 +7,47 @@
 //! ## Why is this bad?
 //! A deep copy of a model duplicates every parameter and buffer: an agent with four 45 M
 //! parameter networks is about 720 MB. Keeping one per generation (a hall of fame, a snapshot
-//! list, an archive of elites) grows memory by a whole model each time and never gives it
-//! back. One of our users' evolutionary runs lost several GB per generation this way before
-//! dying at 175 GB.
+//! list, an archive of elites) grows memory by a whole model each time and never gives it back.
+//! One of our users' evolutionary runs lost several GB per generation this way before dying at
+//! 175 GB.
 //!
 //! ## Example
 //! ```python
-//! for generation in range(generations):
-//!     fitness = [evaluate(agent) for agent in population]
-//!     best = population[int(np.argmax(fitness))]
-//!     self.hall_of_fame.append(copy.deepcopy(best))
+//! def train(model, loader, optimizer, criterion, epochs):
+//!     checkpoints = []
+//!     for epoch in range(epochs):
+//!         for x, y in loader:
+//!             loss = criterion(model(x), y)
+//!             optimizer.zero_grad()
+//!             loss.backward()
+//!             optimizer.step()
+//!         checkpoints.append(copy.deepcopy(model))
+//!     return checkpoints
 //! ```
 //!
 //! ## Use instead
 //! ```python
-//! for generation in range(generations):
-//!     fitness = [evaluate(agent) for agent in population]
-//!     best_idx = int(np.argmax(fitness))
-//!     if fitness[best_idx] > self.best_fitness:
-//!         self.best_fitness = fitness[best_idx]
-//!         self.best_agent = copy.deepcopy(population[best_idx])  # one copy, replaced
-//!     torch.save(population[best_idx].state_dict(), f"gen_{generation}.pt")  # history on disk
+//! def train(model, loader, optimizer, criterion, epochs):
+//!     for epoch in range(epochs):
+//!         for x, y in loader:
+//!             loss = criterion(model(x), y)
+//!             optimizer.zero_grad()
+//!             loss.backward()
+//!             optimizer.step()
+//!         torch.save(model.state_dict(), f"epoch_{epoch}.pt")  # history on disk
 //! ```
 //! or bound the archive: `self.hall_of_fame = deque(maxlen=5)`.
 //!
 //! ## Fix safety
-//! No fix is offered: whether to keep one copy, a bounded archive, or checkpoints on disk is
-//! the author's decision.
+//! No fix is offered: whether to keep one copy, a bounded archive, or checkpoints on disk is the
+//! author's decision.
 //!
 //! ## Stays silent on
 //! Replacement of a single best copy (`self.best = copy.deepcopy(model)`); collections that are
 //! cleared, truncated or rebound somewhere (a population replaced each generation); bounded
-//! `deque(maxlen=...)`; lists built in a loop over the population (`for i in
-//! range(pop_size)`), which are bounded by its size; copies of tensors or plain objects.
+//! `deque(maxlen=...)`; lists built in a loop over the population (`for i in range(pop_size)`),
+//! which are bounded by its size; copies of tensors or plain objects; copies made at set-up (one
+//! per adapter or layer), not once per epoch or generation.
 
 use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::{Ranged, TextRange};

@@ -4,13 +4,13 @@
 //! step (`training_step`, `update`, `on_train_batch_end`...).
 //!
 //! ## Why is this bad?
-//! `empty_cache()` frees no live tensor. It only returns to the driver the blocks that
-//! PyTorch's caching allocator keeps for reuse, blocks that no tensor uses any more. Memory held
-//! by a leak (a list of losses with their graphs, a history tensor) is live: it stays exactly
-//! where it is, so the call cannot fix a leak. It does cost something on every step: the next
-//! step's allocations must get memory from the driver again instead of from the cache, so every
-//! step gets slower. And it hides real leaks: `nvidia-smi` and `torch.cuda.memory_reserved()`
-//! drop after each call, while `torch.cuda.memory_allocated()` (the live tensors) keeps growing.
+//! `empty_cache()` frees no live tensor. It only returns to the driver the blocks that PyTorch's
+//! caching allocator keeps for reuse, blocks that no tensor uses any more. Memory held by a leak
+//! (a list of losses with their graphs, a history tensor) is live: it stays exactly where it is,
+//! so the call cannot fix a leak. It does cost something on every step: the next step's
+//! allocations must get memory from the driver again instead of from the cache, so every step
+//! gets slower. And it hides real leaks: `nvidia-smi` and `torch.cuda.memory_reserved()` drop
+//! after each call, while `torch.cuda.memory_allocated()` (the live tensors) keeps growing.
 //!
 //! Several of our users' reports added it "to prevent memory leaks"; in each, the leak was a
 //! stored tensor that `empty_cache()` could not free.
@@ -34,8 +34,8 @@
 //!     optimizer.zero_grad()
 //! ```
 //! Find what holds the memory instead (`leakspy run -- python train.py` names it). Call
-//! `empty_cache()` once, after freeing a large object, only when another process needs the
-//! memory back.
+//! `empty_cache()` once, after freeing a large object, only when another process needs the memory
+//! back.
 //!
 //! ## Fix safety
 //! The fix removes the call (replacing it by `pass` when it is the only statement of its block,
@@ -44,11 +44,11 @@
 //! back, so the fix is unsafe.
 //!
 //! ## Stays silent on
-//! Calls guarded by a step modulo such as `if step % 1000 == 0:` (they do not run every step);
-//! a few deliberate rounds (`for _ in range(3):`);
-//! calls in an `except` handler (freeing the cache before retrying after an out-of-memory error
-//! is legitimate); calls in an epoch, generation or episode loop, or in per-epoch methods
-//! (`on_train_epoch_end`); calls outside loops and per-step methods.
+//! Calls guarded by a step modulo such as `if step % 1000 == 0:` (they do not run every step); a
+//! few deliberate rounds (`for _ in range(3):`); calls in an `except` handler (freeing the cache
+//! before retrying after an out-of-memory error is legitimate); calls in an epoch, generation or
+//! episode loop, or in per-epoch methods (`on_train_epoch_end`); calls outside loops and per-step
+//! methods.
 
 use ruff_python_ast::{ExprCall, Stmt};
 

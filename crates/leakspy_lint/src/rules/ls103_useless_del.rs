@@ -1,19 +1,20 @@
 //! ## What it does
 //! Flags `del x` statements that free nothing:
-//! - `del` of a loop variable whose loop iterates a container (`for agent in old_population:
-//!   del agent`), or of the loop variable in a loop that does nothing else;
-//! - `del` of a name that the loop rebinds on the next iteration, after the object was stored
-//!   in a container or an attribute in the same iteration;
+//! - `del` of a loop variable whose loop iterates a container
+//!   (`for agent in old_population: del agent`), or of the loop variable in a loop that does
+//!   nothing else;
+//! - `del` of a name that the loop rebinds on the next iteration, after the object was stored in
+//!   a container or an attribute in the same iteration;
 //! - `del` of a local right before `return` (the return drops every local anyway).
 //!
 //! ## Why is this bad?
-//! `del x` deletes a name, not an object. The object is freed only when its last reference
-//! goes, and in these cases another reference remains: the list being iterated, the container
-//! the value was appended to, or (before `return`) nothing that would outlive the call anyway.
-//! The statement looks like a memory fix and is not one, so the real leak (often the very
-//! container that still holds the object) stays unfixed. Our users' reports are full of them:
-//! `for agent in old_population: del agent`, `del env` before `return`, `del` of every
-//! temporary at the end of a training step "so the garbage collector can free them".
+//! `del x` deletes a name, not an object. The object is freed only when its last reference goes,
+//! and in these cases another reference remains: the list being iterated, the container the value
+//! was appended to, or (before `return`) nothing that would outlive the call anyway. The
+//! statement looks like a memory fix and is not one, so the real leak (often the very container
+//! that still holds the object) stays unfixed. Our users' reports are full of them:
+//! `for agent in old_population: del agent`, `del env` before `return`, `del` of every temporary
+//! at the end of a training step "so the garbage collector can free them".
 //!
 //! ## Example
 //! ```python
@@ -27,8 +28,8 @@
 //! ```python
 //! self.population = create_next_generation(self.population, fitness)
 //! ```
-//! When memory still grows, find who holds the objects (`leakspy run` names the owner): a
-//! `del` of one name cannot free an object that something else refers to.
+//! When memory still grows, find who holds the objects (`leakspy run` names the owner): a `del`
+//! of one name cannot free an object that something else refers to.
 //!
 //! ## Fix safety
 //! The fix removes the `del` (or the whole `for` loop when it only deletes its variable). No
@@ -37,9 +38,11 @@
 //!
 //! ## Stays silent on
 //! `del self.attr` and `del d[k]` (they do drop a reference held by an object); `del x` outside
-//! loops that is the last reference drop before a large allocation; `del batch` in a loop over
-//! a data loader (it frees the batch before the next one is loaded); `del` of temporaries that
-//! nothing else holds (it lowers the peak until the name is rebound).
+//! loops that is the last reference drop before a large allocation; `del batch` in a loop over a
+//! data loader (it frees the batch before the next one is loaded); `del` of temporaries that
+//! nothing else holds (it lowers the peak until the name is rebound); `del` of an unused
+//! parameter (an idiom that marks it unused); a `del` after a store into a container the analysis
+//! does not know to keep the value.
 
 use ruff_python_ast::visitor::{walk_expr, Visitor};
 use ruff_python_ast::{Expr, Stmt, StmtDelete};

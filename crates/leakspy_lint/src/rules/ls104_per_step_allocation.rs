@@ -1,18 +1,18 @@
 //! ## What it does
-//! Flags new numpy arrays and CPU tensors of a fixed shape allocated on every iteration of a
-//! step loop: `np.zeros/ones/empty/full(shape)` and `torch.zeros/ones/empty/full(shape)` whose
-//! shape does not change from one iteration to the next, and `np.stack`/`np.concatenate`/
-//! `np.array` of a list that the same iteration builds from scratch. This is advice
-//! (information level), not a leak.
+//! Flags new numpy arrays and CPU tensors of a fixed shape allocated on every iteration of a step
+//! loop: `np.zeros/ones/empty/full(shape)` and `torch.zeros/ones/empty/full(shape)` whose shape
+//! does not change from one iteration to the next, and `np.stack`/`np.concatenate`/ `np.array` of
+//! a list that the same iteration builds from scratch. This is advice (information level), not a
+//! leak.
 //!
 //! ## Why is this bad?
-//! Each iteration asks the allocator for the same block again and hands it back at the end:
-//! large numpy arrays come straight from `mmap`/`malloc` and are page-faulted in on every
-//! first write, and a list of per-iteration arrays followed by `np.stack` copies every value
-//! twice. In one of our users' rollout loops this meant ~400 k temporary arrays for 200 k
-//! steps. It is not a leak (the arrays are freed), but it costs time on every step, and glibc
-//! keeps freed 128 KiB-32 MiB blocks, so RSS only ratchets up and looks like a leak on a
-//! memory chart. Reusing one buffer removes both.
+//! Each iteration asks the allocator for the same block again and hands it back at the end: large
+//! numpy arrays come straight from `mmap`/`malloc` and are page-faulted in on every first write,
+//! and a list of per-iteration arrays followed by `np.stack` copies every value twice. In one of
+//! our users' rollout loops this meant ~400 k temporary arrays for 200 k steps. It is not a leak
+//! (the arrays are freed), but it costs time on every step, and glibc keeps freed 128 KiB-32 MiB
+//! blocks, so RSS only ratchets up and looks like a leak on a memory chart. Reusing one buffer
+//! removes both.
 //!
 //! ## Example
 //! ```python
@@ -36,9 +36,9 @@
 //!
 //! ## Stays silent on
 //! Allocations whose shape depends on the iteration (the loop variable, a batch's `.shape`,
-//! anything rebound in the loop, a call or a comprehension); tiny literal shapes (under 4096
-//! elements); tensors created on an accelerator (`device=...`: the caching allocator reuses
-//! the block); code outside loops; epoch, generation or episode loops.
+//! anything rebound in the loop, a call or a comprehension); tiny shapes written as literals or
+//! module constants (under 4096 elements); tensors created on an accelerator (`device=...`: the
+//! caching allocator reuses the block); code outside loops; epoch, generation or episode loops.
 
 use ruff_python_ast::visitor::{walk_expr, Visitor};
 use ruff_python_ast::{Expr, ExprCall};

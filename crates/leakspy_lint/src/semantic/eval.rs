@@ -332,16 +332,18 @@ impl<'a> SemanticModel<'a> {
                     return Value {
                         graph: Graph::No,
                         kind,
-                        device: callee.device,
+                        device: callee.device || call.arguments.args.iter().any(moved_to_device),
                         parts,
                         scalar: loss,
                     };
                 }
                 let args = self.args_value(call);
+                // A module's output lives where its inputs live (`model(x.to(device))`).
+                let moved = call.arguments.args.iter().any(moved_to_device);
                 Value {
                     graph: Graph::Yes(Rc::new(self.origin_of_call(call, loss))),
                     kind,
-                    device: callee.device || args.device,
+                    device: callee.device || args.device || moved,
                     parts,
                     scalar: loss,
                 }
@@ -841,6 +843,26 @@ fn torch_function_makes_no_tensor(func: &str) -> bool {
             | "allclose"
             | "cuda"
     )
+}
+
+/// `x.cuda()`, `x.to(device)`, `x.to("cuda")`: whatever `x` is, the result is on an
+/// accelerator.
+fn moved_to_device(e: &Expr) -> bool {
+    let Expr::Call(c) = e else { return false };
+    let Expr::Attribute(a) = &*c.func else {
+        return false;
+    };
+    match a.attr.as_str() {
+        "cuda" => true,
+        "to" => {
+            c.arguments.args.first().is_some_and(looks_like_device)
+                || c.arguments.keywords.iter().any(|k| {
+                    k.arg.as_ref().is_some_and(|n| n.as_str() == "device")
+                        && looks_like_device(&k.value)
+                })
+        }
+        _ => false,
+    }
 }
 
 fn is_cpu_literal(e: &Expr) -> bool {

@@ -498,6 +498,15 @@ pub fn init_kind(value: &Expr, imports: &Imports, classes: &FxHashMap<String, Cl
         Expr::List(_) | Expr::ListComp(_) => Kind::List,
         Expr::Dict(_) | Expr::DictComp(_) => Kind::Dict,
         Expr::Set(_) | Expr::SetComp(_) => Kind::Set,
+        // `self.model = model.to(device)`: moving or switching a module gives the module.
+        Expr::Call(call)
+            if matches!(&*call.func, Expr::Attribute(a)
+                if matches!(a.attr.as_str(), "to" | "cuda" | "cpu" | "eval" | "train" | "float"
+                    | "half" | "double" | "bfloat16")
+                    && init_kind(&a.value, imports, classes) == Kind::Module) =>
+        {
+            Kind::Module
+        }
         Expr::Call(call) => init_kind_of_call(call, imports, classes),
         Expr::NumberLiteral(_) | Expr::StringLiteral(_) | Expr::BooleanLiteral(_) => Kind::Plain,
         // `self.model = model` where the parameter is conventionally a module.
