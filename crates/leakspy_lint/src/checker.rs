@@ -124,12 +124,15 @@ impl<'a> Checker<'a> {
 
     fn walk_stmt(&mut self, stmt: &'a Stmt) {
         *self.semantic.qualified_memo.get_mut() = None;
+        self.semantic.position.set(stmt.start());
         // Rules see the environment as it is before the statement runs. Silent passes only
         // learn values: running rules there would be wasted work.
         if self.semantic.reporting {
             self.statement = stmt.range();
             rules::analyze_stmt(self, stmt);
-            self.visit_calls(stmt);
+            if self.semantic.iteration().is_some() {
+                self.visit_calls(stmt);
+            }
         }
         let sem = &mut self.semantic;
         match stmt {

@@ -283,15 +283,13 @@ impl<'a> SemanticModel<'a> {
         self.current_call_args.set(call.arguments.args.len());
         // Calling an instance of a module class of this file runs its `forward`: the graphs
         // passed here reach `forward`'s parameters (`self.norm(self.encoder(x))`).
-        if !self.reporting && grad && matches!(&*call.func, Expr::Attribute(_) | Expr::Name(_)) {
-            if let Some(class) = self.class_of(&call.func) {
-                if self
-                    .facts
-                    .class(&class)
-                    .is_some_and(|c| c.is_module && c.methods.contains("forward"))
-                {
-                    self.summary_call(&format!("{class}.forward"), call, grad);
-                }
+        if !self.reporting
+            && grad
+            && self.facts.has_module_forward
+            && !call.arguments.args.is_empty()
+        {
+            if let Some(class) = self.submodule_class(&call.func) {
+                self.summary_call(&format!("{class}.forward"), call, grad);
             }
         }
         if let Some(q) = self.qualified_function(&call.func) {
@@ -712,6 +710,28 @@ impl<'a> SemanticModel<'a> {
     }
 
     /// The class of this file whose instance `expr` holds, when known.
+    /// `self.norm` or a local `norm` holding an instance of a module class of this file that
+    /// defines `forward`: its class.
+    fn submodule_class(&self, func: &Expr) -> Option<String> {
+        let class = match func {
+            Expr::Attribute(a) if matches!(&*a.value, Expr::Name(n) if n.id.as_str() == "self") => {
+                let own = self.class()?;
+                self.facts
+                    .class(own.name.as_str())?
+                    .attrs
+                    .get(a.attr.as_str())?
+                    .class
+                    .clone()?
+            }
+            Expr::Name(_) => self.class_of(func)?,
+            _ => return None,
+        };
+        self.facts
+            .class(&class)
+            .is_some_and(|c| c.is_module && c.methods.contains("forward"))
+            .then_some(class)
+    }
+
     pub fn class_of(&self, expr: &Expr) -> Option<String> {
         match expr {
             Expr::Name(n) => {

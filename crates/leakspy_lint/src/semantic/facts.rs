@@ -75,6 +75,9 @@ pub struct ModuleFacts {
     /// Module-level functions that return a view of one of their parameters (`def
     /// first_token(h): return h[:, 0]`), by name: the parameter's position.
     pub view_returns: FxHashMap<String, usize>,
+    /// Does some module class of this file define `forward` (so that calling one of its
+    /// instances runs this file's code)?
+    pub has_module_forward: bool,
     /// Module-level integer constants (`BATCH = 64`, `N = 2 * BATCH`).
     pub constants: FxHashMap<String, u64>,
     /// Does the file use torch at all (import or `torch.` access)? Several rules only make
@@ -169,6 +172,10 @@ impl ModuleFacts {
                 }
             }
         }
+        facts.has_module_forward = facts
+            .classes
+            .values()
+            .any(|c| c.is_module && c.methods.contains("forward"));
         facts
     }
 

@@ -106,6 +106,12 @@ impl Iteration {
     }
 }
 
+/// (statement start, scopes, loops, guards) and the answer of `iteration()` there.
+type IterationMemo = (
+    (ruff_text_size::TextSize, usize, usize, usize),
+    Option<Iteration>,
+);
+
 pub struct SemanticModel<'a> {
     pub source: &'a str,
     pub facts: &'a ModuleFacts,
@@ -127,6 +133,9 @@ pub struct SemanticModel<'a> {
     pub(crate) param_taint: RefCell<FxHashMap<String, Vec<Option<Rc<Origin>>>>>,
     /// Positional argument count of the call being evaluated, for arity matching.
     pub(crate) current_call_args: Cell<usize>,
+    /// Where the walk is: the start of the statement being walked (for memos).
+    pub(crate) position: Cell<ruff_text_size::TextSize>,
+    iteration_memo: Cell<Option<IterationMemo>>,
     block_cache: RefCell<FxHashMap<(usize, usize), Rc<BlockFacts<'a>>>>,
     /// Names that appear called (`name(`) anywhere in the file; `None` when unknown.
     pub(crate) called_names: Option<FxHashSet<&'a str>>,
@@ -168,6 +177,8 @@ impl<'a> SemanticModel<'a> {
             hook_functions: super::iteration::collect_hook_functions(source, suite),
             param_taint: Default::default(),
             current_call_args: Default::default(),
+            position: Default::default(),
+            iteration_memo: Cell::new(None),
             block_cache: Default::default(),
             called_names: None,
             qualified_memo: Default::default(),
@@ -380,11 +391,24 @@ impl<'a> SemanticModel<'a> {
     /// `None` also when the statement runs only once or with a debugging option switched on
     /// (`guard.rs`).
     pub fn iteration(&self) -> Option<Iteration> {
-        let it = self.loop_or_call()?;
-        if !self.scope().guards.is_empty() && self.rarely_runs(it) {
-            return None;
+        // Rules ask at every statement, several times: remembered per position.
+        let scope = self.scope();
+        let key = (
+            self.position.get(),
+            self.scopes.len(),
+            scope.loops.len(),
+            scope.guards.len(),
+        );
+        if let Some((k, it)) = self.iteration_memo.get() {
+            if k == key {
+                return it;
+            }
         }
-        Some(it)
+        let it = self
+            .loop_or_call()
+            .filter(|&it| scope.guards.is_empty() || !self.rarely_runs(it));
+        self.iteration_memo.set(Some((key, it)));
+        it
     }
 
     fn loop_or_call(&self) -> Option<Iteration> {

@@ -198,8 +198,7 @@ impl<'a> SemanticModel<'a> {
             }
         }
         // Parameters that callers in this file pass graph-carrying values to.
-        let summary_key = summary_key(def, class);
-        if let Some(taints) = self.param_taint.borrow().get(&summary_key) {
+        if let Some(taints) = self.param_taint.borrow().get(&key) {
             for (pname, taint) in positional.iter().zip(taints) {
                 if let Some(origin) = taint {
                     scope.env.insert(
@@ -243,6 +242,10 @@ impl<'a> SemanticModel<'a> {
 
     /// A `return`: joins what the function returns, marking a loss backpropagated here.
     pub(crate) fn record_return(&mut self, ret: &ruff_python_ast::StmtReturn) {
+        // Only a silent walk records summaries.
+        if self.reporting {
+            return;
+        }
         let mut v = ret
             .value
             .as_deref()
