@@ -195,9 +195,14 @@ def run_check(binary, folder, cwd, prefix, select):
     return findings
 
 
-def all_findings(binary, select=None, with_torch=True):
+def all_findings(binary, select=None, with_torch=True, only=None):
     trees = fetch(quiet=True)
     src = os.path.dirname(trees[0])
+    if only:
+        # One package's tree (`NAME-VERSION`), torch left out.
+        (tree,) = [t for t in trees if os.path.basename(t).startswith(only + "-")]
+        name = os.path.basename(tree)
+        return run_check(binary, name, src, name, select)
     out = run_check(binary, ".", src, "", select)
     for f in out:
         f.key = f.key.lstrip("/")
@@ -208,23 +213,24 @@ def all_findings(binary, select=None, with_torch=True):
     return out
 
 
-def judgements():
+def judgements(path=None):
     """{(key, rule): (verdict, reason)}."""
+    path = path or JUDGEMENTS
     out = {}
-    if not os.path.exists(JUDGEMENTS):
+    if not os.path.exists(path):
         return out
-    with open(JUDGEMENTS) as f:
+    with open(path) as f:
         for n, line in enumerate(f, 1):
             line = line.rstrip("\n")
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
             parts = line.split(None, 3)
             if len(parts) < 4 or parts[2] not in ("true", "false"):
-                sys.exit(f"{JUDGEMENTS}:{n}: expected `PACKAGE/PATH:LINE RULE true|false "
+                sys.exit(f"{path}:{n}: expected `PACKAGE/PATH:LINE RULE true|false "
                          f"REASON`, found `{line}`")
             key, rule, verdict, reason = parts
             if (key, rule) in out:
-                sys.exit(f"{JUDGEMENTS}:{n}: {key} {rule} is judged twice")
+                sys.exit(f"{path}:{n}: {key} {rule} is judged twice")
             out[(key, rule)] = (verdict == "true", reason)
     return out
 
@@ -238,8 +244,8 @@ def describe(f):
 
 def cmd_verify(args):
     binary = leakspy_binary(args.leakspy)
-    judged = judgements()
-    findings = all_findings(binary)
+    judged = judgements(args.judgements)
+    findings = all_findings(binary, only=args.package)
     bad = []
     for f in findings:
         verdict = judged.get(f.id)
@@ -335,6 +341,9 @@ def main():
     for name in ("verify", "list", "report"):
         p = sub.add_parser(name)
         p.add_argument("--leakspy", help="the leakspy binary (default: a release build)")
+        if name == "verify":
+            p.add_argument("--judgements", help="the judgements file (default: the committed one)")
+            p.add_argument("--package", help="check only this package of the corpus (NAME)")
         if name == "list":
             p.add_argument("--select", help="rules, as for `check --select` (ALL: every rule)")
             p.add_argument("--all", action="store_true", help="judged findings too")

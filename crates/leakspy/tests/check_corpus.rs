@@ -48,3 +48,38 @@ fn every_default_finding_on_the_corpus_is_judged_true() {
         "no summary from corpus.py:\n{stderr}"
     );
 }
+
+/// The check above really fails on a finding nobody judged, and names it: verification of one
+/// package against the judgements with its one true finding left out.
+#[test]
+fn an_unjudged_finding_fails_with_its_location() {
+    let key = "pytorch-forecasting-1.2.0/pytorch_forecasting/models/base_model.py:654 LS002";
+    let all = std::fs::read_to_string(repo_root().join("bench/corpus/judgements.txt")).unwrap();
+    assert!(
+        all.contains(key),
+        "{key} is no longer judged: pick another finding"
+    );
+    let without: String = all
+        .lines()
+        .filter(|l| !l.starts_with(key))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let judgements = dir.path().join("judgements.txt");
+    std::fs::write(&judgements, without).unwrap();
+    let out = Command::new(python())
+        .arg(repo_root().join("bench/corpus/corpus.py"))
+        .args(["verify", "--package", "pytorch-forecasting", "--judgements"])
+        .arg(&judgements)
+        .arg("--leakspy")
+        .arg(env!("CARGO_BIN_EXE_leakspy"))
+        .current_dir(repo_root())
+        .output()
+        .expect("run bench/corpus/corpus.py");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("not judged:") && stdout.contains(key),
+        "the failure should name the finding:\n{stdout}"
+    );
+}
