@@ -363,7 +363,14 @@ impl<'a> Checker<'a> {
         let reporting = self.semantic.reporting;
         // Walk twice only near the top: deeper loops are walked often enough by their parents.
         // Summary passes need no second walk: what they learn converges over their own repeats.
-        let passes = if reporting && depth <= 2 { 2 } else { 1 };
+        // Nor does a loop no rule reports in: one that does not train, in code that does not run
+        // once per training iteration (values carried around it matter to no finding).
+        let twice = trains || self.semantic.iteration().is_some();
+        let passes = if reporting && depth <= 2 && twice {
+            2
+        } else {
+            1
+        };
         for pass in 0..passes {
             self.semantic.reporting = reporting && pass == passes - 1;
             if let Some((t, v)) = &target {
