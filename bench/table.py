@@ -165,7 +165,18 @@ def main():
         "## Detection on the zoo", "", zoo_out.strip(), "",
         "## The monitor's own cost", "", mon_out.strip(), "",
     ])
-    (ROOT / "bench/RESULTS.md").write_text(text + "\n")
+    # Sections other scripts write (the corpus's precision, `bench/corpus/corpus.py report`) stay.
+    results = ROOT / "bench/RESULTS.md"
+    ours = {l for l in text.splitlines() if l.startswith("## ")}
+    kept, keep = [], False
+    for line in (results.read_text().splitlines() if results.exists() else []):
+        if line.startswith("## "):
+            keep = line not in ours
+        if keep:
+            kept.append(line)
+    if kept:
+        text = text.rstrip("\n") + "\n\n" + "\n".join(kept).rstrip("\n")
+    results.write_text(text + "\n")
     print("\n".join(table))
 
 

@@ -49,18 +49,100 @@ fn text_output_on_the_bundled_example() {
 #[test]
 fn example_finds_each_seed_leak() {
     let dir = project();
+    let codes = |args: &[&str]| -> Vec<String> {
+        let out = leakspy(dir.path())
+            .args(["check", "train.py", "--output-format", "json"])
+            .args(args)
+            .output()
+            .unwrap();
+        let items: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+        items
+            .iter()
+            .map(|i| i["code"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // One rule per kind of leak in the seeds' reports, at default settings.
+    let default = codes(&[]);
+    for code in [
+        "LS001", "LS002", "LS010", "LS011", "LS012", "LS014", "LS015",
+    ] {
+        assert!(
+            default.iter().any(|c| c == code),
+            "{code} not found in {default:?}"
+        );
+    }
+    // Their cargo cult, with the opt-in advice rules.
+    let all = codes(&["--select", "ALL"]);
+    for code in ["LS101", "LS102"] {
+        assert!(all.iter().any(|c| c == code), "{code} not found in {all:?}");
+    }
+}
+
+/// The counts `--fix` and `--diff` print add up: fixed plus left is what was found, and a fix
+/// makes no new finding.
+#[test]
+fn fix_counts_add_up_and_fixes_make_no_new_findings() {
+    let dir = project();
+    let findings = |dir: &Path| -> Vec<(String, Option<String>)> {
+        let out = leakspy(dir)
+            .args(["check", "train.py", "--output-format", "json"])
+            .output()
+            .unwrap();
+        let items: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+        let mut found: Vec<(String, Option<String>)> = items
+            .iter()
+            .map(|i| {
+                (
+                    i["code"].as_str().unwrap().to_string(),
+                    i["fix"]["applicability"].as_str().map(str::to_string),
+                )
+            })
+            .collect();
+        found.sort();
+        found
+    };
+    let number = |text: &str, before: &str| -> usize {
+        let at = text
+            .find(before)
+            .unwrap_or_else(|| panic!("`{before}` in:\n{text}"));
+        text[at + before.len()..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let found = findings(dir.path());
+    let k = found.len();
+    let safe: Vec<&(String, Option<String>)> = found
+        .iter()
+        .filter(|(_, f)| f.as_deref() == Some("safe"))
+        .collect();
+    let fixable: usize = found.iter().filter(|(_, f)| f.is_some()).count();
+
     let out = leakspy(dir.path())
-        .args(["check", "train.py", "--output-format", "json"])
+        .args(["check", "train.py", "--diff", "--unsafe-fixes"])
         .output()
         .unwrap();
-    let items: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
-    let codes: Vec<&str> = items.iter().map(|i| i["code"].as_str().unwrap()).collect();
-    // One rule per kind of leak in the seeds' reports, plus their cargo cult.
-    for code in [
-        "LS001", "LS002", "LS010", "LS011", "LS012", "LS014", "LS015", "LS101", "LS102",
-    ] {
-        assert!(codes.contains(&code), "{code} not found in {codes:?}");
-    }
+    let e = stderr(&out);
+    let (would, remaining) = (number(&e, "Would fix "), number(&e, "findings ("));
+    assert_eq!((would, would + remaining), (fixable, k), "{e}");
+
+    let out = leakspy(dir.path())
+        .args(["check", "train.py", "--fix"])
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    let (fixed, left) = (number(&text, "Fixed "), number(&text, "Found "));
+    assert_eq!((fixed, fixed + left), (safe.len(), k), "{text}");
+    // What is left is exactly what had no safe fix: nothing new appeared.
+    let mut expected: Vec<(String, Option<String>)> = found
+        .iter()
+        .filter(|(_, f)| f.as_deref() != Some("safe"))
+        .cloned()
+        .collect();
+    expected.sort();
+    assert_eq!(findings(dir.path()), expected);
 }
 
 #[test]

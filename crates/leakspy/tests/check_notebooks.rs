@@ -523,7 +523,7 @@ fn folders_of_notebooks_are_walked_and_configured_like_ruff() {
     // `extend-include` adds files a walk would not take.
     fs::write(
         dir.path().join("script.ipy"),
-        "import torch\nlosses = []\nm = torch.nn.Linear(2, 1)\nfor _ in range(3):\n    losses.append(m(torch.randn(1, 2)))\n",
+        "import torch\nlosses = []\nm = torch.nn.Linear(2, 1)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\nfor _ in range(1000):\n    loss = m(torch.randn(1, 2)).sum()\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n    losses.append(loss)\n",
     )
     .unwrap();
     fs::write(
@@ -533,7 +533,7 @@ fn folders_of_notebooks_are_walked_and_configured_like_ruff() {
     .unwrap();
     let out = leakspy(dir.path()).args(["check", "."]).output().unwrap();
     let text = stdout(&out);
-    assert!(text.contains("script.ipy:5:"), "{text}");
+    assert!(text.contains("script.ipy:10:"), "{text}");
     assert!(text.contains("in 1 file checked"), "{text}");
 }
 

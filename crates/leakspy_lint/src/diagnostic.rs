@@ -53,6 +53,13 @@ pub struct Fix {
 }
 
 impl Fix {
+    pub fn new(applicability: Applicability, message: impl Into<String>, edits: Vec<Edit>) -> Self {
+        Self {
+            message: message.into(),
+            applicability,
+            edits,
+        }
+    }
     pub fn safe(message: impl Into<String>, edits: Vec<Edit>) -> Self {
         Self {
             message: message.into(),

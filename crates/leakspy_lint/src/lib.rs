@@ -21,7 +21,7 @@ use ruff_text_size::{Ranged, TextRange};
 
 pub use diagnostic::{Applicability, Diagnostic, Edit, Fix};
 pub use fix::{apply_fixes, select_fixes, FixedSource};
-pub use registry::{Rule, RuleKind, RuleSet, UnknownSelector};
+pub use registry::{Default as RuleDefault, Rule, RuleKind, RuleSet, UnknownSelector};
 
 /// A syntax error: the file is reported and skipped, the others are still checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,7 +76,8 @@ pub fn check_source(source: &str, rules: &RuleSet) -> CheckedSource {
     let facts = semantic::facts::ModuleFacts::collect(suite);
     // Rules that look for one library call skip files that never name it.
     let active = rules.for_source(source);
-    let checker = checker::Checker::new(source, &facts, &lines, &active).with_called_names(called);
+    let checker =
+        checker::Checker::new(source, &facts, &lines, &active, suite).with_called_names(called);
     let mut diagnostics = checker.check_module(suite);
     diagnostics.retain(|d| {
         rules.contains(d.rule)

@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
-use leakspy_lint::{Rule, RuleKind};
+use leakspy_lint::{Rule, RuleDefault, RuleKind};
 
 #[derive(Args)]
 pub struct RuleArgs {
@@ -39,11 +39,18 @@ pub fn run(args: RuleArgs) -> Result<u8> {
 
 pub fn render(rule: Rule) -> String {
     let kind = match rule.kind() {
-        RuleKind::Leak => "leak rule",
-        RuleKind::Advice => "advice rule",
+        RuleKind::Leak => "A leak rule",
+        RuleKind::Advice => "An advice rule",
+    };
+    let default = match rule.default() {
+        RuleDefault::On(why) => format!("On by default: {why}."),
+        RuleDefault::OptIn(why) => format!(
+            "Opt-in (`--select ALL`, `--extend-select {}` or `extend-select` in `[tool.leakspy]`): {why}.",
+            rule.code()
+        ),
     };
     format!(
-        "# {} ({})\n\nA {kind}.\n\n{}",
+        "# {} ({})\n\n{kind}. {default}\n\n{}",
         rule.name(),
         rule.code(),
         rule.documentation()

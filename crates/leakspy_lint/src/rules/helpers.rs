@@ -1,20 +1,41 @@
-//! Wording and edits several rules share.
+//! Wording, edits and reports several rules share (the analysis they rest on lives in
+//! `semantic/`).
 
-use ruff_python_ast::Expr;
+use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::Ranged;
 
-use crate::checker::Checker;
-use crate::diagnostic::Edit;
-use crate::semantic::names::dotted;
-use crate::semantic::scan::keys_in;
+use crate::checker::{Checker, Holder, Lifetime, Until};
+use crate::diagnostic::{Diagnostic, Edit, Fix};
+use crate::registry::Rule;
+use crate::semantic::located::{
+    few_rounds, in_except_handler, locate, locate_in_scope, runs_every_step, scope_root,
+    under_modulo_guard, Located,
+};
+use crate::semantic::mutation::Mutation;
 use crate::semantic::value::Value;
 
 /// What a stored graph-carrying value keeps alive. After `.backward()` the saved activations
 /// are freed and the chain of autograd nodes remains; without it, whole activations stay.
 pub(crate) fn retained(checker: &Checker, value: &Value) -> &'static str {
     let backpropagated = value.origin().is_some_and(|o| o.backpropagated);
-    if backpropagated || checker.function_trains() || checker.block_facts().calls_backward {
+    // A framework's step hook (`training_step`) returns the loss for the framework to
+    // backpropagate once the hook returns.
+    let framework_step = matches!(
+        checker.cadence(),
+        crate::semantic::iteration::Cadence::Every(_, crate::semantic::iteration::Reason::Hook)
+    ) && checker
+        .function()
+        .is_some_and(|f| f.name.as_str().contains("train"));
+    let loop_trains = checker.loops().iter().any(|l| l.trains);
+    if backpropagated
+        || checker.function_trains()
+        || checker.block_facts().calls_backward
+        || loop_trains
+    {
         "its chain of autograd nodes; `.backward()` freed the activations"
+    } else if framework_step {
+        "every saved activation until the framework's `.backward()` frees them, its chain of \
+         autograd nodes after"
     } else {
         "with every saved activation: no `.backward()` frees them"
     }
@@ -35,14 +56,10 @@ pub(crate) fn origin_phrase(checker: &Checker, value: &Value) -> String {
 /// An edit appending a method call to an expression (`x` -> `x.detach()`), adding parentheses
 /// when the expression binds looser than attribute access.
 pub(crate) fn append_call(checker: &Checker, expr: &Expr, method: &str) -> Vec<Edit> {
-    let simple = matches!(
-        expr,
-        Expr::Name(_) | Expr::Attribute(_) | Expr::Call(_) | Expr::Subscript(_)
-    );
-    if simple {
+    let _ = checker;
+    if !needs_parens(expr) {
         vec![Edit::insertion(expr.end(), format!(".{method}()"))]
     } else {
-        let _ = checker;
         vec![
             Edit::insertion(expr.start(), "("),
             Edit::insertion(expr.end(), format!(").{method}()")),
@@ -50,18 +67,80 @@ pub(crate) fn append_call(checker: &Checker, expr: &Expr, method: &str) -> Vec<E
     }
 }
 
-/// Does the expression change from one iteration of the innermost loop to the next (it mentions
-/// the loop target or something rebound in the loop)?
-pub(crate) fn varies_per_iteration(checker: &Checker, expr: &Expr) -> bool {
-    let Some(frame) = checker.innermost_loop() else {
-        return false;
+/// A fix that detaches what `key` (a container or a running total) keeps. It is safe only when
+/// every use of `key` besides the statement at `site` is logging, printing, counting or
+/// arithmetic on numbers (`uses.rs`): nothing that might need the graph can see the change.
+pub(crate) fn detach_fix(
+    checker: &Checker,
+    key: &str,
+    site: ruff_text_size::TextRange,
+    message: String,
+    edits: Vec<Edit>,
+) -> crate::diagnostic::Fix {
+    let applicability = if checker.only_numeric_uses(key, site) {
+        crate::diagnostic::Applicability::Safe
+    } else {
+        crate::diagnostic::Applicability::Unsafe
     };
-    let keys = keys_in(expr);
-    if keys.iter().any(|k| frame.facts.rebinds(k)) {
-        return true;
+    crate::diagnostic::Fix::new(applicability, message, edits)
+}
+
+/// How `append_call` shows in a message: `x.detach()`, or `(a * b).detach()` for an expression
+/// that binds looser than attribute access. Long expressions are shortened.
+pub(crate) fn call_text(checker: &Checker, expr: &Expr, method: &str) -> String {
+    let text = short(checker, expr);
+    if needs_parens(expr) {
+        format!("({text}).{method}()")
+    } else {
+        format!("{text}.{method}()")
     }
-    // f-strings and calls such as `len(history)` or `step()` change too.
-    matches!(expr, Expr::FString(_)) || matches!(expr, Expr::Call(_)) && dotted(expr).is_none()
+}
+
+pub(crate) fn detached_text(checker: &Checker, expr: &Expr) -> String {
+    call_text(checker, expr, "detach")
+}
+
+fn needs_parens(expr: &Expr) -> bool {
+    !matches!(
+        expr,
+        Expr::Name(_) | Expr::Attribute(_) | Expr::Call(_) | Expr::Subscript(_)
+    )
+}
+
+/// Ends the sentence "keeps ... alive ": "until `self.losses` is cleared in `on_epoch_end()`
+/// (line 40)", "until `train()` returns".
+pub(crate) fn until(checker: &Checker, lifetime: &Lifetime) -> String {
+    let key = &lifetime.key;
+    match &lifetime.until {
+        Until::Reset {
+            mutation,
+            function,
+            offset,
+        } => format!(
+            "until `{key}` is {} in `{function}()` (line {})",
+            match mutation {
+                Mutation::Rebind => "rebound",
+                Mutation::Trim => "trimmed",
+                _ => "cleared",
+            },
+            checker.line(*offset)
+        ),
+        Until::LifeOfObject { known: true } => {
+            "for the life of the object (nothing clears it)".to_string()
+        }
+        Until::LifeOfObject { known: false } => "for the life of the object".to_string(),
+        Until::ObjectLives { object } => format!("for as long as `{object}` lives"),
+        Until::Process => "for the life of the process (a module global)".to_string(),
+        Until::Return { function } if lifetime.holder == Holder::Param => {
+            format!("for as long as the caller of `{function}()` keeps `{key}`")
+        }
+        Until::Return { function } => format!("until `{function}()` returns"),
+        Until::OuterLoop { offset } => format!(
+            "until the loop at line {} rebinds `{key}`",
+            checker.line(*offset)
+        ),
+        Until::Closure => "for as long as the closure lives".to_string(),
+    }
 }
 
 /// The text of a node, shortened.
@@ -69,95 +148,7 @@ pub(crate) fn short(checker: &Checker, expr: &Expr) -> String {
     checker.snippet(expr.range())
 }
 
-// ----- statement paths, statement removal, per-step heuristics (R3: LS012, LS014, LS101-LS104) --
-
-/// Where a statement sits: the compound statements around it (outermost first), the block that
-/// holds it and its index in that block.
-pub(crate) struct Located<'s> {
-    pub ancestors: Vec<&'s ruff_python_ast::Stmt>,
-    pub body: &'s [ruff_python_ast::Stmt],
-    pub index: usize,
-}
-
-impl<'s> Located<'s> {
-    pub fn stmt(&self) -> &'s ruff_python_ast::Stmt {
-        &self.body[self.index]
-    }
-}
-
-/// The blocks directly inside a compound statement (not nested function or class bodies).
-pub(crate) fn child_blocks(stmt: &ruff_python_ast::Stmt) -> Vec<&[ruff_python_ast::Stmt]> {
-    use ruff_python_ast::Stmt;
-    match stmt {
-        Stmt::For(s) => vec![&s.body, &s.orelse],
-        Stmt::While(s) => vec![&s.body, &s.orelse],
-        Stmt::If(s) => {
-            let mut v: Vec<&[Stmt]> = vec![&s.body];
-            v.extend(s.elif_else_clauses.iter().map(|c| c.body.as_slice()));
-            v
-        }
-        Stmt::With(s) => vec![&s.body],
-        Stmt::Try(s) => {
-            let mut v: Vec<&[Stmt]> = vec![&s.body];
-            for h in &s.handlers {
-                let ruff_python_ast::ExceptHandler::ExceptHandler(h) = h;
-                v.push(&h.body);
-            }
-            v.push(&s.orelse);
-            v.push(&s.finalbody);
-            v
-        }
-        Stmt::Match(m) => m.cases.iter().map(|c| c.body.as_slice()).collect(),
-        _ => vec![],
-    }
-}
-
-/// Finds the statement with exactly `target` as its range under `body`, following only the
-/// statements whose range contains it (cheap: one path down the tree).
-pub(crate) fn locate(
-    body: &[ruff_python_ast::Stmt],
-    target: ruff_text_size::TextRange,
-) -> Option<Located<'_>> {
-    for (index, stmt) in body.iter().enumerate() {
-        if stmt.range() == target {
-            return Some(Located {
-                ancestors: Vec::new(),
-                body,
-                index,
-            });
-        }
-        if stmt.range().contains_range(target) {
-            for block in child_blocks(stmt) {
-                if let Some(mut found) = locate(block, target) {
-                    found.ancestors.insert(0, stmt);
-                    return Some(found);
-                }
-            }
-            return None;
-        }
-    }
-    None
-}
-
-/// The statements of the walk's current root: the function body, or the outermost loop of
-/// module-level code.
-pub(crate) fn scope_root<'s>(checker: &Checker<'s>) -> Option<&'s [ruff_python_ast::Stmt]> {
-    if let Some(f) = checker.function() {
-        return Some(&f.body);
-    }
-    checker
-        .loops()
-        .first()
-        .map(|l| std::slice::from_ref(l.stmt))
-}
-
-/// Locates `stmt` in the current function (or module-level loop).
-pub(crate) fn locate_in_scope<'s>(
-    checker: &Checker<'s>,
-    stmt: &ruff_python_ast::Stmt,
-) -> Option<Located<'s>> {
-    locate(scope_root(checker)?, stmt.range())
-}
+// ----- statement removal (LS012, LS101-LS103) ---------------------------------------------
 
 /// Offset of the start of the line holding `offset`.
 pub(crate) fn line_start(source: &str, offset: ruff_text_size::TextSize) -> usize {
@@ -200,179 +191,66 @@ pub(crate) fn remove_statement(checker: &Checker, located: &Located) -> Option<E
     )))
 }
 
-/// Words of an identifier (`num_epochs` -> `num`, `epochs`; `GRADIENT_STEPS` -> `gradient`,
-/// `steps`).
-fn name_words(name: &str) -> impl Iterator<Item = String> + '_ {
-    name.split(|c: char| c == '_' || c == '.' || c.is_ascii_digit())
-        .filter(|w| !w.is_empty())
-        .map(|w| w.to_ascii_lowercase())
-}
-
-const STEP_WORDS: &[&str] = &[
-    "step",
-    "steps",
-    "batch",
-    "batches",
-    "iter",
-    "iters",
-    "iteration",
-    "iterations",
-    "it",
-    "micro",
-    "microbatch",
-    "accum",
-    "timestep",
-    "timesteps",
-    "frame",
-    "frames",
-    "update",
-    "updates",
-    "loader",
-    "dataloader",
-    "sample",
-    "samples",
-];
-const EPOCH_WORDS: &[&str] = &[
-    "epoch",
-    "epochs",
-    "ep",
-    "eps",
-    "gen",
-    "gens",
-    "generation",
-    "generations",
-    "episode",
-    "episodes",
-    "fold",
-    "folds",
-    "trial",
-    "trials",
-    "round",
-    "rounds",
-    "cycle",
-    "cycles",
-];
-
-/// Does a name read as an epoch/generation/episode counter rather than a step counter?
-/// `Some(true)` coarse, `Some(false)` per step, `None` no opinion.
-pub(crate) fn coarse_name(name: &str) -> Option<bool> {
-    let words: Vec<String> = name_words(name).collect();
-    if words.iter().any(|w| STEP_WORDS.contains(&w.as_str())) {
-        return Some(false);
+/// Shared by LS101 and LS102: reports a cleanup call that runs every step, with a fix that
+/// removes it.
+pub(crate) fn report_every_step(
+    checker: &mut Checker,
+    call: &ExprCall,
+    stmt: &Stmt,
+    rule: Rule,
+    why: &str,
+    fix_message: &str,
+) {
+    if !runs_every_step(checker) || checker.innermost_loop().is_some_and(|l| few_rounds(l.stmt)) {
+        return;
     }
-    if words.iter().any(|w| EPOCH_WORDS.contains(&w.as_str())) {
-        return Some(true);
-    }
-    None
-}
-
-/// A loop that runs once per epoch, generation or episode (its target or what it iterates is
-/// named so): each iteration holds many steps, so per-iteration costs are paid rarely.
-pub(crate) fn is_coarse_loop(stmt: &ruff_python_ast::Stmt) -> bool {
-    use ruff_python_ast::Stmt;
-    let mut names: Vec<String> = Vec::new();
-    let exprs: Vec<&Expr> = match stmt {
-        Stmt::For(f) => {
-            names.extend(keys_in(&f.target));
-            vec![&*f.iter]
-        }
-        Stmt::While(w) => vec![&*w.test],
-        _ => return false,
+    let Some(located) = locate_in_scope(checker, stmt) else {
+        return;
     };
-    for n in &names {
-        if let Some(coarse) = coarse_name(n) {
-            return coarse;
-        }
+    if under_modulo_guard(&located) || in_except_handler(&located, stmt.range()) {
+        return;
     }
-    let mut verdict = None;
-    for e in exprs {
-        for k in keys_in(e) {
-            let last = k.rsplit('.').next().unwrap_or(&k).to_string();
-            match coarse_name(&last) {
-                Some(false) => return false,
-                Some(true) => verdict = Some(true),
-                None => {}
+    let when = match checker.innermost_loop() {
+        Some(l) => format!(
+            "on every iteration of the loop at line {}",
+            checker.line(l.offset)
+        ),
+        None => format!(
+            "on every call of `{}()`, which runs once per step",
+            checker.function().map_or("?", |f| f.name.as_str())
+        ),
+    };
+    let message = format!("`{}` runs {}: {}", checker.snippet(call.range()), when, why);
+    let mut diagnostic = Diagnostic::new(rule, message, call.range());
+    if let Some(edit) = removal(checker, stmt, call, &located) {
+        diagnostic = diagnostic.with_fix(Fix::unsafe_edit(fix_message, vec![edit]));
+    }
+    checker.report(diagnostic);
+}
+
+/// Removes the statement when it is nothing but the call; removes a guarding
+/// `if torch.cuda.is_available():` whose only statement it is.
+fn removal(checker: &Checker, stmt: &Stmt, call: &ExprCall, located: &Located) -> Option<Edit> {
+    let Stmt::Expr(e) = stmt else { return None };
+    if e.value.range() != call.range() {
+        return None;
+    }
+    if located.body.len() == 1 {
+        if let Some(Stmt::If(parent)) = located.ancestors.last() {
+            let is_available = match &*parent.test {
+                Expr::Call(c) => checker
+                    .qualified_function(&c.func)
+                    .is_some_and(|q| q.ends_with(".is_available")),
+                _ => false,
+            };
+            let guard_only =
+                parent.elif_else_clauses.is_empty() && parent.body.len() == 1 && is_available;
+            if guard_only {
+                let root = scope_root(checker)?;
+                let parent_loc = locate(root, parent.range())?;
+                return remove_statement(checker, &parent_loc);
             }
         }
     }
-    verdict.unwrap_or(false)
-}
-
-/// A function that frameworks call once per epoch or run (`on_train_epoch_end`, `fit`,
-/// `setup`, `save_checkpoint`) rather than once per step.
-pub(crate) fn is_coarse_function(name: &str) -> bool {
-    name_words(name).any(|w| {
-        EPOCH_WORDS.contains(&w.as_str())
-            || matches!(
-                w.as_str(),
-                "fit" | "setup" | "teardown" | "start" | "save" | "load" | "checkpoint" | "sanity"
-            )
-    })
-}
-
-/// Runs once per training step: in a loop that is not an epoch/generation/episode loop, or
-/// directly in a per-step method (`training_step`, `update`, `on_train_batch_end`...).
-pub(crate) fn runs_every_step(checker: &Checker) -> bool {
-    if let Some(l) = checker.innermost_loop() {
-        return !l.is_coarse();
-    }
-    checker.in_per_step_function()
-        && !checker
-            .function()
-            .is_some_and(|f| is_coarse_function(f.name.as_str()))
-}
-
-/// Is the located statement under an `if` (below the innermost loop or the function body)
-/// whose test uses `%`, like `if step % 100 == 0:`? Such code runs every N steps.
-pub(crate) fn under_modulo_guard(located: &Located) -> bool {
-    use ruff_python_ast::Stmt;
-    for stmt in located.ancestors.iter().rev() {
-        match stmt {
-            Stmt::For(_) | Stmt::While(_) => return false,
-            Stmt::If(i) => {
-                let tests = std::iter::once(&*i.test)
-                    .chain(i.elif_else_clauses.iter().filter_map(|c| c.test.as_ref()));
-                for t in tests {
-                    if contains_modulo(t) {
-                        return true;
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    false
-}
-
-fn contains_modulo(expr: &Expr) -> bool {
-    use ruff_python_ast::visitor::{walk_expr, Visitor};
-    struct M(bool);
-    impl<'a> Visitor<'a> for M {
-        fn visit_expr(&mut self, expr: &'a Expr) {
-            if let Expr::BinOp(b) = expr {
-                if matches!(b.op, ruff_python_ast::Operator::Mod) {
-                    self.0 = true;
-                }
-            }
-            walk_expr(self, expr);
-        }
-    }
-    let mut m = M(false);
-    m.visit_expr(expr);
-    m.0
-}
-
-/// Is the located statement inside an `except` handler (below the innermost loop)?
-pub(crate) fn in_except_handler(located: &Located, target: ruff_text_size::TextRange) -> bool {
-    use ruff_python_ast::Stmt;
-    for stmt in located.ancestors.iter().rev() {
-        match stmt {
-            Stmt::For(_) | Stmt::While(_) => return false,
-            Stmt::Try(t) if t.handlers.iter().any(|h| h.range().contains_range(target)) => {
-                return true;
-            }
-            _ => {}
-        }
-    }
-    false
+    remove_statement(checker, located)
 }

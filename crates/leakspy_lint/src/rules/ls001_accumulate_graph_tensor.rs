@@ -1,13 +1,15 @@
 //! ## What it does
-//! Flags a running total that adds graph-carrying tensors across iterations:
-//! `total += loss`, `total = total + loss`, `stats[k] += loss`, `self.total += loss`, where the
-//! total outlives the iteration (bound before the loop, an attribute or a global).
+//! Flags a running total that adds graph-carrying tensors across iterations: `total += loss`,
+//! `total = total + loss`, `stats[k] += loss`, `self.total += loss`, where the total outlives the
+//! iteration (bound before the loop, an attribute or a global) and the statement runs once per
+//! training iteration (in a loop that trains or goes through data, or in a function that runs
+//! once per step).
 //!
 //! ## Why is this bad?
 //! Adding a tensor that carries an autograd graph builds a new graph node that points at both
 //! operands. The total then links to the graph of every iteration it ever added: memory grows
-//! with each step until the total is dropped, and a later `.backward()` through it would
-//! traverse all of them. This is the `total_loss += loss` leak from the PyTorch FAQ.
+//! with each step until the total is dropped, and a later `.backward()` through it would traverse
+//! all of them. This is the `total_loss += loss` leak from the PyTorch FAQ.
 //!
 //! ## Example
 //! ```python
@@ -30,27 +32,38 @@
 //! ```
 //!
 //! ## Fix safety
-//! The fix adds `.detach()` to the added value. The total keeps its type (a tensor stays a
-//! tensor) and its value; only the graph is dropped, so the fix is safe. It is not offered when
-//! the total is backpropagated in the same function (gradient accumulation).
+//! The fix adds `.detach()` to the added value (offered when it is a tensor). The total keeps its
+//! type and its value; only the graph is dropped. It is safe only when every other use of the
+//! total is logging, printing, counting or arithmetic that ends in numbers (`print(total / n)`,
+//! `total.item()`, an f-string): nothing that might need the graph sees the change. When the
+//! total is returned, passed to a function, fed to a loss or a module, or backpropagated, the
+//! same edit is offered as an unsafe fix.
 //!
 //! ## Stays silent on
-//! A total re-created inside the iteration and backpropagated; `loss.item()`; code under
-//! `torch.no_grad()`.
+//! A total re-created inside the iteration and backpropagated (gradient accumulation); a total
+//! that a method of the class backpropagates; `loss.item()`; tuples and lists concatenated
+//! (`outputs += (h,)`, a store); statistics named as such (`mean`, `ema`: LS011); code under
+//! `torch.no_grad()`; code that does not run once per training iteration (a loop over layers,
+//! heads or time steps of one forward pass, whose graph dies with the step; set-up code; code
+//! that runs once, as under `if step == 0:` or `if self.x is None:`, or only with a debugging
+//! option on).
 
 use ruff_python_ast::{Expr, Operator, Stmt};
 use ruff_text_size::Ranged;
 
 use crate::checker::Checker;
-use crate::diagnostic::{Diagnostic, Fix};
+use crate::diagnostic::Diagnostic;
 use crate::registry::Rule;
-use crate::rules::helpers::{append_call, origin_phrase, retained, short};
+use crate::rules::helpers::{
+    append_call, detach_fix, detached_text, origin_phrase, retained, short, until,
+};
 use crate::semantic::names::{dotted, is_dotted};
 
 pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
-    if !checker.grad_enabled() || !checker.per_step() {
+    if !checker.grad_enabled() {
         return;
     }
+
     let (target, added) = match stmt {
         Stmt::AugAssign(aug)
             if matches!(
@@ -78,10 +91,14 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
         _ => return,
     };
     let value = checker.value(added);
-    if !value.has_graph() || matches!(added, Expr::List(_) | Expr::ListComp(_)) {
+    // A tuple or list concatenated (`outputs += (h,)`) is a store, not a total.
+    if !value.has_graph()
+        || value.is_container()
+        || matches!(added, Expr::List(_) | Expr::ListComp(_) | Expr::Tuple(_))
+    {
         return;
     }
-    let Some(lifetime) = checker.lifetime(target) else {
+    let Some(lifetime) = checker.keeps_graphs(target) else {
         return;
     };
     let container_key = match target {
@@ -93,15 +110,13 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     };
     // Running statistics (`self.mean`, `M2`, `ema`) have their own rule, LS011.
     if checker.enabled(Rule::LS011)
-        && crate::rules::ls011_running_stat_graph::is_stat_name(
+        && crate::semantic::names::is_stat_name(
             container_key.rsplit('.').next().unwrap_or(&container_key),
         )
     {
         return;
     }
-    if checker.consumed_by_backward(&container_key) {
-        return;
-    }
+
     let message = format!(
         "`{}` adds `{}`, which carries {}: `{}` holds one graph per iteration ({}) {}",
         short(checker, target),
@@ -109,14 +124,21 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
         origin_phrase(checker, &value),
         container_key,
         retained(checker, &value),
-        lifetime.until,
+        until(checker, &lifetime),
     );
-    let fix = Fix::safe(
-        format!(
-            "Add `{}.detach()` instead (or `.item()` for a number)",
-            short(checker, added)
-        ),
-        append_call(checker, added, "detach"),
-    );
-    checker.report(Diagnostic::new(Rule::LS001, message, stmt.range()).with_fix(fix));
+    let mut diagnostic = Diagnostic::new(Rule::LS001, message, stmt.range());
+    // `.detach()` needs a tensor; it is safe when the total is only ever shown or counted.
+    if value.is_tensor() {
+        diagnostic = diagnostic.with_fix(detach_fix(
+            checker,
+            &container_key,
+            stmt.range(),
+            format!(
+                "Add `{}` instead (or `.item()` for a number)",
+                detached_text(checker, added)
+            ),
+            append_call(checker, added, "detach"),
+        ));
+    }
+    checker.report(diagnostic);
 }

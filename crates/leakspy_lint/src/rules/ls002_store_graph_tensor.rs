@@ -1,8 +1,8 @@
 //! ## What it does
-//! Flags a graph-carrying value (or a dict/tuple holding one) put into a container that
-//! outlives the iteration: `.append/.extend/.insert/.add`, `c[k] = x` with a key that changes
-//! per iteration, tuple-unpacking into subscripts, `c += [x]`, or a `push`/`store` call on a
-//! long-lived buffer.
+//! Flags a graph-carrying value (or a dict/tuple holding one) put into a container that outlives
+//! the iteration: `.append/.extend/.insert/.add`, `c[k] = x` with a key that changes per
+//! iteration, tuple-unpacking into subscripts, `c += [x]`, or a `push`/`store` call on a
+//! long-lived buffer, in code that runs once per training iteration.
 //!
 //! ## Why is this bad?
 //! Each stored tensor keeps its autograd graph alive: after `.backward()` that is the chain of
@@ -12,68 +12,70 @@
 //!
 //! ## Example
 //! ```python
-//! for step in range(steps):
-//!     critic_loss, actor_loss = agent.update(batch)
-//!     self.actor_losses.append(actor_loss)
+//! def train(model, loader, optimizer, criterion):
+//!     losses = []
+//!     for x, y in loader:
+//!         loss = criterion(model(x), y)
+//!         optimizer.zero_grad()
+//!         loss.backward()
+//!         optimizer.step()
+//!         losses.append(loss)
+//!     return sum(l.item() for l in losses) / len(losses)
 //! ```
 //!
 //! ## Use instead
 //! ```python
-//! for step in range(steps):
-//!     critic_loss, actor_loss = agent.update(batch)
-//!     self.actor_losses.append(actor_loss.item())
+//! def train(model, loader, optimizer, criterion):
+//!     losses = []
+//!     for x, y in loader:
+//!         loss = criterion(model(x), y)
+//!         optimizer.zero_grad()
+//!         loss.backward()
+//!         optimizer.step()
+//!         losses.append(loss.item())
+//!     return sum(losses) / len(losses)
 //! ```
 //!
 //! ## Fix safety
-//! The fix stores `x.detach()`: the same values without the graph. It is safe because the
-//! container is not backpropagated in the function (gradient accumulation is not flagged).
-//! `.item()` is better still for scalars but changes the stored type, so it is only suggested.
+//! The fix stores `x.detach()`: the same values without the graph (offered when the stored value
+//! is a tensor, not a dict or tuple). It is safe only when every other use of the container is
+//! logging, printing, counting or arithmetic that ends in numbers
+//! (`print(sum(x.item() for x in losses))`, `len(...)`, an f-string): nothing that might need the
+//! graph sees the change. When the container is returned, passed to a function, fed to a loss or
+//! a module, or backpropagated, the same edit is offered as an unsafe fix. `.item()` is better
+//! still for scalars but changes the stored type, so it is only suggested.
 //!
 //! ## Stays silent on
-//! Gradient accumulation consumed by `.backward()` in the same step; a module's own method
-//! collecting its per-timestep outputs in a local list; values stored under
-//! `torch.no_grad()`/`inference_mode()`; detached values; containers created or cleared in the
-//! same iteration.
+//! Gradient accumulation consumed by `.backward()` in the same step, or by a method of the class
+//! (a REINFORCE agent's `log_probs`); a module's own method collecting its per-timestep outputs
+//! in a local list; values stored under `torch.no_grad()`/`inference_mode()`; detached values;
+//! containers created or cleared in the same iteration; loops that neither backpropagate nor step
+//! an optimizer (a loss built from parts, outputs gathered for the caller; evaluation loops with
+//! autograd on are LS009's); code that does not run once per training iteration (a loop over
+//! layers, heads or time steps of one forward pass, whose graph dies with the step; set-up code;
+//! code that runs once, as under `if step == 0:` or `if self.x is None:`, or only with a
+//! debugging option on).
 
 use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::Ranged;
 
 use crate::checker::Checker;
-use crate::diagnostic::{Diagnostic, Fix};
+use crate::diagnostic::Diagnostic;
 use crate::registry::Rule;
-use crate::rules::helpers::{append_call, origin_phrase, retained, short, varies_per_iteration};
+use crate::rules::helpers::{
+    append_call, detach_fix, detached_text, origin_phrase, retained, short, until,
+};
+use crate::semantic::mutation::stored_values;
 use crate::semantic::names::dotted;
 use crate::semantic::value::Kind;
 
-const STORE_METHODS: &[&str] = &[
-    "append",
-    "extend",
-    "insert",
-    "add",
-    "appendleft",
-    "push",
-    "store",
-    "put",
-    "add_experience",
-];
-
 pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
+    let Some((method, args)) = stored_values(call) else {
+        return;
+    };
     let Expr::Attribute(attr) = &*call.func else {
         return;
     };
-    let method = attr.attr.as_str();
-    if !STORE_METHODS.contains(&method) {
-        return;
-    }
-    let args: Vec<&Expr> = if method == "insert" {
-        call.arguments.args.iter().skip(1).collect()
-    } else {
-        call.arguments.args.iter().collect()
-    };
-    let args: Vec<&Expr> = args
-        .into_iter()
-        .chain(call.arguments.keywords.iter().map(|k| &k.value))
-        .collect();
     let Some((stored, value)) = args
         .iter()
         .map(|a| (*a, checker.value(a)))
@@ -87,13 +89,10 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
     if checker.value(receiver).kind == Kind::Module {
         return;
     }
-    let Some(lifetime) = checker.lifetime(receiver) else {
+    let Some(lifetime) = checker.keeps_graphs(receiver) else {
         return;
     };
     if builds_model_output(checker, &lifetime) {
-        return;
-    }
-    if checker.reset_in_iteration(&lifetime.key) || checker.consumed_by_backward(&lifetime.key) {
         return;
     }
     let message = format!(
@@ -104,18 +103,17 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
         origin_phrase(checker, &value),
         lifetime.key,
         retained(checker, &value),
-        lifetime.until,
+        until(checker, &lifetime),
     );
     let mut diagnostic = Diagnostic::new(Rule::LS002, message, call.range());
-    if !matches!(
-        value.kind,
-        Kind::List | Kind::Dict | Kind::Set | Kind::Deque { .. }
-    ) && !matches!(stored, Expr::Tuple(_) | Expr::Dict(_) | Expr::List(_))
-    {
-        diagnostic = diagnostic.with_fix(Fix::safe(
+    if value.is_tensor() && !matches!(stored, Expr::Tuple(_) | Expr::Dict(_) | Expr::List(_)) {
+        diagnostic = diagnostic.with_fix(detach_fix(
+            checker,
+            &lifetime.key,
+            call.range(),
             format!(
-                "Store `{}.detach()` (or `.item()` for a number)",
-                short(checker, stored)
+                "Store `{}` (or `.item()` for a number)",
+                detached_text(checker, stored)
             ),
             append_call(checker, stored, "detach"),
         ));
@@ -150,14 +148,9 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
                 return;
             };
             let value = checker.value(elt);
-            let Some(lifetime) = checker.lifetime(&aug.target) else {
+            let Some(lifetime) = checker.keeps_graphs(&aug.target) else {
                 return;
             };
-            if checker.reset_in_iteration(&lifetime.key)
-                || checker.consumed_by_backward(&lifetime.key)
-            {
-                return;
-            }
             let message = format!(
                 "`{} += [...]` stores `{}`, which carries {}: `{}` holds one graph per iteration ({}) {}",
                 short(checker, &aug.target),
@@ -165,13 +158,19 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
                 origin_phrase(checker, &value),
                 lifetime.key,
                 retained(checker, &value),
-                lifetime.until,
+                until(checker, &lifetime),
             );
-            let fix = Fix::safe(
-                format!("Store `{}.detach()`", short(checker, elt)),
-                append_call(checker, elt, "detach"),
-            );
-            checker.report(Diagnostic::new(Rule::LS002, message, stmt.range()).with_fix(fix));
+            let mut diagnostic = Diagnostic::new(Rule::LS002, message, stmt.range());
+            if value.is_tensor() {
+                diagnostic = diagnostic.with_fix(detach_fix(
+                    checker,
+                    &lifetime.key,
+                    stmt.range(),
+                    format!("Store `{}`", detached_text(checker, elt)),
+                    append_call(checker, elt, "detach"),
+                ));
+            }
+            checker.report(diagnostic);
         }
         _ => {}
     }
@@ -181,19 +180,20 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
 fn subscript_store(checker: &mut Checker, target: &Expr, value_expr: &Expr) {
     let Expr::Subscript(sub) = target else { return };
     let value = checker.value(value_expr);
-    if !value.has_graph() || !checker.in_loop() {
+    if !value.has_graph() {
         return;
     }
-    if !varies_per_iteration(checker, &sub.slice) {
+    if !checker.key_changes_per_iteration(&sub.slice) {
         return;
     }
-    let Some(lifetime) = checker.lifetime(&sub.value) else {
+    // Writing into a preallocated tensor copies the values in (a graph edge, not a list).
+    if checker.value(&sub.value).is_tensor_like() {
+        return;
+    }
+    let Some(lifetime) = checker.keeps_graphs(&sub.value) else {
         return;
     };
     if builds_model_output(checker, &lifetime) {
-        return;
-    }
-    if checker.reset_in_iteration(&lifetime.key) || checker.consumed_by_backward(&lifetime.key) {
         return;
     }
     let Some(container) = dotted(&sub.value) else {
@@ -207,16 +207,19 @@ fn subscript_store(checker: &mut Checker, target: &Expr, value_expr: &Expr) {
         origin_phrase(checker, &value),
         lifetime.key,
         retained(checker, &value),
-        lifetime.until,
+        until(checker, &lifetime),
     );
     let mut diagnostic = Diagnostic::new(
         Rule::LS002,
         message,
         target.range().cover(value_expr.range()),
     );
-    if value.kind == Kind::Tensor {
-        diagnostic = diagnostic.with_fix(Fix::safe(
-            format!("Store `{}.detach()`", short(checker, value_expr)),
+    if value.is_tensor() {
+        diagnostic = diagnostic.with_fix(detach_fix(
+            checker,
+            &lifetime.key,
+            target.range().cover(value_expr.range()),
+            format!("Store `{}`", detached_text(checker, value_expr)),
             append_call(checker, value_expr, "detach"),
         ));
     }

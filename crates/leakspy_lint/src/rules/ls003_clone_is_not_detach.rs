@@ -1,10 +1,7 @@
 //! ## What it does
 //! Flags `.clone()`, `.cpu()` and `.to(...)` (also `.cuda()`) of a graph-carrying tensor used as
-//! a snapshot without `.detach()`: stored into a container or attribute that outlives the
-//! iteration (`history.append(out.clone())`, `self.best[k] = logits.cpu()`,
-//! `self.last = out.clone()` in a training loop), or returned from a snapshot/log helper
-//! (`snapshot*`, `log`/`log_*`, `record*`, `save*`, `get_*state*`; not math such as
-//! `log_prob`).
+//! a snapshot without `.detach()` and stored, once per training iteration, into a container that
+//! outlives the iteration (`history.append(out.clone())`, `self.best[step] = logits.cpu()`).
 //!
 //! ## Why is this bad?
 //! `.clone()` copies the values but records the copy in the autograd graph (`CloneBackward`);
@@ -43,28 +40,32 @@
 //! ## Fix safety
 //! The fix inserts `.detach()` before the first `.clone()`/`.cpu()`/`.to()` of the chain
 //! (`out.clone()` becomes `out.detach().clone()`): the stored values, dtype and device are the
-//! same, only the graph is gone. It is safe because snapshots stored for later inspection are
-//! not backpropagated; the rule stays silent where the container flows into a `.backward()` in
-//! the same function (gradient accumulation).
+//! same, only the graph is gone. It is safe only when every other use of the container is
+//! logging, printing, counting or arithmetic that ends in numbers
+//! (`print(sum(x.item() for x in losses))`, `len(...)`, an f-string): nothing that might need the
+//! graph sees the change. When the container is returned, passed to a function, fed to a loss or
+//! a module, or backpropagated, the same edit is offered as an unsafe fix.
 //!
 //! ## Stays silent on
 //! Receivers known to carry no graph (`x.detach().clone()`, tensors computed under
 //! `torch.no_grad()`/`inference_mode()`, data from the loader, parameters); snapshots kept in
-//! per-iteration containers or consumed by `.backward()` in the same step; copies written into
-//! a preallocated tensor (`buf[i] = out.cpu()`); attributes of an `nn.Module` set in `forward()`
-//! or what it calls (LS007 reports those); math named like logging (`log_prob`). Where the
-//! stored expression is not literally a `.clone()`/`.cpu()`/`.to()` call, LS002 reports the
-//! store instead.
+//! per-iteration containers or consumed by `.backward()` in the same step; copies written into a
+//! preallocated tensor (`buf[i] = out.cpu()`); an attribute or dict entry replaced on each step
+//! (`self.last = out.clone()`: it keeps one step's graph, not one per step); snapshots returned
+//! to the caller; code that does not run once per training iteration (a loop over layers, heads
+//! or time steps of one forward pass, whose graph dies with the step; set-up code; code that runs
+//! once, as under `if step == 0:` or `if self.x is None:`, or only with a debugging option on).
+//! Where the stored expression is not literally a `.clone()`/`.cpu()`/`.to()` call, LS002 reports
+//! the store instead.
 
 use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::{Ranged, TextRange, TextSize};
 
 use crate::checker::{Checker, Lifetime};
-use crate::diagnostic::{Diagnostic, Edit, Fix};
+use crate::diagnostic::{Diagnostic, Edit};
 use crate::registry::Rule;
-use crate::rules::helpers::{origin_phrase, retained, short};
-use crate::rules::ls007_module_state_retains_graph::forward_path;
-use crate::semantic::facts::self_attr;
+use crate::rules::helpers::{detach_fix, origin_phrase, retained, short, until};
+use crate::semantic::mutation::stored_values;
 use crate::semantic::value::{Kind, Value};
 
 /// Container methods that grow it (a buffer class's `push` may detach what it keeps).
@@ -163,6 +164,8 @@ fn report(
     snap: &Snapshot,
     value: &Value,
     kept: &(String, String),
+    key: &str,
+    site: TextRange,
     fix_until: Option<TextSize>,
 ) {
     let message = format!(
@@ -181,39 +184,35 @@ fn report(
         }
         None => Edit::insertion(snap.insert_at, "detach()."),
     };
-    let fix = Fix::safe(
+    // The chain already calls a tensor method (`.clone()`, `.cpu()`): `.detach()` fits there.
+    let fix = detach_fix(
+        checker,
+        key,
+        site,
         format!("Insert `.detach()` before `.{}()`", snap.method),
         vec![edit],
     );
     checker.report(Diagnostic::new(Rule::LS003, message, snap.call.range()).with_fix(fix));
 }
 
-fn container_kept(lifetime: &Lifetime) -> (String, String) {
+fn container_kept(checker: &Checker, lifetime: &Lifetime) -> (String, String) {
     (
         format!("`{}` holds one graph per iteration", lifetime.key),
-        lifetime.until.clone(),
+        until(checker, lifetime),
     )
 }
 
-fn usable(checker: &Checker, lifetime: &Lifetime) -> bool {
-    !checker.reset_in_iteration(&lifetime.key) && !checker.consumed_by_backward(&lifetime.key)
-}
-
 pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
-    let Expr::Attribute(attr) = &*call.func else {
+    let Some((method, args)) = stored_values(call) else {
         return;
     };
-    let method = attr.attr.as_str();
+    // A buffer class's `push` may detach what it keeps.
     if !STORE_METHODS.contains(&method) {
         return;
     }
-    let args: Vec<&Expr> = call
-        .arguments
-        .args
-        .iter()
-        .skip(usize::from(method == "insert"))
-        .chain(call.arguments.keywords.iter().map(|k| &k.value))
-        .collect();
+    let Expr::Attribute(attr) = &*call.func else {
+        return;
+    };
     let found: Vec<(Snapshot, Value)> = args
         .iter()
         .flat_map(|a| snapshots_in(a))
@@ -222,16 +221,21 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
     if found.is_empty() {
         return;
     }
-    let Some(lifetime) = checker.lifetime(&attr.value) else {
+    let Some(lifetime) = checker.keeps_graphs(&attr.value) else {
         return;
     };
-    if !usable(checker, &lifetime) {
-        return;
-    }
-    let kept = container_kept(&lifetime);
+    let kept = container_kept(checker, &lifetime);
     let fix_until = (found.len() == 1).then(|| call.end());
     for (snap, value) in &found {
-        report(checker, snap, value, &kept, fix_until);
+        report(
+            checker,
+            snap,
+            value,
+            &kept,
+            &lifetime.key,
+            call.range(),
+            fix_until,
+        );
     }
 }
 
@@ -247,34 +251,6 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
                 assigned(checker, &assign.target, value);
             }
         }
-        Stmt::Return(ret) => {
-            let Some(value) = ret.value.as_deref() else {
-                return;
-            };
-            let Some(def) = checker.function() else {
-                return;
-            };
-            let name = def.name.as_str();
-            if !is_snapshot_helper(name) {
-                return;
-            }
-            let found: Vec<(Snapshot, Value)> = snapshots_in(value)
-                .into_iter()
-                .filter_map(|s| graph_of(checker, &s).map(|v| (s, v)))
-                .collect();
-            if found.is_empty() {
-                return;
-            }
-            let kept = (
-                format!(
-                    "`{name}()` returns it as a snapshot, and whoever keeps it keeps the graph"
-                ),
-                "for as long as the snapshot lives".to_string(),
-            );
-            for (snap, value) in &found {
-                report(checker, snap, value, &kept, None);
-            }
-        }
         _ => {}
     }
 }
@@ -287,38 +263,26 @@ fn assigned(checker: &mut Checker, target: &Expr, value: &Expr) {
     if found.is_empty() {
         return;
     }
-    let kept = match target {
+    let lifetime = match target {
         Expr::Subscript(sub) => {
-            // `buf[i] = out.clone()` writes into a tensor: a different story (CopySlices).
-            if matches!(checker.value(&sub.value).kind, Kind::Tensor | Kind::Array) {
+            // `buf[i] = out.clone()` writes into a tensor: a different story (CopySlices). A
+            // key from a fixed set replaces one entry.
+            if matches!(
+                checker.value(&sub.value).kind,
+                Kind::Tensor | Kind::Output | Kind::Array
+            ) || !checker.key_changes_per_iteration(&sub.slice)
+            {
                 return;
             }
-            let Some(lifetime) = checker.lifetime(&sub.value) else {
+            let Some(lifetime) = checker.keeps_graphs(&sub.value) else {
                 return;
             };
-            if !usable(checker, &lifetime) || !checker.per_step() {
-                return;
-            }
-            container_kept(&lifetime)
+            lifetime
         }
-        Expr::Attribute(_) => {
-            // `self.last = out.clone()` each step: the attribute keeps the latest step's graph.
-            // Attributes of a module set in its forward path are LS007's.
-            if self_attr(target).is_none() || !checker.per_step() || on_forward_path(checker) {
-                return;
-            }
-            let key = short(checker, target);
-            if checker.consumed_by_backward(&key) {
-                return;
-            }
-            (
-                format!("`{key}` keeps the latest step's graph"),
-                "until the next step rebinds it, and for the life of the object after the last step"
-                    .to_string(),
-            )
-        }
+        // `self.last = out.clone()` replaces one graph per step: memory does not grow.
         _ => return,
     };
+    let kept = container_kept(checker, &lifetime);
     // `c[k] = out.clone()`: LS002 appends `.detach()` right after the value; reach one character
     // past it so that the two fixes overlap and only this one is applied.
     let fix_until = match (target, found.as_slice()) {
@@ -330,53 +294,8 @@ fn assigned(checker: &mut Checker, target: &Expr, value: &Expr) {
             .map(|n| value.end() + n),
         _ => None,
     };
+    let site = target.range().cover(value.range());
     for (snap, v) in &found {
-        report(checker, snap, v, &kept, fix_until);
+        report(checker, snap, v, &kept, &lifetime.key, site, fix_until);
     }
-}
-
-/// A method of an `nn.Module` that `forward()` runs: its attributes are LS007's.
-fn on_forward_path(checker: &Checker) -> bool {
-    if !checker.in_module_class() {
-        return false;
-    }
-    match (checker.class(), checker.function()) {
-        (Some(class), Some(def)) => forward_path(class).contains(def.name.as_str()),
-        _ => false,
-    }
-}
-
-/// Functions whose job is to take a snapshot or log one: their return value is kept. Math named
-/// like logging (`log_prob`, `log_softmax`, `logits`, `log_loss`) is not.
-fn is_snapshot_helper(name: &str) -> bool {
-    const MATH: &[&str] = &[
-        "prob",
-        "probs",
-        "softmax",
-        "likelihood",
-        "lik",
-        "det",
-        "density",
-        "std",
-        "var",
-        "alpha",
-        "sigma",
-        "pdf",
-        "partition",
-        "sum",
-        "exp",
-        "odds",
-        "ratio",
-        "loss",
-        "scale",
-        "norm",
-    ];
-    let name = name.trim_start_matches('_');
-    let logging = (name == "log" || name.starts_with("log_"))
-        && !name.split('_').any(|part| MATH.contains(&part));
-    logging
-        || name.starts_with("snapshot")
-        || name.starts_with("record")
-        || name.starts_with("save")
-        || name.starts_with("get_") && name.contains("state")
 }

@@ -1,9 +1,10 @@
 //! ## What it does
-//! Flags tensors that live on an accelerator (moved with `.to(device)` or `.cuda()`, created
-//! with `device=...`, or returned by a model whose inputs are on a device) collected into a
-//! container for a whole loop: `preds.append(model(x).detach())` in an evaluation loop over a
-//! CUDA model, `self.buffer.append(obs.to(device))` in a `push()` that nothing ever trims.
-//! The tensors carry no graph (graph-carrying stores are LS002's): the cost is device memory.
+//! Flags tensors that live on an accelerator (moved with `.to(device)` or `.cuda()`, created with
+//! `device=...`, or returned by a model whose inputs are on a device) collected into a container
+//! that outlives the function that fills it (an attribute, a module global, a closure cell):
+//! `self.predictions.append(model(x))` in an evaluation method over a CUDA model,
+//! `self.buffer.append(obs.to(device))` in a `push()` that nothing ever trims. The tensors carry
+//! no graph (graph-carrying stores are LS002's): the cost is device memory.
 //!
 //! ## Why is this bad?
 //! Each stored tensor keeps its GPU memory until the container is dropped. One per batch means
@@ -15,48 +16,68 @@
 //!
 //! ## Example
 //! ```python
-//! def predict(model, loader):
-//!     model = model.to("cuda")
-//!     preds = []
-//!     with torch.no_grad():
+//! class Evaluator:
+//!     def __init__(self, model):
+//!         self.model = model.to("cuda")
+//!         self.predictions = []
+//!
+//!     @torch.no_grad()
+//!     def evaluate(self, loader):
 //!         for x, _ in loader:
-//!             preds.append(model(x.to("cuda")))
-//!     return torch.cat(preds)
+//!             self.predictions.append(self.model(x.to("cuda")))
+//!         return torch.cat(self.predictions)
+//!
+//!
+//! def fit(model, train_loader, val_loader, epochs):
+//!     evaluator = Evaluator(model)
+//!     for epoch in range(epochs):
+//!         train_one_epoch(model, train_loader)
+//!         print(epoch, evaluator.evaluate(val_loader).mean().item())
 //! ```
 //!
 //! ## Use instead
 //! ```python
-//! def predict(model, loader):
-//!     model = model.to("cuda")
-//!     preds = []
-//!     with torch.no_grad():
+//! class Evaluator:
+//!     def __init__(self, model):
+//!         self.model = model.to("cuda")
+//!
+//!     @torch.no_grad()
+//!     def evaluate(self, loader):
+//!         predictions = []
 //!         for x, _ in loader:
-//!             preds.append(model(x.to("cuda")).cpu())
-//!     return torch.cat(preds)
+//!             predictions.append(self.model(x.to("cuda")).cpu())
+//!         return torch.cat(predictions)
+//!
+//!
+//! def fit(model, train_loader, val_loader, epochs):
+//!     evaluator = Evaluator(model)
+//!     for epoch in range(epochs):
+//!         train_one_epoch(model, train_loader)
+//!         print(epoch, evaluator.evaluate(val_loader).mean().item())
 //! ```
 //!
 //! ## Fix safety
 //! The fix stores `value.cpu()`. It is unsafe: code that later combines the stored tensors with
-//! tensors on the device (`torch.cat(preds) == targets.cuda()`) must move them back, and the
-//! copy to the host synchronises with the device each step.
+//! tensors on the device (`torch.cat(preds) == targets.cuda()`) must move them back, and the copy
+//! to the host synchronises with the device each step.
 //!
 //! ## Stays silent on
-//! `.cpu()`, `.numpy()`, `.tolist()`, `.item()` on the way; containers created or cleared in the
-//! same iteration; lists made afresh by an outer loop (a per-episode list of states, stacked
-//! after the episode); bounded `deque(maxlen=...)`s; attributes grown in a per-step method that
-//! the class trims or clears somewhere; `push`/`store` methods and objects of the file's own
-//! classes (a replay buffer with a capacity manages its storage); writes into a preallocated
-//! tensor (`buf[t] = obs`); graph-carrying values (reported by LS002); modules moved to a device.
+//! `.cpu()`, `.numpy()`, `.tolist()`, `.item()` on the way; local lists of a function (its
+//! working set: predictions gathered for a metric, returned or stacked into a batch); containers
+//! created or cleared in the same iteration; lists made afresh by an outer loop; bounded
+//! `deque(maxlen=...)`s; attributes that some method trims, clears or rebinds; `push`/`store`
+//! methods and objects of the file's own classes (a replay buffer with a capacity manages its
+//! storage); writes into a preallocated tensor (`buf[t] = obs`); graph-carrying values (reported
+//! by LS002); modules moved to a device.
 
 use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::{Ranged, TextRange};
 
-use crate::checker::{Checker, Holder, Lifetime};
+use crate::checker::{Checker, Holder, Lifetime, Until};
 use crate::diagnostic::{Diagnostic, Fix};
 use crate::registry::Rule;
-use crate::rules::helpers::{append_call, short, varies_per_iteration};
-use crate::semantic::facts::self_attr;
-use crate::semantic::names::dotted;
+use crate::rules::helpers::{append_call, call_text, short, until};
+use crate::semantic::mutation::stored_values;
 use crate::semantic::value::{Kind, Value};
 
 /// Container methods that grow it. A `push`/`store` of a buffer class is not here: such classes
@@ -64,20 +85,16 @@ use crate::semantic::value::{Kind, Value};
 const STORE_METHODS: &[&str] = &["append", "extend", "insert", "add", "appendleft"];
 
 pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
-    let Expr::Attribute(attr) = &*call.func else {
+    let Some((method, args)) = stored_values(call) else {
         return;
     };
-    let method = attr.attr.as_str();
     if !STORE_METHODS.contains(&method) {
         return;
     }
-    let Some(stored) = call
-        .arguments
-        .args
-        .iter()
-        .skip(usize::from(method == "insert"))
-        .find(|a| on_device(checker, a))
-    else {
+    let Expr::Attribute(attr) = &*call.func else {
+        return;
+    };
+    let Some(stored) = args.into_iter().find(|a| on_device(checker, a)) else {
         return;
     };
     let receiver = &*attr.value;
@@ -101,7 +118,7 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
                 };
                 let value = &*assign.value;
                 if !checker.in_loop()
-                    || !varies_per_iteration(checker, &sub.slice)
+                    || !checker.key_changes_per_iteration(&sub.slice)
                     || !on_device(checker, value)
                 {
                     continue;
@@ -151,65 +168,40 @@ fn on_device(checker: &Checker, expr: &Expr) -> bool {
         )
 }
 
-/// The container outlives the loop (or the per-step method) and nothing bounds it per iteration.
+/// The container outlives the training iteration and nothing bounds it per iteration.
 fn collected(checker: &Checker, container: &Expr) -> Option<Lifetime> {
-    if !checker.per_step() {
-        return None;
-    }
     // An object of a class of this file manages its own storage.
-    if is_own_object(checker, container) {
+    if checker.holds_file_object(container) {
         return None;
     }
     let lifetime = checker.lifetime(container)?;
     if checker.reset_in_iteration(&lifetime.key) {
         return None;
     }
-    // A local list filled by a loop over dimensions or inputs is a result being built, not a
-    // history: only a loop that does a job's steps (data, a model, training) collects one.
-    if matches!(
-        lifetime.holder,
-        Holder::OuterLocal | Holder::Param | Holder::Closure
-    ) && checker.in_loop()
-        && !is_work_loop(checker)
-    {
-        return None;
-    }
-    // A list made afresh by an outer loop (per episode, per epoch) and consumed after the inner
-    // loop: bounded by one pass of the inner loop, and freed every outer iteration.
-    let loops = checker.loops();
-    if lifetime.holder == Holder::OuterLocal
-        && loops
-            .iter()
-            .take(loops.len().saturating_sub(1))
-            .any(|l| l.facts.rebinds(&lifetime.key))
-    {
-        return None;
+    match (&lifetime.holder, &lifetime.until) {
+        // A list made afresh by an outer loop (per episode, per epoch) and consumed after the
+        // inner loop: bounded by one pass of the inner loop, and freed every outer iteration.
+        // An attribute some method trims or clears is bounded by whatever calls it.
+        (_, Until::OuterLoop { .. } | Until::Reset { .. }) => return None,
+        // A local list of a function is its working set (predictions gathered for a metric,
+        // returned, stacked into a batch): what is kept beyond the call is the object's and the
+        // process's state.
+        (Holder::OuterLocal | Holder::Param, _) => return None,
+        _ => {}
     }
     let kind = checker.value(container).kind;
     // Writing into a preallocated tensor or array copies the values in: nothing is collected.
     if matches!(
         kind,
-        Kind::Deque { bounded: true } | Kind::Tensor | Kind::Array
+        Kind::Deque { bounded: true } | Kind::Tensor | Kind::Output | Kind::Array
     ) {
         return None;
     }
-    let place = match self_attr(container) {
-        Some(attr) => checker.attr_facts(attr),
-        None => dotted(container).and_then(|k| checker.facts.globals.get(&k)),
-    };
-    if place.is_some_and(|p| p.is_bounded()) {
+    if checker
+        .place_facts(container)
+        .is_some_and(|p| p.is_bounded())
+    {
         return None;
-    }
-    if !checker.in_loop() {
-        // A per-step method: the "loop" is the caller's. Only a place nothing ever trims or
-        // clears grows for the whole run.
-        if !matches!(lifetime.holder, Holder::Attribute | Holder::Global) {
-            return None;
-        }
-        match place {
-            Some(p) if p.resets().next().is_none() => {}
-            _ => return None,
-        }
     }
     Some(lifetime)
 }
@@ -234,7 +226,8 @@ fn report(checker: &mut Checker, what: &str, stored: &Expr, lifetime: &Lifetime,
     let message = format!(
         "{what} keeps a tensor that lives on the accelerator for {span}: `{}` grows by one device \
          tensor per {unit}, and device memory with it, {}",
-        lifetime.key, lifetime.until,
+        lifetime.key,
+        until(checker, lifetime),
     );
     let mut diagnostic = Diagnostic::new(Rule::LS004, message, range);
     if !matches!(
@@ -242,118 +235,9 @@ fn report(checker: &mut Checker, what: &str, stored: &Expr, lifetime: &Lifetime,
         Expr::Tuple(_) | Expr::List(_) | Expr::Dict(_) | Expr::Set(_) | Expr::Starred(_)
     ) {
         diagnostic = diagnostic.with_fix(Fix::unsafe_edit(
-            format!("Store `{}.cpu()`", short(checker, stored)),
+            format!("Store `{}`", call_text(checker, stored, "cpu")),
             append_call(checker, stored, "cpu"),
         ));
     }
     checker.report(diagnostic);
-}
-
-/// `container` holds an object of a class of this file (`self.memory = ReplayBuffer(...)`,
-/// `buffer = RingBuffer(...)`): such a class manages its own storage.
-pub(crate) fn is_own_object(checker: &Checker, container: &Expr) -> bool {
-    if checker.class_of(container).is_some() {
-        return true;
-    }
-    let (Some(attr), Some(class)) = (self_attr(container), checker.class()) else {
-        return false;
-    };
-    let mut found = false;
-    crate::semantic::facts::visit_body(&class.body, &mut |stmt| {
-        if let Stmt::Assign(assign) = stmt {
-            if assign.targets.iter().any(|t| self_attr(t) == Some(attr)) {
-                if let Expr::Call(call) = &*assign.value {
-                    if let Some(q) = checker.facts.imports.qualify(&call.func) {
-                        found |= checker.facts.classes.contains_key(q.as_str());
-                    }
-                }
-            }
-        }
-    });
-    found
-}
-
-/// The innermost loop steps through a job's work: it trains, iterates data (a loader, batches,
-/// episodes, steps), or calls a model.
-fn is_work_loop(checker: &Checker) -> bool {
-    let Some(frame) = checker.innermost_loop() else {
-        return false;
-    };
-    if frame.facts.calls_backward || frame.facts.steps_optimizer {
-        return true;
-    }
-    let (iter, body) = match frame.stmt {
-        Stmt::For(f) => (Some(&*f.iter), &f.body[..]),
-        Stmt::While(w) => (None, &w.body[..]),
-        _ => return false,
-    };
-    // Names of what a job iterates: parts of a name, or whole names.
-    const DATA_PART: &[&str] = &["loader", "batch", "episode", "rollout", "epoch"];
-    const DATA_NAME: &[&str] = &[
-        "data",
-        "dataset",
-        "env",
-        "envs",
-        "steps",
-        "samples",
-        "num_steps",
-        "n_steps",
-        "iterations",
-    ];
-    if let Some(iter) = iter {
-        let data_like = crate::semantic::scan::keys_in(iter).iter().any(|k| {
-            let last = k.rsplit('.').next().unwrap_or(k).to_ascii_lowercase();
-            DATA_PART.iter().any(|d| last.contains(d)) || DATA_NAME.contains(&last.as_str())
-        });
-        if data_like {
-            return true;
-        }
-    }
-    let mut calls_model = false;
-    crate::semantic::scan::visit_block(body, &mut |stmt| {
-        if calls_model {
-            return;
-        }
-        let exprs: Vec<&Expr> = match stmt {
-            Stmt::Expr(e) => vec![&*e.value],
-            Stmt::Assign(a) => vec![&*a.value],
-            Stmt::AugAssign(a) => vec![&*a.value],
-            Stmt::Return(r) => r.value.as_deref().into_iter().collect(),
-            _ => vec![],
-        };
-        for e in exprs {
-            if calls_module(checker, e) {
-                calls_model = true;
-            }
-        }
-    });
-    calls_model
-}
-
-fn calls_module(checker: &Checker, expr: &Expr) -> bool {
-    use ruff_python_ast::visitor::{walk_expr, Visitor};
-    struct V<'c, 'a> {
-        checker: &'c Checker<'a>,
-        found: bool,
-    }
-    impl<'e> Visitor<'e> for V<'_, '_> {
-        fn visit_expr(&mut self, expr: &'e Expr) {
-            if self.found {
-                return;
-            }
-            if let Expr::Call(call) = expr {
-                if matches!(self.checker.value(&call.func).kind, Kind::Module) {
-                    self.found = true;
-                    return;
-                }
-            }
-            walk_expr(self, expr);
-        }
-    }
-    let mut v = V {
-        checker,
-        found: false,
-    };
-    v.visit_expr(expr);
-    v.found
 }

@@ -3,14 +3,16 @@
 //! tensor or array made in the iteration: a slice or strided slice (`logits[:, -1]`,
 //! `frame[::2, ::2]`, `x[0]`), `.narrow(...)`, `.select(...)`, `.diagonal()`, a piece of
 //! `.split()`/`.chunk()`/`.unbind()` (reshaping views such as `.view(...)`, `.T`, `.expand(...)`
-//! on top of those too); elements got by iterating a tensor or array (`for row in batch:
-//! rows.append(row)`); and `list.extend(tensor)`, which adds every row as a view.
+//! on top of those too); a slice returned by a function of this file
+//! (`def first_token(h): return h[:, 0]`); elements got by iterating a tensor or array
+//! (`for row in batch: rows.append(row)`); and `list.extend(tensor)` (also of a slice), which
+//! adds every row as a view.
 //!
 //! ## Why is this bad?
 //! A view shares the storage of its base: as long as the small slice is alive, so is the whole
 //! base tensor or array. Keeping the last-token logits `logits[:, -1]` of a `(batch, seq, vocab)`
-//! tensor keeps all `seq` positions; keeping a downsampled frame `frame[::2, ::2]` keeps the
-//! full frame. Memory grows by the size of the base, not of what was kept, with every step, and
+//! tensor keeps all `seq` positions; keeping a downsampled frame `frame[::2, ::2]` keeps the full
+//! frame. Memory grows by the size of the base, not of what was kept, with every step, and
 //! trimming the container later does not help while any view of a base remains.
 //!
 //! ## Example
@@ -36,9 +38,9 @@
 //! ```
 //!
 //! ## Fix safety
-//! The fix stores a copy: `.clone()` for a tensor, `.copy()` for a numpy array. It is unsafe:
-//! the stored entry no longer shares memory with its base, so in-place writes to the base after
-//! the store no longer show in it (and writes to the entry no longer reach the base).
+//! The fix stores a copy: `.clone()` for a tensor, `.copy()` for a numpy array. It is unsafe: the
+//! stored entry no longer shares memory with its base, so in-place writes to the base after the
+//! store no longer show in it (and writes to the entry no longer reach the base).
 //! `list.extend(tensor)` gets no fix: extend with `tensor.tolist()` or with copies of the rows.
 //!
 //! ## Stays silent on
@@ -46,7 +48,8 @@
 //! `np.array(...)`, `torch.tensor(...)` on the way; views of long-lived bases (`self.buffer[i]`,
 //! a data set bound once before the loop), which are kept alive anyway; reshaping views of a
 //! whole tensor (`x.view(-1)`, `x.T`), which keep no more than they show; advanced indexing with
-//! index tensors or lists (a copy); per-iteration containers; graph-carrying values (LS002).
+//! index tensors or lists (a copy); per-iteration containers; local lists of a function that does
+//! not run per iteration; graph-carrying values (LS002).
 
 use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::{Ranged, TextRange};
@@ -54,7 +57,7 @@ use ruff_text_size::{Ranged, TextRange};
 use crate::checker::{Checker, Lifetime};
 use crate::diagnostic::{Diagnostic, Fix};
 use crate::registry::Rule;
-use crate::rules::helpers::{append_call, short, varies_per_iteration};
+use crate::rules::helpers::{append_call, short, until};
 use crate::semantic::mutation::Mutation;
 use crate::semantic::names::dotted;
 use crate::semantic::value::Kind;
@@ -87,12 +90,19 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
         let Some(lifetime) = kept(checker, receiver) else {
             return;
         };
-        let until = if lifetime.until.contains("trimmed") {
+        let trimmed = matches!(
+            lifetime.until,
+            crate::checker::Until::Reset {
+                mutation: Mutation::Trim,
+                ..
+            }
+        );
+        let until = if trimmed {
             "for as long as one of its rows stays: trimming frees no base while a row of it \
              remains"
                 .to_string()
         } else {
-            lifetime.until.clone()
+            until(checker, &lifetime)
         };
         let message = format!(
             "`{}.extend({})` adds each row of `{}` as a view: every row keeps the whole of `{}` \
@@ -103,8 +113,8 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
             view.base,
             view.base,
             lifetime.key,
-            view.base,
-            view.base,
+            short(checker, arg),
+            short(checker, arg),
         );
         checker.report(Diagnostic::new(Rule::LS005, message, call.range()));
         return;
@@ -142,7 +152,7 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
         };
         let value = &*assign.value;
         if !checker.in_loop()
-            || !varies_per_iteration(checker, &sub.slice)
+            || !checker.key_changes_per_iteration(&sub.slice)
             || view_of(checker, value).is_none()
         {
             continue;
@@ -171,10 +181,11 @@ fn report(checker: &mut Checker, what: &str, stored: &Expr, lifetime: &Lifetime,
     } else {
         "call"
     };
-    let message = format!(
+    let message =
+        format!(
         "{what} stores {}: it shares the storage of `{base}` and keeps the whole of it alive, so \
          `{}` holds one full `{base}` per {unit}, not just the part it shows, {}",
-        view.how, lifetime.key, lifetime.until,
+        view.how, lifetime.key, until(checker, lifetime),
     );
     let copy = if view.array { "copy" } else { "clone" };
     let fix = Fix::unsafe_edit(
@@ -191,11 +202,14 @@ fn kept(checker: &Checker, container: &Expr) -> Option<Lifetime> {
         return None;
     }
     // Writing into a preallocated tensor or array copies the values in.
-    if matches!(checker.value(container).kind, Kind::Tensor | Kind::Array) {
+    if matches!(
+        checker.value(container).kind,
+        Kind::Tensor | Kind::Output | Kind::Array
+    ) {
         return None;
     }
     // An object of a class of this file manages its own storage.
-    if crate::rules::ls004_device_tensor_history::is_own_object(checker, container) {
+    if checker.holds_file_object(container) {
         return None;
     }
     let lifetime = checker.lifetime(container)?;
@@ -231,6 +245,25 @@ fn view_of(checker: &Checker, expr: &Expr) -> Option<View> {
             base,
             array,
         });
+    }
+    // `first_token(hidden)`: a function of this file that returns a slice of its argument.
+    if let Expr::Call(call) = expr {
+        if let Expr::Name(f) = &*call.func {
+            if let Some(&i) = checker.facts.view_returns.get(f.id.as_str()) {
+                let arg = call.arguments.args.get(i)?;
+                let (base, array) = fresh_base(checker, arg)?;
+                return Some(View {
+                    base: short(checker, base),
+                    array,
+                    how: format!(
+                        "`{}`, a slice of `{}` that `{}()` returns (a view)",
+                        short(checker, expr),
+                        short(checker, arg),
+                        f.id.as_str()
+                    ),
+                });
+            }
+        }
     }
     let mut cur = expr;
     let mut subset: Option<String> = None;
@@ -296,6 +329,13 @@ fn rows_of(checker: &Checker, arg: &Expr) -> Option<View> {
             _ => return None,
         }
     }
+    // `rows.extend(x[:, 1])`: the rows of a view are views of its base.
+    if let Some(view) = view_of(checker, cur) {
+        return Some(View {
+            how: String::new(),
+            ..view
+        });
+    }
     let (base, array) = fresh_base(checker, cur)?;
     Some(View {
         base: short(checker, base),
@@ -309,7 +349,7 @@ fn rows_of(checker: &Checker, arg: &Expr) -> Option<View> {
 fn fresh_base<'e>(checker: &Checker, base: &'e Expr) -> Option<(&'e Expr, bool)> {
     let v = checker.value(base);
     let array = v.kind == Kind::Array;
-    if !(array || v.kind == Kind::Tensor || v.device) {
+    if !(array || v.is_tensor_like() || v.device) {
         return None;
     }
     let fresh = match base {
@@ -367,7 +407,7 @@ fn iterated_base<'a>(checker: &Checker<'a>, name: &str) -> Option<(&'a Expr, boo
         }
         let v = checker.value(elem_iter);
         let array = v.kind == Kind::Array;
-        if !(array || v.kind == Kind::Tensor || v.device) || v.has_graph() {
+        if !(array || v.is_tensor_like() || v.device) || v.has_graph() {
             return None;
         }
         let fresh = match elem_iter {

@@ -1,45 +1,37 @@
 //! ## What it does
-//! Flags a forward, backward or tensor hook that stores what it receives (`output`, `input`,
-//! `grad_output`, a tensor hook's `grad`, or values computed from them) into state that outlives
-//! the call (an attribute, a dict or list of the enclosing object, a closure cell, a module
-//! global) without `.detach()`: `activations[name] = output`, `self.features.append(output)`,
-//! `module.saved = input[0]`. Hooks are the functions passed to `register_*hook` (by name, or
-//! made by a registered factory) and functions named `*_hook`.
+//! Flags a forward, backward or tensor hook that adds what it receives (`output`, `input`,
+//! `grad_output`, a tensor hook's `grad`, or values computed from them) to a collection that
+//! outlives the call (a list of the enclosing object, a closure cell, a module global) without
+//! `.detach()`: `self.features.append(output)`, `feature_log.append(output.mean(0))`. One entry
+//! per forward call means memory that grows with every step. Hooks are the functions passed to
+//! `register_*hook` (by name, or made by a registered factory) and functions named `*_hook`.
 //!
 //! ## Why is this bad?
 //! A forward hook runs inside the model's forward pass: `output` is the live activation, part of
-//! the autograd graph. Kept past the call, it keeps that graph alive: every activation saved
-//! for the backward pass until a `.backward()` through it runs, the chain of autograd nodes
-//! after. Stored in a dict or attribute it holds the last forward's graph until the next call
-//! replaces it (an evaluation loop with grad on keeps a whole extra forward pass of activations);
-//! appended to a list it holds one graph per forward call, and memory grows with every step.
+//! the autograd graph. Kept past the call, it keeps that graph alive: every activation saved for
+//! the backward pass until a `.backward()` through it runs, the chain of autograd nodes after.
+//! Appended to a list it holds one graph per forward call, and memory grows with every step.
 //! Gradients received by backward and tensor hooks carry no graph, but appending them keeps an
 //! activation-sized tensor per call.
 //!
 //! ## Example
 //! ```python
-//! activations = {}
+//! feature_log = []
 //!
-//! def save(name):
-//!     def hook(module, input, output):
-//!         activations[name] = output
-//!     return hook
+//! def log_features(module, inputs, output):
+//!     feature_log.append(output.mean(dim=(2, 3)))
 //!
-//! for name, layer in model.named_modules():
-//!     layer.register_forward_hook(save(name))
+//! model.layer4.register_forward_hook(log_features)
 //! ```
 //!
 //! ## Use instead
 //! ```python
-//! activations = {}
+//! feature_log = []
 //!
-//! def save(name):
-//!     def hook(module, input, output):
-//!         activations[name] = output.detach()
-//!     return hook
+//! def log_features(module, inputs, output):
+//!     feature_log.append(output.mean(dim=(2, 3)).detach().cpu())
 //!
-//! for name, layer in model.named_modules():
-//!     layer.register_forward_hook(save(name))
+//! model.layer4.register_forward_hook(log_features)
 //! ```
 //!
 //! ## Fix safety
@@ -49,23 +41,22 @@
 //! bounds their memory (clearing the list after use) depends on the program.
 //!
 //! ## Stays silent on
-//! Per-call replacement of detached values (`activations[name] = output.detach()`), values cut
-//! by `.item()`, `.tolist()`, `.numpy()`, `float(...)`, values computed under `torch.no_grad()`
-//! in the hook, shapes and statistics turned into numbers, locals of the hook, gradients stored
-//! by replacement (`self.gradients = grad_output[0]`), and replacement of an entry of a dict
-//! that belongs to an enclosing function (`feats["x"] = output` in a helper that runs the model
-//! once and returns the features): it lives no longer than that call.
+//! Replacement, which keeps one call's values, not one per step (`activations[name] = output`,
+//! `self.gradients = grad_output[0]`, `module.saved = input[0]`); values cut by `.item()`,
+//! `.tolist()`, `.numpy()`, `float(...)`; values computed under `torch.no_grad()` in the hook;
+//! shapes and statistics turned into numbers; locals of the hook; collections that live no longer
+//! than the call that runs the model (`feats` filled by a helper that runs the model once and
+//! returns them).
 
 use ruff_python_ast::{Expr, ExprCall, Stmt, StmtFunctionDef};
 use ruff_text_size::Ranged;
 use rustc_hash::FxHashMap;
 
-use crate::checker::{Checker, Holder, Lifetime};
+use crate::checker::{Checker, Lifetime};
 use crate::diagnostic::{Diagnostic, Fix};
 use crate::registry::Rule;
-use crate::rules::helpers::{append_call, short};
+use crate::rules::helpers::{append_call, detached_text, short, until};
 use crate::semantic::names::dotted;
-use crate::semantic::scan::keys_in;
 use crate::semantic::value::{Graph, Kind};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,7 +97,7 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
         return;
     };
     let what = describe(checker, stored, &param);
-    let until = lifetime.until.clone();
+    let until = until(checker, &lifetime);
     let message = match received {
         Received::Activation => format!(
             "hook `{}()` stores {what} without `.detach()`: \
@@ -161,30 +152,27 @@ fn assigned(
     if received == Received::Grad {
         return;
     }
+    // Replacing one slot per call keeps one forward's graph, not one per step: only a store
+    // under a key that is new each time grows the container.
     let lifetime: Option<Lifetime> = match target {
-        Expr::Subscript(sub) => container_root(&sub.value).and_then(|r| checker.lifetime(r)),
-        Expr::Attribute(_) | Expr::Name(_) => checker.lifetime(target),
+        Expr::Subscript(sub) if checker.key_changes_per_iteration(&sub.slice) => {
+            container_root(&sub.value).and_then(|r| checker.lifetime(r))
+        }
         _ => None,
     };
     let Some(lifetime) = lifetime else {
         return;
     };
-    // Replacing an entry of a closure's dict or cell (`feats["x"] = o` in a helper that runs the
-    // model once, often under `no_grad`, and returns the features): kept only as long as that
-    // call, not across steps.
-    if lifetime.holder == Holder::Closure {
-        return;
-    }
     let message = format!(
-        "hook `{}()` stores {} in `{}` without `.detach()`: it \
-         keeps the graph of the forward pass that produced it (every saved activation until a \
-         `.backward()` through it frees them, its autograd nodes after) until the next call \
-         replaces it",
+        "hook `{}()` stores {} in `{}` under a new key on every call, without `.detach()`: \
+         `{}` keeps one forward pass's graph per call (every saved activation until a \
+         `.backward()` through it frees them, its autograd nodes after) {}",
         hook_name(checker),
         describe(checker, value, &param),
         short(checker, target),
+        lifetime.key,
+        until(checker, &lifetime),
     );
-    let _ = lifetime;
     let diagnostic = Diagnostic::new(Rule::LS006, message, target.range().cover(value.range()));
     let diagnostic = with_fix(checker, diagnostic, value);
     checker.report(diagnostic);
@@ -210,18 +198,6 @@ fn describe(checker: &Checker, stored: &Expr, param: &str) -> String {
         format!("its `{param}` argument")
     } else {
         format!("`{text}` (computed from its `{param}` argument)")
-    }
-}
-
-/// `x.detach()`, or `(a * b).detach()` for an expression that binds looser than a call.
-fn detached_text(checker: &Checker, expr: &Expr) -> String {
-    if matches!(
-        expr,
-        Expr::Name(_) | Expr::Attribute(_) | Expr::Call(_) | Expr::Subscript(_)
-    ) {
-        format!("{}.detach()", short(checker, expr))
-    } else {
-        format!("({}).detach()", short(checker, expr))
     }
 }
 
@@ -254,7 +230,8 @@ fn received(
     if is_cut(checker, expr) {
         return None;
     }
-    let keys = keys_in(expr);
+    let mut keys = Vec::new();
+    flows_from(checker, expr, &mut keys);
     let mut found: Option<(Received, String)> = None;
     for k in &keys {
         if let Some((r, p)) = params.get(k) {
@@ -264,6 +241,49 @@ fn received(
         }
     }
     found
+}
+
+/// The names whose tensors flow into `expr` through tensor operations: indexing, attributes,
+/// arithmetic, tensor methods, torch functions and literals holding them. What an unknown
+/// function makes of a received tensor (a statistic, a shape, metadata) is not the tensor.
+fn flows_from(checker: &Checker, expr: &Expr, out: &mut Vec<String>) {
+    match expr {
+        Expr::Name(_) => out.extend(dotted(expr)),
+        Expr::Attribute(a) => {
+            out.extend(dotted(expr));
+            flows_from(checker, &a.value, out);
+        }
+        Expr::Subscript(s) => flows_from(checker, &s.value, out),
+        Expr::Starred(s) => flows_from(checker, &s.value, out),
+        Expr::BinOp(b) => {
+            flows_from(checker, &b.left, out);
+            flows_from(checker, &b.right, out);
+        }
+        Expr::UnaryOp(u) => flows_from(checker, &u.operand, out),
+        Expr::If(i) => {
+            flows_from(checker, &i.body, out);
+            flows_from(checker, &i.orelse, out);
+        }
+        Expr::Tuple(t) => t.elts.iter().for_each(|e| flows_from(checker, e, out)),
+        Expr::List(l) => l.elts.iter().for_each(|e| flows_from(checker, e, out)),
+        Expr::Dict(d) => d
+            .items
+            .iter()
+            .for_each(|i| flows_from(checker, &i.value, out)),
+        Expr::Call(call) => {
+            if checker
+                .qualified_function(&call.func)
+                .is_some_and(|q| q.starts_with("torch."))
+            {
+                for a in &*call.arguments.args {
+                    flows_from(checker, a, out);
+                }
+            } else if let Expr::Attribute(a) = &*call.func {
+                flows_from(checker, &a.value, out);
+            }
+        }
+        _ => {}
+    }
 }
 
 fn is_cut(checker: &Checker, expr: &Expr) -> bool {

@@ -1,73 +1,65 @@
 //! ## What it does
-//! Flags `self.<attr> = <graph value>` in the `forward()` of an `nn.Module` (or in a method that
-//! `forward()` calls) when the attribute is read outside the forward pass (`get_attention()`,
-//! `kl_loss()`, a logging callback of the same class), or when the new value is computed from
-//! the attribute's previous value (`self.h = self.cell(x, self.h)`), so each call links to the
-//! graph of the one before.
+//! Flags state kept on a module across calls and rebuilt from itself with autograd on:
+//! `self.h = self.cell(x, self.h)` in `forward()` (or a method that runs on every step), also
+//! through a tuple (`y, self.h = self.cell(x, self.h)`), when no other method of the class resets
+//! or detaches it. Each call's graph then links to the graph of the call before.
 //!
 //! ## Why is this bad?
-//! A tensor stored on the module outlives the call that made it, and with it its autograd graph:
-//! every activation saved for the backward pass, until a `.backward()` through that tensor frees
-//! them, and the chain of autograd nodes after that. The module holds the last call's graph until
-//! the next call replaces it; in an evaluation loop with autograd on, that is a whole extra
-//! forward pass of activations on the GPU. When the new value is computed from the old one, the
-//! graphs are never released: each call links to every earlier call, and memory grows for the
-//! life of the module.
+//! A tensor stored on the module outlives the call that made it, and with it its autograd graph.
+//! When the new value is computed from the old one, the graphs are never released: each call
+//! links to every earlier call, so the module keeps the graph of every call it has made (their
+//! saved activations until a `.backward()` frees them, their autograd nodes after), memory grows
+//! for the life of the module, and a `.backward()` through the state walks back through all of
+//! them.
 //!
 //! ## Example
 //! ```python
-//! class Attention(nn.Module):
+//! class StatefulRNN(nn.Module):
 //!     def __init__(self, dim):
 //!         super().__init__()
-//!         self.score = nn.Linear(dim, dim)
-//!         self.value = nn.Linear(dim, dim)
+//!         self.cell = nn.GRUCell(dim, dim)
+//!         self.h = torch.zeros(1, dim)
 //!
 //!     def forward(self, x):
-//!         weights = torch.softmax(self.score(x), dim=-1)
-//!         self.last_weights = weights
-//!         return weights @ self.value(x)
-//!
-//!     def attention_map(self):
-//!         return self.last_weights
+//!         self.h = self.cell(x, self.h)
+//!         return self.h
 //! ```
 //!
 //! ## Use instead
 //! ```python
-//! class Attention(nn.Module):
+//! class StatefulRNN(nn.Module):
 //!     def __init__(self, dim):
 //!         super().__init__()
-//!         self.score = nn.Linear(dim, dim)
-//!         self.value = nn.Linear(dim, dim)
+//!         self.cell = nn.GRUCell(dim, dim)
+//!         self.h = torch.zeros(1, dim)
 //!
 //!     def forward(self, x):
-//!         weights = torch.softmax(self.score(x), dim=-1)
-//!         self.last_weights = weights.detach()
-//!         return weights @ self.value(x)
+//!         self.h = self.cell(x, self.h.detach())
+//!         return self.h
 //!
-//!     def attention_map(self):
-//!         return self.last_weights
+//!     def reset_state(self):
+//!         self.h = torch.zeros_like(self.h)
 //! ```
 //!
 //! ## Fix safety
-//! The fix stores `value.detach()`. It is unsafe: a method that builds a loss from the stored
-//! tensor (an auxiliary loss such as a KL term returned by `kl_loss()`) would no longer
-//! propagate gradients through it, and a recurrent state carried across calls would no longer be
-//! backpropagated through time. Review each case.
+//! The fix stores `value.detach()`. It is unsafe: a recurrent state carried across calls would no
+//! longer be backpropagated through time, which a model trained with truncated BPTT over several
+//! calls may rely on. Review each case.
 //!
 //! ## Stays silent on
-//! Registered buffers (`self.register_buffer(...)`); detached values and values computed under
-//! `torch.no_grad()`; attributes only read inside the forward pass of the same call; state that
-//! another method of the class resets or detaches (`reset_state()`, `detach_hidden()`).
+//! A value replaced on every call (`self.last_weights = weights`: it keeps one call's graph, not
+//! one per step); registered buffers (`self.register_buffer(...)`); detached values and values
+//! computed under `torch.no_grad()`; state that another method of the class resets or detaches
+//! (`reset_state()`, `init_states()` called by each `forward`).
 
-use ruff_python_ast::visitor::{walk_expr, walk_stmt, Visitor};
+use ruff_python_ast::visitor::{walk_expr, Visitor};
 use ruff_python_ast::{Expr, Stmt, StmtClassDef};
 use ruff_text_size::Ranged;
-use rustc_hash::FxHashSet;
 
 use crate::checker::Checker;
 use crate::diagnostic::{Diagnostic, Fix};
 use crate::registry::Rule;
-use crate::rules::helpers::{append_call, origin_phrase, short};
+use crate::rules::helpers::{append_call, detached_text, origin_phrase, short};
 use crate::semantic::facts::self_attr;
 use crate::semantic::mutation::Mutation;
 use crate::semantic::scan::keys_in;
@@ -111,132 +103,51 @@ fn store(checker: &mut Checker, target: &Expr, value_expr: &Expr, fixable: bool)
     let (Some(def), Some(class)) = (checker.function(), checker.class()) else {
         return;
     };
+    // Carried: the new value is made from the old one. A value replaced on each call keeps one
+    // call's graph, which does not grow.
+    let key = format!("self.{attr}");
+    if !keys_in(value_expr).contains(&key) || checker.iteration().is_none() {
+        return;
+    }
     let value = checker.value(value_expr);
-    if !value.has_graph() {
-        return;
-    }
-    let current = def.name.as_str();
-    let forward_path = forward_path(class);
-    if !forward_path.contains(current) {
-        return;
-    }
-    if is_registered_buffer(class, attr) {
+    if !value.has_graph() || is_registered_buffer(class, attr) {
         return;
     }
     let Some(place) = checker.attr_facts(attr) else {
         return;
     };
-    // Another method rebinds it (reset or detach): the class manages the state itself.
+    let current = def.name.as_str();
+    // Another method rebinds it (a reset, a detach, `init_states()` run by each forward): the
+    // class manages the state itself.
     if place.changes.iter().any(|c| {
-        c.mutation == Mutation::Rebind
-            && c.function != "__init__"
-            && !forward_path.contains(c.function.as_str())
-    }) {
+        c.mutation == Mutation::Rebind && c.function != "__init__" && c.function != current
+    }) || checker.class_facts().is_some_and(|c| !c.bases_seen)
+    {
         return;
     }
-    let key = format!("self.{attr}");
-    let carried = keys_in(value_expr).contains(&key);
-    let mut readers: Vec<&str> = place
-        .read_in
-        .iter()
-        .map(String::as_str)
-        .filter(|m| *m != "__init__" && !forward_path.contains(*m))
-        .collect();
-    readers.sort_unstable();
-    let message = if carried {
-        format!(
-            "`{key} = {}` in `{current}()` is computed from the previous value of `{key}` and \
-             carries {}: each call links its graph to the previous call's, so the module keeps \
-             the graph of every call (their saved activations until a `.backward()` frees them, \
-             their autograd nodes after) for the life of the module",
-            short(checker, value_expr),
-            origin_phrase(checker, &value),
-        )
-    } else if let Some(first) = readers.first() {
-        format!(
-            "`{key} = {}` in `{current}()` keeps {} on the module between calls (read in \
-             `{first}()`): it holds the last call's graph (every saved activation until a \
-             `.backward()` through it frees them, its autograd nodes after) until the next \
-             forward call replaces it",
-            short(checker, value_expr),
-            origin_phrase(checker, &value),
-        )
-    } else {
-        return;
-    };
+    let message = format!(
+        "`{key} = {}` in `{current}()` is computed from the previous value of `{key}` and \
+         carries {}: each call links its graph to the previous call's, so the module keeps \
+         the graph of every call (their saved activations until a `.backward()` frees them, \
+         their autograd nodes after) for the life of the module",
+        short(checker, value_expr),
+        origin_phrase(checker, &value),
+    );
     let mut diagnostic = Diagnostic::new(
         Rule::LS007,
         message,
         target.range().cover(value_expr.range()),
     );
-    if fixable && !matches!(value_expr, Expr::Tuple(_) | Expr::List(_) | Expr::Dict(_)) {
-        let text = short(checker, value_expr);
-        let shown = if matches!(
-            value_expr,
-            Expr::Name(_) | Expr::Attribute(_) | Expr::Call(_) | Expr::Subscript(_)
-        ) {
-            format!("{text}.detach()")
-        } else {
-            format!("({text}).detach()")
-        };
+    if fixable
+        && value.is_tensor()
+        && !matches!(value_expr, Expr::Tuple(_) | Expr::List(_) | Expr::Dict(_))
+    {
         diagnostic = diagnostic.with_fix(Fix::unsafe_edit(
-            format!("Store `{shown}`"),
+            format!("Store `{}`", detached_text(checker, value_expr)),
             append_call(checker, value_expr, "detach"),
         ));
     }
     checker.report(diagnostic);
-}
-
-/// `forward` and the methods it calls through `self.<method>(...)`, two levels deep.
-pub(crate) fn forward_path(class: &StmtClassDef) -> FxHashSet<String> {
-    let mut path: FxHashSet<String> = FxHashSet::default();
-    let methods: Vec<&ruff_python_ast::StmtFunctionDef> = class
-        .body
-        .iter()
-        .filter_map(|s| match s {
-            Stmt::FunctionDef(f) => Some(f),
-            _ => None,
-        })
-        .collect();
-    let mut frontier = vec!["forward".to_string()];
-    for _ in 0..3 {
-        let mut next = Vec::new();
-        for name in frontier.drain(..) {
-            if !path.insert(name.clone()) {
-                continue;
-            }
-            if let Some(def) = methods.iter().find(|f| f.name.as_str() == name) {
-                let mut calls = SelfCalls::default();
-                for s in &def.body {
-                    calls.visit_stmt(s);
-                }
-                next.extend(calls.names);
-            }
-        }
-        frontier = next;
-    }
-    path
-}
-
-#[derive(Default)]
-struct SelfCalls {
-    names: Vec<String>,
-}
-
-impl<'a> Visitor<'a> for SelfCalls {
-    fn visit_stmt(&mut self, stmt: &'a Stmt) {
-        if !matches!(stmt, Stmt::FunctionDef(_) | Stmt::ClassDef(_)) {
-            walk_stmt(self, stmt);
-        }
-    }
-    fn visit_expr(&mut self, expr: &'a Expr) {
-        if let Expr::Call(call) = expr {
-            if let Some(m) = self_attr(&call.func) {
-                self.names.push(m.to_string());
-            }
-        }
-        walk_expr(self, expr);
-    }
 }
 
 /// `self.register_buffer("<attr>", ...)` anywhere in the class.

@@ -1,10 +1,10 @@
 //! ## What it does
 //! Flags a recurrent state that is fed back into a module on every training iteration and never
-//! detached: `out, h = rnn(x, h)`, `h = cell(x, h)`, `out, (h, c) = lstm(x, (h, c))` inside a loop
-//! that calls `.backward()` (or steps an optimizer), with autograd on and nothing in that loop
-//! detaching or re-creating `h`. Also `out, self.h = self.rnn(x, self.h)` in a per-step method
-//! (`training_step`, `update`, ...) that backpropagates. The callee is an `nn.Module` the analysis
-//! knows, or a callee named like a recurrent layer (`rnn`, `lstm`, `gru`, `cell`).
+//! detached: `out, h = rnn(x, h)`, `h = cell(x, h)`, `out, (h, c) = lstm(x, (h, c))` inside a
+//! loop that calls `.backward()` (or steps an optimizer), with autograd on and nothing in that
+//! loop detaching or re-creating `h`. Also `out, self.h = self.rnn(x, self.h)` in a per-step
+//! method (`training_step`, `update`, ...) that backpropagates. The callee is an `nn.Module` the
+//! analysis knows, or a callee named like a recurrent layer (`rnn`, `lstm`, `gru`, `cell`).
 //!
 //! ## Why is this bad?
 //! The new `h` is an output of the module, so it carries the autograd graph of this step; fed
@@ -17,23 +17,28 @@
 //!
 //! ## Example
 //! ```python
-//! hidden = model.init_hidden(batch_size)
-//! for data, targets in batches:
-//!     output, hidden = model(data, hidden)
-//!     loss = criterion(output, targets)
-//!     loss.backward(retain_graph=True)
-//!     optimizer.step()
+//! def train_epoch(model, batches, optimizer, criterion):
+//!     hidden = None
+//!     for data, targets in batches:
+//!         optimizer.zero_grad()
+//!         output, hidden = model(data, hidden)
+//!         loss = criterion(output, targets)
+//!         loss.backward(retain_graph=True)
+//!         optimizer.step()
 //! ```
 //!
 //! ## Use instead
 //! ```python
-//! hidden = model.init_hidden(batch_size)
-//! for data, targets in batches:
-//!     hidden = tuple(h.detach() for h in hidden)  # or hidden.detach() for a GRU
-//!     output, hidden = model(data, hidden)
-//!     loss = criterion(output, targets)
-//!     loss.backward()
-//!     optimizer.step()
+//! def train_epoch(model, batches, optimizer, criterion):
+//!     hidden = None
+//!     for data, targets in batches:
+//!         optimizer.zero_grad()
+//!         if hidden is not None:
+//!             hidden = tuple(h.detach() for h in hidden)
+//!         output, hidden = model(data, hidden)
+//!         loss = criterion(output, targets)
+//!         loss.backward()
+//!         optimizer.step()
 //! ```
 //!
 //! ## Fix safety
@@ -44,9 +49,9 @@
 //! ## Stays silent on
 //! A state detached or re-created anywhere in the training loop (`h = h.detach()`,
 //! `h = repackage_hidden(h)`, `h = model.init_hidden(...)`, `h.detach_()`), including only every
-//! `k` steps; bounded full backpropagation through time (the state re-created per sequence and one
-//! `.backward()` after the time loop); loops under `torch.no_grad()`/`inference_mode()`; loops
-//! that never backpropagate.
+//! `k` steps; bounded full backpropagation through time (the state re-created per sequence and
+//! one `.backward()` after the time loop); loops under `torch.no_grad()`/`inference_mode()`;
+//! loops that never backpropagate.
 
 use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::Ranged;

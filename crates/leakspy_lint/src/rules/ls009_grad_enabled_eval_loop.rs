@@ -5,16 +5,17 @@
 //! `torch.autograd.grad` in the function, or only in another loop, as in a `fit()` with a
 //! validation loop) and no `no_grad`/`inference_mode` is in effect. An evaluation loop is one at
 //! module level or in a function named like evaluation (`eval`, `valid`, `test`, `predict`,
-//! `infer`, `generate`, `embed`...) or calling `.eval()`; code that collects outputs for a later
-//! backward (an RL rollout filling `self.log_probs`, a helper returning stacked outputs) is left
-//! alone. Reported once per loop, at the loop header.
+//! `infer`, `benchmark`, `embed`, `extract`, `score`) or calling `.eval()`, outside the methods
+//! of a module class (a model's `generate` or `decode` may be trained through); code that
+//! collects outputs for a later backward (an RL rollout filling `self.log_probs`, a helper
+//! returning stacked outputs) is left alone. Reported once per loop, at the loop header.
 //!
 //! ## Why is this bad?
 //! With grad on, every model call records a graph that saves the activations its backward pass
 //! would need. A training step frees them with `.backward()`; an evaluation or inference loop
-//! never does, so each kept output holds its whole graph with every saved activation: memory grows
-//! with each batch, often by far more than the outputs themselves. `model.eval()` does not help:
-//! it switches dropout and batch norm to inference behaviour but leaves autograd on. Only
+//! never does, so each kept output holds its whole graph with every saved activation: memory
+//! grows with each batch, often by far more than the outputs themselves. `model.eval()` does not
+//! help: it switches dropout and batch norm to inference behaviour but leaves autograd on. Only
 //! `torch.no_grad()` or `torch.inference_mode()` (as a `with` block or a decorator) stops the
 //! recording, and it makes the loop faster too.
 //!
@@ -47,10 +48,10 @@
 //! ## Stays silent on
 //! Loops under `torch.no_grad()`/`torch.inference_mode()`/`set_grad_enabled(False)` (block or
 //! decorator); functions that call `.backward()`, step an optimizer or call `autograd.grad`
-//! (unless in another loop, on values this loop does not keep);
-//! outputs cut with `.item()`, `.detach()`, `.tolist()`, `.argmax()`...; containers created or
-//! cleared in each iteration; a module's `forward`; functions whose name does not say evaluation
-//! and that never call `.eval()` (their outputs may be backpropagated elsewhere); Lightning's
+//! (unless in another loop, on values this loop does not keep); outputs cut with `.item()`,
+//! `.detach()`, `.tolist()`, `.argmax()`...; containers created or cleared in each iteration; a
+//! module's `forward`; functions whose name does not say evaluation and that never call `.eval()`
+//! (their outputs may be backpropagated elsewhere); Lightning's
 //! `validation_step`/`test_step`/`predict_step`, which run under `no_grad` already.
 
 use ruff_python_ast::{Expr, ExprCall, Operator, Stmt};
@@ -59,46 +60,30 @@ use ruff_text_size::{Ranged, TextRange};
 use crate::checker::{Checker, Lifetime};
 use crate::diagnostic::{Diagnostic, Edit, Fix};
 use crate::registry::Rule;
-use crate::rules::helpers::varies_per_iteration;
+use crate::rules::helpers::until;
 use crate::semantic::names::{dotted, is_dotted};
 use crate::semantic::value::Value;
 
 const STORE_METHODS: &[&str] = &["append", "extend", "insert", "add", "appendleft"];
 
-/// Lightning runs these under `no_grad` itself.
-const NO_GRAD_HOOKS: &[&str] = &[
-    "validation_step",
-    "test_step",
-    "predict_step",
-    "on_validation_epoch_end",
-    "on_test_epoch_end",
-];
-
-/// Function names that say "evaluation".
+/// Function names that say "evaluation". Model methods that may be trained through
+/// (`decode`, `generate`, `sample`) do not; nor does any method of a module class.
 const EVAL_WORDS: &[&str] = &[
     "eval",
     "valid",
     "test",
     "predict",
     "infer",
-    "generate",
-    "sample",
+    "benchmark",
     "embed",
     "extract",
     "score",
-    "decode",
-    "translate",
-    "benchmark",
 ];
 
 pub(crate) fn on_loop(_checker: &mut Checker, _stmt: &Stmt) {}
 
 fn eligible(checker: &Checker) -> bool {
-    checker.grad_enabled()
-        && checker.in_loop()
-        && !checker
-            .function()
-            .is_some_and(|f| NO_GRAD_HOOKS.contains(&f.name.as_str()))
+    checker.grad_enabled() && checker.in_loop()
 }
 
 /// `outputs.append(model(x))` into a container that outlives the iteration.
@@ -156,7 +141,7 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
             let target = &assign.targets[0];
             match target {
                 Expr::Subscript(sub) => {
-                    if !varies_per_iteration(checker, &sub.slice) {
+                    if !checker.key_changes_per_iteration(&sub.slice) {
                         return;
                     }
                     (&*sub.value, &*assign.value, false)
@@ -214,7 +199,7 @@ fn report(checker: &mut Checker, value: &Value, kept: &str, lifetime: &Lifetime)
     if !evaluates(checker) {
         return;
     }
-    let until = &lifetime.until;
+    let until = &until(checker, lifetime);
     // A function that trains in another loop (`fit()` with a validation loop) still has an
     // evaluation loop, as long as what this loop keeps is never backpropagated.
     let trains = checker.function_trains();
@@ -268,7 +253,7 @@ fn evaluates(checker: &Checker) -> bool {
         return true;
     };
     let name = def.name.as_str();
-    if checker.in_module_class() && matches!(name, "forward" | "__call__") {
+    if checker.in_module_class() {
         return false;
     }
     let lower = name.to_ascii_lowercase();

@@ -9,24 +9,30 @@
 //! history, every new history points at the previous one, which points at the one before: the
 //! graph reaches back to the very first step, and everything it saved (the graph of every `x`
 //! ever appended) stays alive. Slicing the result to the last `N` rows bounds the tensor, not the
-//! graph: `[-N:]` is one more node in the chain. Memory grows with every step and a
-//! `.backward()` through the history walks all of them. One of our users lost a training run to
-//! exactly this: an `ability_history` concatenated each step from policy-derived values.
+//! graph: `[-N:]` is one more node in the chain. Memory grows with every step and a `.backward()`
+//! through the history walks all of them. One of our users lost a training run to exactly this:
+//! an `ability_history` concatenated each step from policy-derived values.
 //!
 //! ## Example
 //! ```python
-//! history = torch.zeros(0, dim)
-//! for step in range(steps):
-//!     ability = ability + policy(state)
-//!     history = torch.cat([history, ability.unsqueeze(0)])[-max_len:]
+//! def rollout(policy, state, steps, max_len=32):
+//!     history = torch.zeros(0, 8)
+//!     ability = torch.zeros(8)
+//!     for step in range(steps):
+//!         ability = ability + policy(state)
+//!         history = torch.cat([history, ability.unsqueeze(0)])[-max_len:]
+//!     return history
 //! ```
 //!
 //! ## Use instead
 //! ```python
-//! history = torch.zeros(0, dim)
-//! for step in range(steps):
-//!     ability = ability + policy(state)
-//!     history = torch.cat([history.detach(), ability.detach().unsqueeze(0)])[-max_len:]
+//! def rollout(policy, state, steps, max_len=32):
+//!     history = torch.zeros(0, 8)
+//!     ability = torch.zeros(8)
+//!     for step in range(steps):
+//!         ability = (ability + policy(state)).detach()
+//!         history = torch.cat([history, ability.unsqueeze(0)])[-max_len:]
+//!     return history
 //! ```
 //!
 //! ## Fix safety
@@ -39,7 +45,10 @@
 //! Histories detached on the way (`torch.cat([h.detach(), x])`), updates under
 //! `torch.no_grad()`/`inference_mode()`, and concatenations whose inputs carry no graph; a local
 //! concatenated within one forward pass (in a module's `forward`, or in a loop over layers or
-//! blocks, as in DenseNet), whose graph is freed with the step.
+//! blocks, as in DenseNet), whose graph is freed with the step; code that does not run once per
+//! training iteration (a loop over layers, heads or time steps of one forward pass, whose graph
+//! dies with the step; set-up code; code that runs once, as under `if step == 0:` or
+//! `if self.x is None:`, or only with a debugging option on).
 
 use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::Ranged;
@@ -47,8 +56,9 @@ use ruff_text_size::Ranged;
 use crate::checker::Checker;
 use crate::diagnostic::{Diagnostic, Fix};
 use crate::registry::Rule;
-use crate::rules::helpers::{append_call, origin_phrase, short};
+use crate::rules::helpers::{append_call, detached_text, origin_phrase, short};
 use crate::semantic::facts::self_attr;
+use crate::semantic::model::Iteration;
 use crate::semantic::names::{dotted, is_dotted, is_snapshot_method, last_segment};
 use crate::semantic::value::Graph;
 
@@ -101,18 +111,16 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     let Some(old) = elts.iter().find(|e| refers_to(e, &key)) else {
         return;
     };
-    // Rebuilt repeatedly: in a loop, in a per-step method, or an attribute outside `__init__`.
-    let repeated = checker.per_step()
-        || self_attr(target).is_some()
-            && checker.function().is_some_and(|f| {
-                let name = f.name.as_str();
-                name != "__init__" && name != "reset" && !name.starts_with("_init")
-            });
-    if !repeated || architecture_loop(checker, target) {
+    // Rebuilt from itself once per training iteration and kept across iterations: an
+    // attribute or a global, or a local bound before the training loop. A local of a call
+    // that runs per step (a model's `forward` concatenating features) dies with the call.
+    if !carried_across_iterations(checker, target, &key) {
         return;
     }
+    // A detached old history (`h.detach()`) links nothing. The bare name itself holds what the
+    // previous iteration made, whatever it started as (`history = torch.empty(0, 1)`).
     let old_value = checker.value(old);
-    if old_value.graph == Graph::No {
+    if old_value.graph == Graph::No && !is_dotted(old, &key) {
         return;
     }
     let whole = checker.value(concat_expr);
@@ -148,40 +156,29 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
         short(checker, old),
     );
     let fix = Fix::unsafe_edit(
-        format!("Detach the old history: `{}.detach()`", short(checker, old)),
+        format!("Detach the old history: `{}`", detached_text(checker, old)),
         append_call(checker, old, "detach"),
     );
     checker.report(Diagnostic::new(Rule::LS010, message, stmt.range()).with_fix(fix));
 }
 
-/// A local concatenated inside one forward pass (DenseNet's `x = torch.cat([x, layer(x)], 1)`
-/// over its layers): the graph is the model's, freed with the step, not a history across steps.
-fn architecture_loop(checker: &Checker, target: &Expr) -> bool {
-    if self_attr(target).is_some() {
-        return false;
-    }
-    let in_forward = checker.in_module_class()
-        && checker
-            .function()
-            .is_some_and(|f| matches!(f.name.as_str(), "forward" | "__call__"));
-    if in_forward {
-        return true;
-    }
-    let Some(frame) = checker.innermost_loop() else {
+/// Is `key` carried from one training iteration to the next by this assignment?
+fn carried_across_iterations(checker: &Checker, target: &Expr, key: &str) -> bool {
+    let Some(it) = checker.iteration() else {
         return false;
     };
-    let Stmt::For(f) = frame.stmt else {
-        return false;
-    };
-    if checker.value(&f.iter).is_module() {
+    if self_attr(target).is_some() || checker.function().is_none() {
         return true;
     }
-    crate::semantic::scan::keys_in(&f.iter).iter().any(|k| {
-        let last = last_segment(k).to_ascii_lowercase();
-        ["layer", "block", "stage", "module"]
-            .iter()
-            .any(|w| last.contains(w))
-    })
+    if checker.scope().declared_global.contains(key) {
+        return true;
+    }
+    match it {
+        // A local of a per-step call.
+        Iteration::Call { .. } => false,
+        // Bound before the training loop (or first bound by this very assignment inside it).
+        Iteration::Loop { depth, .. } => checker.carried_by_loop(depth, key),
+    }
 }
 
 /// The concatenation under a result that is sliced (`[-N:]`) or copied (`.to(device)`),

@@ -6,38 +6,52 @@
 //!   statistic's previous value;
 //! - `self.M2 += delta * delta2`, `self.running_var += ...` on statistics;
 //! - in-place updates such as `running_mean.mul_(m).add_(x.mean(0), alpha=1 - m)` or
-//!   `ema.lerp_(x, w)`.
+//!   `ema.lerp_(x, w)`, and writes into the statistic's storage (`self.var[:] = ...`);
+//! - statistics returned by a helper with the output and kept by tuple assignment
+//!   (`y, self.mean, self.var = batch_norm(h, self.mean, self.var)`).
 //!
 //! The graph is seen where the update computes it (`h = self.proj(x)`, `values = critic(s)`) and
 //! also when the update is computed from a parameter of a function or method that a call in the
-//! same file passes a graph-carrying value (`normalizer.update(policy(state))`).
+//! same file passes a graph-carrying value (`normalizer.update(policy(state))`, or a submodule's
+//! `forward` called as `self.norm(self.encoder(x))`).
 //!
 //! ## Why is this bad?
-//! Each update builds a node that points at the batch it came from and at the statistic's previous
-//! value, which points at the batch before, and so on: the statistic links to the graph of every
-//! batch it has ever seen. Memory grows with every step (with the saved activations of each batch
-//! when nothing backpropagates through them), and a loss that uses the statistic backpropagates
-//! into all earlier batches. Statistics describe the data; they should not be differentiated
-//! through. One of our users' economics-simulation training runs ran out of memory after minutes
-//! because its feature normalizer's mean and `M2` were updated from graph-carrying features.
+//! Each update builds a node that points at the batch it came from and at the statistic's
+//! previous value, which points at the batch before, and so on: the statistic links to the graph
+//! of every batch it has ever seen. Memory grows with every step (with the saved activations of
+//! each batch when nothing backpropagates through them), and a loss that uses the statistic
+//! backpropagates into all earlier batches. Statistics describe the data; they should not be
+//! differentiated through. One of our users' economics-simulation training runs ran out of memory
+//! after minutes because its feature normalizer's mean and `M2` were updated from graph-carrying
+//! features.
 //!
 //! ## Example
 //! ```python
 //! class Normalizer(nn.Module):
+//!     def __init__(self, dim):
+//!         super().__init__()
+//!         self.proj = nn.Linear(dim, dim)
+//!         self.mean = torch.zeros(dim)
+//!
 //!     def forward(self, features):
 //!         h = self.proj(features)
 //!         self.mean = self.mean * 0.99 + h.mean(0) * 0.01
-//!         return (h - self.mean) / self.std
+//!         return h - self.mean
 //! ```
 //!
 //! ## Use instead
 //! ```python
 //! class Normalizer(nn.Module):
+//!     def __init__(self, dim):
+//!         super().__init__()
+//!         self.proj = nn.Linear(dim, dim)
+//!         self.mean = torch.zeros(dim)
+//!
 //!     def forward(self, features):
 //!         h = self.proj(features)
 //!         with torch.no_grad():
 //!             self.mean = self.mean * 0.99 + h.mean(0) * 0.01
-//!         return (h - self.mean) / self.std
+//!         return h - self.mean
 //! ```
 //!
 //! ## Fix safety
@@ -45,13 +59,16 @@
 //! that means to backpropagate through its statistics (rare, and then usually only through the
 //! current batch's statistics) loses those gradients. No fix is offered when the graph comes in
 //! through a parameter (`normalizer.update(features)`): detach the batch statistics where they
-//! are computed (`mean_b = mean_b.detach()`), or pass `features.detach()` at the call.
+//! are computed (`mean_b = mean_b.detach()`), or pass `features.detach()` at the call. Nor is one
+//! offered for statistics a helper returns: detaching the helper's inputs would cut the gradient
+//! of its output too; detach the statistics it returns.
 //!
 //! ## Stays silent on
 //! Updates under `torch.no_grad()`/`inference_mode()`, from detached values (`x.detach()`,
 //! `.item()`), or from inputs the analysis cannot see carrying a graph; counters such as
-//! `self.count += x.shape[0]`. A plain `self.total += loss` is reported by LS001 instead when that
-//! rule is enabled; a statistic named as one (`mean`, `var`, `M2`, `ema`...) is reported here.
+//! `self.count += x.shape[0]`. A plain `self.total += loss` is reported by LS001 instead when
+//! that rule is enabled; a statistic named as one (`mean`, `var`, `M2`, `ema`...) is reported
+//! here.
 
 use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
@@ -60,12 +77,12 @@ use ruff_python_ast::{Expr, ExprCall, Operator, Stmt};
 use ruff_text_size::{Ranged, TextRange, TextSize};
 use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
 
-use crate::checker::{Checker, Holder, Lifetime};
+use crate::checker::{Checker, Holder};
 use crate::diagnostic::{Diagnostic, Edit, Fix};
 use crate::registry::Rule;
-use crate::rules::helpers::{append_call, origin_phrase, short};
+use crate::rules::helpers::{append_call, detached_text, origin_phrase, short, until};
 use crate::semantic::facts::self_attr;
-use crate::semantic::names::{dotted, is_dotted, last_segment};
+use crate::semantic::names::{dotted, is_dotted, is_stat_name, last_segment};
 use crate::semantic::scan::{keys_in, visit_block};
 use crate::semantic::value::{Kind, Origin, Value};
 
@@ -108,8 +125,35 @@ fn update<'s>(
     stmt: &'s Stmt,
 ) -> Option<(&'s Expr, String, Vec<&'s Expr>, Form)> {
     match stmt {
+        Stmt::Assign(assign) if assign.targets.len() == 1 && assign.targets[0].is_tuple_expr() => {
+            // `y, self.mean, self.var = batch_norm(h, self.mean, self.var)`: a helper returns
+            // the statistic updated from its previous value and the other arguments.
+            let Expr::Tuple(targets) = &assign.targets[0] else {
+                return None;
+            };
+            let Expr::Call(call) = &*assign.value else {
+                return None;
+            };
+            let (target, key) = targets.elts.iter().find_map(|t| {
+                let key = dotted(t)?;
+                (is_stat_name(last_segment(&key))
+                    && call.arguments.args.iter().any(|a| is_dotted(a, &key)))
+                .then_some((t, key))
+            })?;
+            let mut leaves = Vec::new();
+            for a in call.arguments.args.iter() {
+                if dotted(a).is_none_or(|k| !is_stat_name(last_segment(&k))) {
+                    arith_leaves(a, &mut leaves);
+                }
+            }
+            Some((target, key, leaves, Form::Returned))
+        }
         Stmt::Assign(assign) if assign.targets.len() == 1 => {
-            let target = &assign.targets[0];
+            // `stat[:] = ...` writes the new value into the statistic's own storage.
+            let target = match &assign.targets[0] {
+                Expr::Subscript(sub) if is_whole_slice(&sub.slice) => &*sub.value,
+                t => t,
+            };
             let key = dotted(target)?;
             let mut leaves = Vec::new();
             arith_leaves(&assign.value, &mut leaves);
@@ -186,6 +230,15 @@ fn update<'s>(
     }
 }
 
+/// `[:]` or `[...]`: the whole of the indexed tensor.
+fn is_whole_slice(slice: &Expr) -> bool {
+    match slice {
+        Expr::Slice(s) => s.lower.is_none() && s.upper.is_none() && s.step.is_none(),
+        Expr::EllipsisLiteral(_) => true,
+        _ => false,
+    }
+}
+
 /// How the statistic is updated, which decides whether a name that does not look like a
 /// statistic is still one.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -194,6 +247,9 @@ enum Form {
     Weighted,
     /// `s.mul_(m).add_(x)`: an in-place update.
     InPlace,
+    /// `y, s = f(x, s)`: returned by a helper with other values, whose inputs the fix must
+    /// not detach.
+    Returned,
     Other,
 }
 
@@ -209,31 +265,24 @@ fn report(
     let Some((first, value)) = inputs.first() else {
         return;
     };
-    // A statistic that outlives the update: on the object, global, or carried around a loop.
-    let repeated = checker.per_step()
-        || self_attr(target).is_some()
-            && checker
-                .function()
-                .is_some_and(|f| f.name.as_str() != "__init__");
-    if !repeated {
+    // A statistic updated once per training iteration that outlives the update: on the
+    // object, global, or carried around the training loop.
+    if checker.iteration().is_none() {
         return;
     }
-    let lifetime = match self_attr(target) {
-        Some(attr) => Some(Lifetime {
-            key: key.to_string(),
-            holder: Holder::Attribute,
-            until: attr_until(checker, attr, key, stmt),
-        }),
-        None => checker
-            .lifetime(target)
-            .or_else(|| loop_carried(checker, target, key)),
-    };
-    let Some(lifetime) = lifetime else {
-        return;
+    let (holder, until_text) = match self_attr(target) {
+        Some(attr) => (Holder::Attribute, attr_until(checker, attr, key, stmt)),
+        None => match checker.lifetime(target) {
+            Some(l) => (l.holder, until(checker, &l)),
+            None => match loop_carried(checker, target, key) {
+                Some(u) => (Holder::OuterLocal, u),
+                None => return,
+            },
+        },
     };
     // A statistic by name, or state on the object (or a global) updated like one. A local
     // `x = x + block(x)` (a residual connection) is neither.
-    let state = matches!(lifetime.holder, Holder::Attribute | Holder::Global);
+    let state = matches!(holder, Holder::Attribute | Holder::Global);
     let is_stat =
         is_stat_name(last_segment(key)) || state && matches!(form, Form::Weighted | Form::InPlace);
     if !is_stat {
@@ -247,12 +296,12 @@ fn report(
         short(checker, first),
         origin_phrase(checker, value),
         via.unwrap_or(""),
-        lifetime.until,
+        until_text,
     );
     let mut diagnostic = Diagnostic::new(Rule::LS011, message, stmt.range());
     // Through a parameter, which operands are tensors (and which are sizes computed from the
     // same input) is not known: no edit then.
-    if via.is_none() {
+    if via.is_none() && form != Form::Returned {
         let mut edits: Vec<Edit> = Vec::new();
         for (e, _) in inputs {
             edits.extend(append_call(checker, e, "detach"));
@@ -260,7 +309,7 @@ fn report(
         edits.sort_by_key(|e| e.range.start());
         diagnostic = diagnostic.with_fix(Fix::unsafe_edit(
             if inputs.len() == 1 {
-                format!("Update from `{}.detach()`", short(checker, first))
+                format!("Update from `{}`", detached_text(checker, first))
             } else {
                 "Update from detached inputs".to_string()
             },
@@ -301,33 +350,17 @@ fn attr_until(checker: &Checker, attr: &str, key: &str, stmt: &Stmt) -> String {
 /// `s = 0.9 * s + 0.1 * x` in a loop: the new value is made from the old one, so it is carried
 /// across iterations unless another assignment in the loop starts it afresh. (The core's
 /// `lifetime` sees the statement as a rebinding because `s` is not a top-level operand.)
-fn loop_carried(checker: &Checker, target: &Expr, key: &str) -> Option<Lifetime> {
+fn loop_carried(checker: &Checker, target: &Expr, key: &str) -> Option<String> {
     let Expr::Name(_) = target else { return None };
-    let frame = checker.innermost_loop()?;
-    let body: &[Stmt] = match frame.stmt {
-        Stmt::For(f) => &f.body,
-        Stmt::While(w) => &w.body,
-        _ => return None,
+    let Some(crate::semantic::model::Iteration::Loop { depth, .. }) = checker.iteration() else {
+        return None;
     };
-    let mut fresh = false;
-    visit_block(body, &mut |s| {
-        if let Stmt::Assign(a) = s {
-            if a.targets.iter().any(|t| is_dotted(t, key)) && !keys_in(&a.value).contains(key) {
-                fresh = true;
-            }
-        }
-    });
-    if fresh {
+    if !checker.carried_by_loop(depth, key) {
         return None;
     }
-    let until = match checker.function() {
+    Some(match checker.function() {
         Some(f) => format!("until `{}()` returns", f.name.as_str()),
         None => "for the life of the process (a module global)".to_string(),
-    };
-    Some(Lifetime {
-        key: key.to_string(),
-        holder: Holder::OuterLocal,
-        until,
     })
 }
 
@@ -354,18 +387,6 @@ fn ls001_reports(checker: &Checker, target: &Expr, added: &Expr, key: &str) -> b
         && checker.value(added).has_graph()
         && checker.lifetime(target).is_some()
         && !checker.consumed_by_backward(key)
-}
-
-pub(crate) fn is_stat_name(name: &str) -> bool {
-    let n = name.trim_start_matches('_').to_ascii_lowercase();
-    n == "m2"
-        || n.starts_with("m2_")
-        || [
-            "mean", "var", "std", "ema", "running", "avg", "average", "baseline", "moment",
-            "smooth",
-        ]
-        .iter()
-        .any(|s| n.contains(s))
 }
 
 // ----- parameters that receive a graph at a call site of this file ---------------------------

@@ -1,18 +1,19 @@
 //! ## What it does
-//! Flags a pyplot figure (`plt.figure()`, `plt.subplots()`, `plt.subplot_mosaic()`) opened in a
-//! loop, in a per-step method or in a plotting function, that is not closed on every path:
-//! no `plt.close(fig)`, `plt.close()` or `plt.close("all")` after it, not returned, not stored
-//! and not handed to a closer such as `SummaryWriter.add_figure` (which closes the figure unless
-//! given `close=False`). Also flags calls that discard a new figure returned by a function of
-//! the same file.
+//! Flags a pyplot figure (`plt.figure()`, `plt.subplots()`, `plt.subplot_mosaic()`) opened once
+//! per training iteration (in a training loop, or in a function that runs once per step or epoch,
+//! directly or through its callers) that every path leaves open: no `plt.close(fig)`,
+//! `plt.close()` or `plt.close("all")` after it, not returned, not stored and not handed to a
+//! closer such as `SummaryWriter.add_figure` (which closes the figure unless given
+//! `close=False`). Also flags calls that discard a new figure returned by a function of the same
+//! file (`plot_curve(h)`, `_ = plot_curve(h)`).
 //!
 //! ## Why is this bad?
 //! pyplot keeps a reference to every figure it opens until `plt.close()`; going out of scope
-//! frees nothing. Each figure holds its artists, its data and a canvas with a pixel buffer, so
-//! a figure per step or per generation is a steady leak: one of our users measured 50-100 MB
-//! per training plot. `fig.clf()` and `plt.clf()` clear the figure but leave it open in
-//! pyplot; matplotlib warns once more than 20 figures are open, and the warning is easy to miss
-//! in training logs.
+//! frees nothing. Each figure holds its artists, its data and a canvas with a pixel buffer, so a
+//! figure per step or per generation is a steady leak: one of our users measured 50-100 MB per
+//! training plot. `fig.clf()` and `plt.clf()` clear the figure but leave it open in pyplot;
+//! matplotlib warns once more than 20 figures are open, and the warning is easy to miss in
+//! training logs.
 //!
 //! ## Example
 //! ```python
@@ -32,21 +33,22 @@
 //! ```
 //!
 //! ## Fix safety
-//! When the figure is a local bound at the top level of the loop body (or of the function) and
-//! is never returned or stored, the fix inserts `plt.close(fig)` on its own line after the last
-//! statement of that block that uses the figure, its axes or pyplot (`plt.savefig(...)` draws
-//! the current figure). Nothing uses the figure after that point, so the fix is safe. No fix is
+//! When the figure is a local bound at the top level of the loop body (or of the function) and is
+//! never returned or stored, the fix inserts `plt.close(fig)` on its own line after the last
+//! statement of that block that uses the figure, its axes or pyplot (`plt.savefig(...)` draws the
+//! current figure). Nothing uses the figure after that point, so the fix is safe. No fix is
 //! offered when the figure escapes on some path (`continue`, an early `return`), when it is not
 //! bound to a name, or when it comes from a helper function.
 //!
 //! ## Stays silent on
 //! `plt.close(...)` in a `finally` block; figures returned, stored or handed to another function
 //! or to `add_figure(...)`; `plt.figure(num)` / `plt.subplots(num=...)`, which reuse one figure;
-//! `plt.show()` (the user closes the window); `matplotlib.figure.Figure()`, which pyplot does
-//! not register; figures closed with `plt.close("all")` after the loop that made them, or at the
-//! top of the loop body or function before the next one is made (at most one stays open), or
-//! by every caller of the plotting function right after the call;
-//! one-off figures outside loops, per-step methods and plotting functions.
+//! `plt.show()` (the user closes the window); `matplotlib.figure.Figure()`, which pyplot does not
+//! register; figures closed with `plt.close("all")` after the loop that made them, or at the top
+//! of the loop body or function before the next one is made (at most one stays open), or by every
+//! caller of the plotting function right after the call; figures closed on some paths and not
+//! others (which path runs is not known); figures made by code that does not run once per
+//! training iteration (a plotting script, a report method, an interactive helper).
 
 use ruff_python_ast::visitor::{walk_expr, walk_stmt, Visitor};
 use ruff_python_ast::{Expr, ExprCall, Stmt};
@@ -55,9 +57,8 @@ use ruff_text_size::{Ranged, TextSize};
 use crate::checker::Checker;
 use crate::diagnostic::{Diagnostic, Edit, Fix};
 use crate::registry::Rule;
-use crate::rules::helpers::{
-    child_blocks, line_start, locate_in_scope, next_line_start, owns_its_lines, scope_root, Located,
-};
+use crate::rules::helpers::{line_start, next_line_start, owns_its_lines};
+use crate::semantic::located::{child_blocks, locate_in_scope, scope_root, Located};
 use crate::semantic::names::last_segment;
 use crate::semantic::value::Kind;
 
@@ -90,10 +91,9 @@ struct Names<'n> {
 pub(crate) fn call(checker: &mut Checker, call: &ExprCall, stmt: &Stmt) {
     let function = checker.function();
     let in_loop = checker.in_loop();
-    if !in_loop
-        && !checker.in_per_step_function()
-        && !function.is_some_and(|f| plotting_name(f.name.as_str()))
-    {
+    // A figure per training iteration: opened in a training loop, or in a function that runs
+    // once per step or epoch. A plotting script that draws a few figures once does not grow.
+    if checker.iteration().is_none() {
         return;
     }
     let Some(origin) = creation(checker, call) else {
@@ -221,21 +221,23 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall, stmt: &Stmt) {
         ),
     };
     let per = if in_loop { "iteration" } else { "call" };
+    // Closed on some paths and not others (a branch, an early `return`): which path runs is
+    // not known, so the analysis says nothing.
+    // Every path leaves it open: it reaches the end of the block, or a `return` that ends the
+    // function without it, and no branch closes it.
+    let every_path = match (end, leak) {
+        (End::Open, None) => true,
+        (End::Gone, Some(exit)) => is_last_return(root, exit),
+        _ => false,
+    };
     let problem = match (end, leak) {
-        (End::Open, _) => {
+        _ if every_path && !cx.partly.get() => {
             if fig_name.is_none() && matches!(origin, Origin::Helper) {
                 "and this call discards it, so nothing closes it".to_string()
-            } else if cx.partly.get() {
-                "and closes it only on some paths".to_string()
             } else {
                 "and nothing closes, returns or stores it".to_string()
             }
         }
-        (_, Some(exit)) => format!(
-            "and the `{}` at line {} leaves it open",
-            exit_keyword(checker, exit),
-            checker.line(exit)
-        ),
         _ => return,
     };
     let message = format!(
@@ -311,6 +313,11 @@ fn creation(checker: &Checker, call: &ExprCall) -> Option<Origin> {
     None
 }
 
+/// Is the statement at `offset` the function's last statement, a `return`?
+fn is_last_return(root: &[Stmt], offset: TextSize) -> bool {
+    matches!(root.last(), Some(Stmt::Return(r)) if r.start() == offset)
+}
+
 fn tuple_names(elts: &[Expr]) -> (Vec<String>, Option<String>) {
     let names: Vec<String> = elts
         .iter()
@@ -324,51 +331,6 @@ fn tuple_names(elts: &[Expr]) -> (Vec<String>, Option<String>) {
         _ => None,
     };
     (names, fig)
-}
-
-/// Functions whose job is to draw (`plot_fitness`, `log_images`, `make_figure`,
-/// `visualize_attention`): a figure per call is a figure per time they are called.
-fn plotting_name(name: &str) -> bool {
-    // Asked at every call outside loops: compares without lowercasing into new strings.
-    fn starts_with_ci(w: &str, prefix: &str) -> bool {
-        w.len() >= prefix.len()
-            && w.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
-    }
-    const WORDS: &[&str] = &[
-        "draw",
-        "render",
-        "chart",
-        "charts",
-        "fig",
-        "figs",
-        "figure",
-        "figures",
-        "image",
-        "images",
-        "img",
-        "imgs",
-        "heatmap",
-        "heatmaps",
-        "hist",
-        "histogram",
-        "histograms",
-    ];
-    name.split('_').any(|w| {
-        starts_with_ci(w, "plot")
-            || starts_with_ci(w, "visuali")
-            || WORDS.iter().any(|k| w.eq_ignore_ascii_case(k))
-    })
-}
-
-fn exit_keyword(checker: &Checker, offset: TextSize) -> &'static str {
-    let rest = &checker.source[usize::from(offset)..];
-    if rest.starts_with("continue") {
-        "continue"
-    } else if rest.starts_with("break") {
-        "break"
-    } else {
-        "return"
-    }
 }
 
 /// Walks a block from its first statement with the figure open. `level` counts loops entered

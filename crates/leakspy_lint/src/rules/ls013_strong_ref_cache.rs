@@ -1,43 +1,51 @@
 //! ## What it does
 //! Flags caches that hold strong references to tensors or modules forever:
-//! - `@functools.cache`, `@functools.lru_cache(maxsize=None)` (or `@cache`/`@lru_cache(None)`) on a
-//!   function that takes a tensor or a module (a parameter annotated `torch.Tensor`/`nn.Module`,
-//!   a parameter used as one in the body, or a call in this file passing one), or on a method of
-//!   an `nn.Module` class (where `self` is the module);
-//! - a dict or set that lives on an object or in a module global, keyed by tensors or modules
-//!   (`self.cache[x] = ...`, `seen.add(model)`), from which nothing ever removes an entry.
+//! - `@functools.cache`, `@functools.lru_cache(maxsize=None)` (or `@cache`/`@lru_cache(None)`)
+//!   on a function that takes a tensor or a module (a parameter annotated
+//!   `torch.Tensor`/`nn.Module`, a parameter used as one in the body, or a call in this file
+//!   passing one), or on a method of an `nn.Module` class (where `self` is the module);
+//! - a dict or set that lives on an object, in a module global, or in a local that a training
+//!   loop fills on every step, keyed by tensors or modules (`self.cache[x] = ...`,
+//!   `seen.add(model)`, `counts[label] += 1` with `label` a 0-d tensor), from which nothing ever
+//!   removes an entry.
+//!
+//! Both only when the code runs once per training iteration.
 //!
 //! ## Why is this bad?
-//! Tensors and modules hash by identity. A cache keyed by them hits only when the very same object
-//! comes back, so in a training loop nearly every call adds an entry, and each entry keeps its
-//! key (and the cached result, with any autograd graph it carries) alive for as long as the cache
-//! lives: for `functools.cache` and a module-level dict, the life of the process. On a method,
-//! the cache also keeps `self` alive, so a module that was meant to be freed (an old copy of a
-//! model, a finished trial) never is.
+//! Tensors and modules hash by identity. A cache keyed by them hits only when the very same
+//! object comes back, so in a training loop nearly every call adds an entry, and each entry keeps
+//! its key (and the cached result, with any autograd graph it carries) alive for as long as the
+//! cache lives: for `functools.cache` and a module-level dict, the life of the process. On a
+//! method, the cache also keeps `self` alive, so a module that was meant to be freed (an old copy
+//! of a model, a finished trial) never is.
 //!
 //! ## Example
 //! ```python
 //! class Encoder(nn.Module):
+//!     def __init__(self):
+//!         super().__init__()
+//!         self.backbone = nn.Linear(16, 16)
+//!
 //!     @functools.cache
 //!     def features(self, x):
 //!         return self.backbone(x)
 //!
-//! _stats = {}
-//! def batch_stats(x):
-//!     _stats[x] = (x.mean(), x.std())
-//!     return _stats[x]
+//!     def forward(self, x):
+//!         return self.features(x)
 //! ```
 //!
 //! ## Use instead
 //! ```python
 //! class Encoder(nn.Module):
+//!     def __init__(self):
+//!         super().__init__()
+//!         self.backbone = nn.Linear(16, 16)
+//!
 //!     def features(self, x):
 //!         return self.backbone(x)
 //!
-//! _stats = weakref.WeakKeyDictionary()
-//! def batch_stats(x):
-//!     _stats[x] = (x.mean().item(), x.std().item())
-//!     return _stats[x]
+//!     def forward(self, x):
+//!         return self.features(x)
 //! ```
 //!
 //! ## Fix safety
@@ -62,6 +70,7 @@ use crate::diagnostic::Diagnostic;
 use crate::registry::Rule;
 use crate::rules::helpers::short;
 use crate::semantic::facts::self_attr;
+use crate::semantic::iteration::Grain;
 use crate::semantic::mutation::Mutation;
 use crate::semantic::names::dotted;
 use crate::semantic::value::Kind;
@@ -94,6 +103,8 @@ fn file_key(checker: &Checker) -> (usize, usize) {
 
 pub(crate) fn function(checker: &mut Checker, def: &StmtFunctionDef) {
     for d in &def.decorator_list {
+        // A cache grows with training when the function runs once per iteration; a cache
+        // filled at set-up, or by code elsewhere, is not known to.
         let Some(decorator) = unbounded_cache(checker, d) else {
             continue;
         };
@@ -111,7 +122,7 @@ pub(crate) fn function(checker: &mut Checker, def: &StmtFunctionDef) {
                 .map(|(p, kind)| format!("every `{p}` it is called with ({kind})"))
         };
         match held {
-            Some(held) => {
+            Some(held) if checker.in_per_step_function() => {
                 let message = format!(
                     "`{decorator}` on `{fname}()` is an unbounded cache with strong references: it \
                      keeps {held} alive for the life of the process, together with every result; \
@@ -121,6 +132,7 @@ pub(crate) fn function(checker: &mut Checker, def: &StmtFunctionDef) {
                 );
                 checker.report(Diagnostic::new(Rule::LS013, message, d.range()));
             }
+            Some(_) => {}
             // Methods are called through an object, not by their bare name.
             None if checker.class().is_some() => {}
             None => {
@@ -165,11 +177,21 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
 }
 
 pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
-    let Stmt::Assign(assign) = stmt else { return };
-    for target in &assign.targets {
-        if let Expr::Subscript(sub) = target {
-            store(checker, &sub.value, &sub.slice, stmt.range());
+    match stmt {
+        Stmt::Assign(assign) => {
+            for target in &assign.targets {
+                if let Expr::Subscript(sub) = target {
+                    store(checker, &sub.value, &sub.slice, stmt.range());
+                }
+            }
         }
+        // `counts[key] += 1` adds the key when it is new.
+        Stmt::AugAssign(aug) => {
+            if let Expr::Subscript(sub) = &*aug.target {
+                store(checker, &sub.value, &sub.slice, stmt.range());
+            }
+        }
+        _ => {}
     }
 }
 
@@ -177,6 +199,9 @@ fn check_call_of_cached(checker: &mut Checker, call: &ExprCall) -> bool {
     let Expr::Name(name) = &*call.func else {
         return false;
     };
+    if !checker.per_step() {
+        return false;
+    }
     let key = file_key(checker);
     let Some(cached) = CACHED.with(|c| {
         let c = c.borrow();
@@ -264,7 +289,7 @@ fn value_kind(checker: &Checker, expr: &Expr) -> Option<&'static str> {
     let v = checker.value(expr);
     if v.kind == Kind::Module {
         Some("an `nn.Module`")
-    } else if v.kind == Kind::Tensor || v.has_graph() {
+    } else if v.is_tensor_like() || v.has_graph() {
         Some("a tensor")
     } else {
         None
@@ -386,6 +411,9 @@ fn used_as_tensor(
 /// `container[key] = ...` / `container.add(key)`: report when `key` is a tensor or module and the
 /// container is a long-lived dict/set that nothing ever evicts from.
 fn store(checker: &mut Checker, container: &Expr, key: &Expr, range: TextRange) {
+    if !checker.per_step() {
+        return;
+    }
     let Some((name, lives, is_set)) = unevicted_container(checker, container) else {
         return;
     };
@@ -429,12 +457,9 @@ fn store(checker: &mut Checker, container: &Expr, key: &Expr, range: TextRange) 
     checker.report(Diagnostic::new(Rule::LS013, message, range));
 }
 
-/// A dict/set on the object or in a module global with no clear/pop/trim/rebind anywhere, and
-/// how long it lives.
-fn unevicted_container(
-    checker: &Checker,
-    container: &Expr,
-) -> Option<(String, &'static str, bool)> {
+/// A dict/set on the object, in a module global or in a local that a training loop fills, with
+/// no clear/pop/trim/rebind anywhere, and how long it lives.
+fn unevicted_container(checker: &Checker, container: &Expr) -> Option<(String, String, bool)> {
     let in_init = checker
         .function()
         .is_some_and(|f| f.name.as_str() == "__init__");
@@ -448,7 +473,7 @@ fn unevicted_container(
         }
         return Some((
             format!("self.{attr}"),
-            "for the life of the object",
+            "for the life of the object".to_string(),
             place.init == Kind::Set,
         ));
     }
@@ -461,7 +486,28 @@ fn unevicted_container(
         && (scope.bound_depth.contains_key(name) || scope.params.contains(name))
         && !scope.declared_global.contains(name)
     {
-        return None;
+        // A local dict or set made before the training loop, which keeps it for every step.
+        let kind = checker.value(container).kind;
+        if !matches!(kind, Kind::Dict | Kind::Set) || scope.params.contains(name) {
+            return None;
+        }
+        let lifetime = checker.lifetime(container)?;
+        let it = checker.iteration()?;
+        if lifetime.holder != crate::checker::Holder::OuterLocal
+            || !matches!(
+                lifetime.until,
+                crate::semantic::lifetime::Until::Return { .. }
+            )
+            || it.grain() != Grain::Step
+            || checker.iteration_facts(it).resets(name)
+        {
+            return None;
+        }
+        return Some((
+            name.to_string(),
+            crate::rules::helpers::until(checker, &lifetime),
+            kind == Kind::Set,
+        ));
     }
     let place = checker.facts.globals.get(name)?;
     if !matches!(place.init, Kind::Dict | Kind::Set)
@@ -477,7 +523,7 @@ fn unevicted_container(
     }
     Some((
         name.to_string(),
-        "for the life of the process (a module global)",
+        "for the life of the process (a module global)".to_string(),
         place.init == Kind::Set,
     ))
 }

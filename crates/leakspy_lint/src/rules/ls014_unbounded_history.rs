@@ -3,44 +3,66 @@
 //! `self.<list>.append(...)` (or `.extend`, `.insert`, `+= [...]`, an unbounded `deque`), or
 //! `self.<dict>[step] = ...` keyed by a step counter, in a per-step method (`step`, `update`,
 //! `training_step`, `on_train_batch_end`...) or in a step loop, when no method of the class
-//! clears, truncates or rebinds it. Also flags a history whose only trimming is weaker than its
-//! growth: a `pop(0)` in another, less frequent method while every step appends. Reported once
-//! per attribute, at its first growth site.
+//! clears, truncates or rebinds it. What is kept must be more than a number (an array, a tensor,
+//! an object): a history of floats costs bytes per step. Also flags a history whose only trimming
+//! is weaker than its growth: a `pop(0)` in another, less frequent method, or in the same method
+//! outside the loop that appends (one per episode against one append per step). Also flags a list
+//! or dict in a module global or in a closure cell of a returned function (a logger made by a
+//! factory) that grows on every step and that nothing in the file clears. Reported once per
+//! attribute, at its first growth site.
 //!
 //! ## Why is this bad?
 //! The object lives for the whole run (an agent, an environment, a trainer), so the list keeps
 //! every entry it was ever given: memory grows linearly with steps and never comes back. In one
 //! of our users' runs an environment's `episode_rewards` and `episode_actions` grew on every
 //! `step()` and were never cleared: 16 agents over 13 generations kept about 20 GB of them, and
-//! the job died at 175 GB. A loss history of floats is small per step but unbounded all the
-//! same; one of tensors is far worse (see LS002).
+//! the job died at 175 GB. A history of tensors that carry a graph is far worse (see LS002).
 //!
 //! ## Example
 //! ```python
 //! class TradingEnv:
-//!     def __init__(self):
-//!         self.episode_rewards = []
+//!     def __init__(self, prices):
+//!         self.prices = prices
+//!         self.t = 0
+//!         self.episode_actions = []
 //!
 //!     def step(self, action):
-//!         reward = self._reward(action)
-//!         self.episode_rewards.append(reward)
-//!         return self._obs(), reward
+//!         self.episode_actions.append(action.copy())
+//!         self.t += 1
+//!         return self.prices[self.t], float(self.prices[self.t] @ action)
+//!
+//!
+//! def run(agent, prices, steps):
+//!     env = TradingEnv(prices)
+//!     obs = prices[0]
+//!     for step in range(steps):
+//!         obs, reward = env.step(agent.act(obs))
 //! ```
 //!
 //! ## Use instead
 //! ```python
 //! class TradingEnv:
-//!     def __init__(self):
-//!         self.episode_rewards = []
+//!     def __init__(self, prices):
+//!         self.prices = prices
+//!         self.t = 0
+//!         self.episode_actions = []
 //!
 //!     def reset(self):
-//!         self.episode_rewards.clear()
-//!         return self._obs()
+//!         self.t = 0
+//!         self.episode_actions.clear()
+//!         return self.prices[0]
 //!
 //!     def step(self, action):
-//!         reward = self._reward(action)
-//!         self.episode_rewards.append(reward)
-//!         return self._obs(), reward
+//!         self.episode_actions.append(action.copy())
+//!         self.t += 1
+//!         return self.prices[self.t], float(self.prices[self.t] @ action)
+//!
+//!
+//! def run(agent, prices, steps):
+//!     env = TradingEnv(prices)
+//!     obs = env.reset()
+//!     for step in range(steps):
+//!         obs, reward = env.step(agent.act(obs))
 //! ```
 //! or `self.loss_history = deque(maxlen=1000)` when only the recent entries are read.
 //!
@@ -50,22 +72,29 @@
 //!
 //! ## Stays silent on
 //! `deque(maxlen=...)`; lists cleared, truncated (`x = x[-n:]`, `del x[:-n]`) or rebound in any
-//! method (`reset()`, `on_epoch_end()`); a `pop(0)` in the same method as the append or in a
-//! `while len(...) > n` loop; local lists; histories that grow once per epoch, generation or
-//! episode; dicts keyed by names (bounded key sets); files that do not use torch or numpy;
-//! appended values that carry an autograd graph (LS002 reports those); attributes that code
-//! elsewhere in the file resets (`agent.loss_history.clear()`).
+//! method (`reset()`, `on_epoch_end()`); a `pop(0)` in the loop that appends or in a
+//! `while len(...) > n` loop; local lists; histories of numbers (`loss.item()`, rewards); objects
+//! made afresh in each epoch, evaluation or episode (a callback created per validation keeps one
+//! validation's entries); classes defined elsewhere in the project whose base may clear the list,
+//! and public attributes of classes this file never instantiates (their users may clear them);
+//! histories that grow once per epoch, generation or episode; dicts keyed by names (bounded key
+//! sets); files that do not use torch or numpy; appended values that carry an autograd graph
+//! (LS002 reports those); attributes that code elsewhere in the file resets
+//! (`agent.loss_history.clear()`).
 
 use ruff_python_ast::{Expr, ExprCall, Stmt, StmtClassDef, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};
 
-use crate::checker::Checker;
+use crate::checker::{Checker, Holder};
 use crate::diagnostic::Diagnostic;
 use crate::registry::Rule;
-use crate::rules::helpers::{child_blocks, coarse_name, is_coarse_function, is_coarse_loop};
 use crate::semantic::facts::{self_attr, Change, PlaceFacts};
+use crate::semantic::iteration::coarse_name;
+use crate::semantic::iteration::{Grain, LoopRole, Training};
+use crate::semantic::lifetime::reset_from_outside;
+use crate::semantic::located::child_blocks;
 use crate::semantic::mutation::Mutation;
-use crate::semantic::names::{is_per_step_method, last_segment};
+use crate::semantic::names::last_segment;
 use crate::semantic::scan::keys_in;
 use crate::semantic::value::Kind;
 
@@ -79,6 +108,13 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
         return;
     }
     let Some(name) = self_attr(&attr.value) else {
+        let values: Vec<&Expr> = call.arguments.args.iter().collect();
+        if values.iter().any(|v| checker.value(v).has_graph())
+            || !values.iter().any(|v| heavy(checker, v))
+        {
+            return;
+        }
+        free_history(checker, &attr.value, call.range());
         return;
     };
     let values: Vec<&Expr> = if attr.attr.as_str() == "insert" {
@@ -86,10 +122,25 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
     } else {
         call.arguments.args.iter().collect()
     };
-    if values.iter().any(|v| checker.value(v).has_graph()) {
+    if values.iter().any(|v| checker.value(v).has_graph())
+        || !values.iter().any(|v| heavy(checker, v))
+    {
         return;
     }
     check(checker, name, call.start(), call.range(), false);
+}
+
+/// What is kept is more than a number: anything but a number, a 0-d tensor (a detached loss),
+/// a string or a tuple of them. A history of floats (`loss.item()`) costs bytes per step, not
+/// the memory of a leak.
+fn heavy(checker: &Checker, expr: &Expr) -> bool {
+    match expr {
+        Expr::Tuple(t) => t.elts.iter().any(|e| heavy(checker, e)),
+        e => {
+            let v = checker.value(e);
+            v.kind != Kind::Plain && !v.scalar
+        }
+    }
 }
 
 pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
@@ -98,9 +149,18 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
             for t in &a.targets {
                 let Expr::Subscript(sub) = t else { continue };
                 let Some(name) = self_attr(&sub.value) else {
+                    if !checker.value(&a.value).has_graph()
+                        && checker.key_changes_per_iteration(&sub.slice)
+                        && heavy(checker, &a.value)
+                    {
+                        free_history(checker, &sub.value, stmt.range());
+                    }
                     continue;
                 };
-                if checker.value(&a.value).has_graph() || !step_key(&sub.slice) {
+                if checker.value(&a.value).has_graph()
+                    || !step_key(&sub.slice)
+                    || !heavy(checker, &a.value)
+                {
                     continue;
                 }
                 check(checker, name, sub.start(), stmt.range(), true);
@@ -110,7 +170,7 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
             let Some(name) = self_attr(&a.target) else {
                 return;
             };
-            if checker.value(&a.value).has_graph() {
+            if checker.value(&a.value).has_graph() || !heavy(checker, &a.value) {
                 return;
             }
             check(checker, name, a.start(), stmt.range(), false);
@@ -146,6 +206,15 @@ fn check(
     let (Some(class), Some(place)) = (checker.class(), checker.attr_facts(name)) else {
         return;
     };
+    // A base class defined elsewhere may clear it; code that runs once (or only with a
+    // debugging option on) keeps nothing per step.
+    if checker.class_facts().is_some_and(|c| !c.bases_seen) || checker.iteration().is_none() {
+        return;
+    }
+    // An object made afresh each epoch (or evaluation, or episode) keeps one epoch's entries.
+    if checker.training().made_per_iteration(class.name.as_str()) {
+        return;
+    }
     let kind_ok = if dict {
         place.init == Kind::Dict
     } else {
@@ -156,11 +225,12 @@ fn check(
     }
     // Report once per attribute, at its first growth site that runs every step.
     let source = checker.source;
+    let training = checker.training();
     let first = place
         .changes
         .iter()
         .filter(|c| c.mutation == Mutation::Grow)
-        .filter_map(|c| site(source, class, name, c).map(|s| (c, s)))
+        .filter_map(|c| site(training, source, class, name, c).map(|s| (c, s)))
         .min_by_key(|(c, _)| c.offset);
     let Some((first, site)) = first else {
         return;
@@ -168,12 +238,14 @@ fn check(
     if first.offset != offset {
         return;
     }
-    let weak = match trims(source, class, name, place, first) {
+    let weak = match trims(training, source, class, name, place, first) {
         Bound::Bounded => return,
         Bound::Never => None,
         Bound::Weak(c) => Some(c),
     };
-    if weak.is_none() && reset_from_outside(source, name) {
+    if weak.is_none()
+        && (reset_from_outside(source, name) || !checker.owner_visible(class.name.as_str(), name))
+    {
         return;
     }
     let key = format!("self.{name}");
@@ -198,14 +270,76 @@ fn check(
             class.name.as_str()
         ),
         Some(trim) => format!(
-            "`{key}` grows {when}, but only `{}` in `{}()` (line {}) trims it, one entry per \
-             call: it still grows without bound; truncate it where it grows, or make it a \
+            "`{key}` grows {when}, but only `{}` in `{}()` (line {}) trims it, one entry {}: \
+             it still grows without bound; truncate it where it grows, or make it a \
              `deque(maxlen=...)`",
             checker.snippet(trim_range(source, trim.offset)),
             trim.function,
-            checker.line(trim.offset)
+            checker.line(trim.offset),
+            if trim.function == first.function {
+                "at a time, outside the loop that grows it"
+            } else {
+                "per call"
+            }
         ),
     };
+    checker.report(Diagnostic::new(Rule::LS014, message, range));
+}
+
+/// A history kept by a module global or a closure cell (a logger's dict, a feature cache): it
+/// grows once per step and nothing in the file clears it.
+fn free_history(checker: &mut Checker, container: &Expr, range: ruff_text_size::TextRange) {
+    if !(checker.facts.uses_torch || checker.facts.imports.has_alias_for("numpy")) {
+        return;
+    }
+    if checker.iteration().map(|it| it.grain()) != Some(Grain::Step) {
+        return;
+    }
+    let Some(lifetime) = checker.lifetime(container) else {
+        return;
+    };
+    let key = &lifetime.key;
+    let kind = checker.value(container).kind;
+    if !matches!(
+        kind,
+        Kind::List | Kind::Dict | Kind::Deque { bounded: false }
+    ) {
+        return;
+    }
+    let reset = match lifetime.holder {
+        Holder::Global => checker
+            .facts
+            .globals
+            .get(key.as_str())
+            .is_none_or(|g| g.changes.iter().any(|c| c.mutation != Mutation::Grow)),
+        // A cell outlives the call that made it only through a function that is returned (a
+        // logger made by a factory); a reset in the factory bounds it.
+        Holder::Closure => !checker.returned_by_enclosing_function() || checker.closure_reset(key),
+        _ => return,
+    };
+    if reset || reset_from_outside(checker.source, key) {
+        return;
+    }
+    let holder = match lifetime.holder {
+        Holder::Global => "a module global",
+        _ => "a closure variable",
+    };
+    let when = match checker.innermost_loop() {
+        Some(l) => format!(
+            "on every iteration of the loop at line {}",
+            checker.line(l.offset)
+        ),
+        None => format!(
+            "on every call of `{}()`",
+            checker.function().map_or("?", |f| f.name.as_str())
+        ),
+    };
+    let message = format!(
+        "`{key}` ({holder}) grows {when} and nothing in this file clears, truncates or bounds \
+         it: it keeps every entry {}; clear it when the episode or epoch ends, or keep only the \
+         recent entries",
+        crate::rules::helpers::until(checker, &lifetime),
+    );
     checker.report(Diagnostic::new(Rule::LS014, message, range));
 }
 
@@ -215,7 +349,13 @@ struct Site {
 }
 
 /// Is this growth one that runs every step (and is of a kind this rule tracks)?
-fn site(source: &str, class: &StmtClassDef, name: &str, change: &Change) -> Option<Site> {
+fn site(
+    training: &Training,
+    source: &str,
+    class: &StmtClassDef,
+    name: &str,
+    change: &Change,
+) -> Option<Site> {
     let method = method_def(class, &change.function, change.offset)?;
     let m = method.name.as_str();
     if m == "__init__"
@@ -252,46 +392,15 @@ fn site(source: &str, class: &StmtClassDef, name: &str, change: &Change) -> Opti
         .iter()
         .rev()
         .find(|s| matches!(s, Stmt::For(_) | Stmt::While(_)));
+    // Every step: in a step loop (a training loop that is not an epoch or episode loop), or
+    // in a method that runs once per step.
     match innermost_loop {
-        Some(lp) => {
-            if is_coarse_loop(lp) || !repeated_method(m) {
-                return None;
-            }
-            Some(Site {
-                loop_line: Some(lp.start()),
-            })
-        }
-        None => {
-            (is_per_step_method(m) && !is_coarse_function(m)).then_some(Site { loop_line: None })
-        }
+        Some(lp) => (training.loop_role(lp) == LoopRole::Training(Grain::Step)).then_some(Site {
+            loop_line: Some(lp.start()),
+        }),
+        None => (training.method_grain(class.name.as_str(), m) == Some(Grain::Step))
+            .then_some(Site { loop_line: None }),
     }
-}
-
-/// Methods that run many times over a job: per step, or per episode/epoch/rollout.
-fn repeated_method(name: &str) -> bool {
-    if is_per_step_method(name) {
-        return true;
-    }
-    let n = name.to_ascii_lowercase();
-    [
-        "episode",
-        "rollout",
-        "train",
-        "eval",
-        "collect",
-        "run",
-        "play",
-        "simulate",
-        "generation",
-        "epoch",
-        "iteration",
-        "evolve",
-        "fit",
-        "learn",
-        "explore",
-    ]
-    .iter()
-    .any(|w| n.contains(w))
 }
 
 enum Bound<'p> {
@@ -302,6 +411,7 @@ enum Bound<'p> {
 }
 
 fn trims<'p>(
+    training: &Training,
     source: &str,
     class: &StmtClassDef,
     name: &str,
@@ -313,8 +423,18 @@ fn trims<'p>(
         if reset.mutation != Mutation::Trim {
             return Bound::Bounded;
         }
-        if !single_element_trim(source, name, reset.offset) || reset.function == growth.function {
+        if !single_element_trim(source, name, reset.offset) {
             return Bound::Bounded;
+        }
+        if reset.function == growth.function {
+            // In the growth's method: it keeps up when it runs in the growth's loop (or with
+            // no loop around the growth), or drains in a `while` loop of its own; one trim per
+            // iteration of an outer loop (per episode) does not.
+            if same_method_trim_keeps_up(class, growth, reset) {
+                return Bound::Bounded;
+            }
+            weak.get_or_insert(reset);
+            continue;
         }
         // `while len(self.x) > n: self.x.pop(0)` bounds it wherever it runs.
         if let Some(method) = method_def(class, &reset.function, reset.offset) {
@@ -326,8 +446,7 @@ fn trims<'p>(
             }
         }
         // A trim that runs as often as the growth keeps up with it.
-        if is_per_step_method(&reset.function)
-            && !is_coarse_function(&reset.function)
+        if training.method_grain(class.name.as_str(), &reset.function) == Some(Grain::Step)
             && !growth_in_loop(class, growth)
         {
             return Bound::Bounded;
@@ -338,6 +457,23 @@ fn trims<'p>(
         Some(c) => Bound::Weak(c),
         None => Bound::Never,
     }
+}
+
+fn same_method_trim_keeps_up(class: &StmtClassDef, growth: &Change, trim: &Change) -> bool {
+    let Some(method) = method_def(class, &growth.function, growth.offset) else {
+        return true;
+    };
+    let is_loop = |s: &&&Stmt| matches!(s, Stmt::For(_) | Stmt::While(_));
+    let growth_path = path_at(&method.body, growth.offset);
+    let Some(growth_loop) = growth_path.iter().rev().find(is_loop) else {
+        return true;
+    };
+    if growth_loop.range().contains(trim.offset) {
+        return true;
+    }
+    path_at(&method.body, trim.offset)
+        .iter()
+        .any(|s| matches!(s, Stmt::While(_)) && !s.range().contains(growth.offset))
 }
 
 fn growth_in_loop(class: &StmtClassDef, growth: &Change) -> bool {
@@ -399,26 +535,4 @@ fn path_at(body: &[Stmt], offset: TextSize) -> Vec<&Stmt> {
         break;
     }
     path
-}
-
-/// `agent.losses.clear()`, `env.episode_rewards = []`, `del trainer.history[:]` somewhere else
-/// in the file: the owner's users reset it. Only run when about to report.
-pub(crate) fn reset_from_outside(source: &str, name: &str) -> bool {
-    let needle = format!(".{name}");
-    source.match_indices(needle.as_str()).any(|(i, _)| {
-        let before = &source[..i];
-        if before.ends_with("self") || before.ends_with("cls") {
-            return false;
-        }
-        let after = &source[i + needle.len()..];
-        if after.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
-            return false;
-        }
-        let after = after.trim_start();
-        after.starts_with(".clear(")
-            || after.starts_with("[:]")
-            || after.starts_with("= ") && !after.starts_with("==")
-            || after.starts_with(".pop(")
-            || before.trim_end().ends_with("del") && after.starts_with('[')
-    })
 }

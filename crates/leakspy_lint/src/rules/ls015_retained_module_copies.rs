@@ -7,39 +7,47 @@
 //! ## Why is this bad?
 //! A deep copy of a model duplicates every parameter and buffer: an agent with four 45 M
 //! parameter networks is about 720 MB. Keeping one per generation (a hall of fame, a snapshot
-//! list, an archive of elites) grows memory by a whole model each time and never gives it
-//! back. One of our users' evolutionary runs lost several GB per generation this way before
-//! dying at 175 GB.
+//! list, an archive of elites) grows memory by a whole model each time and never gives it back.
+//! One of our users' evolutionary runs lost several GB per generation this way before dying at
+//! 175 GB.
 //!
 //! ## Example
 //! ```python
-//! for generation in range(generations):
-//!     fitness = [evaluate(agent) for agent in population]
-//!     best = population[int(np.argmax(fitness))]
-//!     self.hall_of_fame.append(copy.deepcopy(best))
+//! def train(model, loader, optimizer, criterion, epochs):
+//!     checkpoints = []
+//!     for epoch in range(epochs):
+//!         for x, y in loader:
+//!             loss = criterion(model(x), y)
+//!             optimizer.zero_grad()
+//!             loss.backward()
+//!             optimizer.step()
+//!         checkpoints.append(copy.deepcopy(model))
+//!     return checkpoints
 //! ```
 //!
 //! ## Use instead
 //! ```python
-//! for generation in range(generations):
-//!     fitness = [evaluate(agent) for agent in population]
-//!     best_idx = int(np.argmax(fitness))
-//!     if fitness[best_idx] > self.best_fitness:
-//!         self.best_fitness = fitness[best_idx]
-//!         self.best_agent = copy.deepcopy(population[best_idx])  # one copy, replaced
-//!     torch.save(population[best_idx].state_dict(), f"gen_{generation}.pt")  # history on disk
+//! def train(model, loader, optimizer, criterion, epochs):
+//!     for epoch in range(epochs):
+//!         for x, y in loader:
+//!             loss = criterion(model(x), y)
+//!             optimizer.zero_grad()
+//!             loss.backward()
+//!             optimizer.step()
+//!         torch.save(model.state_dict(), f"epoch_{epoch}.pt")  # history on disk
 //! ```
 //! or bound the archive: `self.hall_of_fame = deque(maxlen=5)`.
 //!
 //! ## Fix safety
-//! No fix is offered: whether to keep one copy, a bounded archive, or checkpoints on disk is
-//! the author's decision.
+//! No fix is offered: whether to keep one copy, a bounded archive, or checkpoints on disk is the
+//! author's decision.
 //!
 //! ## Stays silent on
 //! Replacement of a single best copy (`self.best = copy.deepcopy(model)`); collections that are
 //! cleared, truncated or rebound somewhere (a population replaced each generation); bounded
-//! `deque(maxlen=...)`; lists built in a loop over the population (`for i in
-//! range(pop_size)`), which are bounded by its size; copies of tensors or plain objects.
+//! `deque(maxlen=...)`; lists built in a loop over the population (`for i in range(pop_size)`),
+//! which are bounded by its size; copies of tensors or plain objects; copies made at set-up (one
+//! per adapter or layer), not once per epoch or generation.
 
 use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::{Ranged, TextRange};
@@ -47,11 +55,10 @@ use ruff_text_size::{Ranged, TextRange};
 use crate::checker::{Checker, Holder};
 use crate::diagnostic::Diagnostic;
 use crate::registry::Rule;
-use crate::rules::helpers::coarse_name;
-use crate::rules::ls014_unbounded_history::reset_from_outside;
 use crate::semantic::facts::self_attr;
-use crate::semantic::names::{dotted, last_segment};
-use crate::semantic::scan::{keys_in, visit_block};
+use crate::semantic::lifetime::reset_from_outside;
+use crate::semantic::names::dotted;
+use crate::semantic::scan::visit_block;
 use crate::semantic::value::Kind;
 
 pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
@@ -78,8 +85,11 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
 pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     match stmt {
         Stmt::Assign(a) if a.targets.len() == 1 => {
+            // Only a key that is new each time adds a copy; a fixed key replaces one.
             if let Expr::Subscript(sub) = &a.targets[0] {
-                check(checker, &sub.value, &a.value, stmt.range());
+                if checker.key_changes_per_iteration(&sub.slice) {
+                    check(checker, &sub.value, &a.value, stmt.range());
+                }
             }
         }
         Stmt::AugAssign(a) => {
@@ -138,11 +148,11 @@ fn check(checker: &mut Checker, container: &Expr, value: &Expr, range: TextRange
                 return;
             }
         }
-        if reset_from_outside(checker.source, attr) {
+        if reset_from_outside(checker.source, attr) || checker.iteration().is_none() {
             return;
         }
         match checker.innermost_loop() {
-            Some(l) if time_loop(l.stmt) => {
+            Some(l) if l.role.is_training() => {
                 format!("iteration of the loop at line {}", checker.line(l.offset))
             }
             Some(_) => return,
@@ -152,7 +162,7 @@ fn check(checker: &mut Checker, container: &Expr, value: &Expr, range: TextRange
         let Some(frame) = checker.innermost_loop() else {
             return;
         };
-        if !time_loop(frame.stmt) {
+        if !frame.role.is_training() {
             return;
         }
         let offset = frame.offset;
@@ -175,19 +185,6 @@ fn check(checker: &mut Checker, container: &Expr, value: &Expr, range: TextRange
          one best copy, a `deque(maxlen=...)`, or checkpoints on disk"
     );
     checker.report(Diagnostic::new(Rule::LS015, message, range));
-}
-
-/// A loop over time (generations, epochs, episodes, steps, `while`), not over a population.
-fn time_loop(stmt: &Stmt) -> bool {
-    match stmt {
-        Stmt::While(_) => true,
-        Stmt::For(f) => {
-            let mut names: Vec<String> = keys_in(&f.target).into_iter().collect();
-            names.extend(keys_in(&f.iter));
-            names.iter().any(|n| coarse_name(last_segment(n)).is_some())
-        }
-        _ => false,
-    }
 }
 
 /// "a deep copy of `model`" when the expression copies a model or an agent holding modules.

@@ -4,13 +4,13 @@
 //! step (`training_step`, `update`, `on_train_batch_end`...).
 //!
 //! ## Why is this bad?
-//! `empty_cache()` frees no live tensor. It only returns to the driver the blocks that
-//! PyTorch's caching allocator keeps for reuse, blocks that no tensor uses any more. Memory held
-//! by a leak (a list of losses with their graphs, a history tensor) is live: it stays exactly
-//! where it is, so the call cannot fix a leak. It does cost something on every step: the next
-//! step's allocations must get memory from the driver again instead of from the cache, so every
-//! step gets slower. And it hides real leaks: `nvidia-smi` and `torch.cuda.memory_reserved()`
-//! drop after each call, while `torch.cuda.memory_allocated()` (the live tensors) keeps growing.
+//! `empty_cache()` frees no live tensor. It only returns to the driver the blocks that PyTorch's
+//! caching allocator keeps for reuse, blocks that no tensor uses any more. Memory held by a leak
+//! (a list of losses with their graphs, a history tensor) is live: it stays exactly where it is,
+//! so the call cannot fix a leak. It does cost something on every step: the next step's
+//! allocations must get memory from the driver again instead of from the cache, so every step
+//! gets slower. And it hides real leaks: `nvidia-smi` and `torch.cuda.memory_reserved()` drop
+//! after each call, while `torch.cuda.memory_allocated()` (the live tensors) keeps growing.
 //!
 //! Several of our users' reports added it "to prevent memory leaks"; in each, the leak was a
 //! stored tensor that `empty_cache()` could not free.
@@ -34,8 +34,8 @@
 //!     optimizer.zero_grad()
 //! ```
 //! Find what holds the memory instead (`leakspy run -- python train.py` names it). Call
-//! `empty_cache()` once, after freeing a large object, only when another process needs the
-//! memory back.
+//! `empty_cache()` once, after freeing a large object, only when another process needs the memory
+//! back.
 //!
 //! ## Fix safety
 //! The fix removes the call (replacing it by `pass` when it is the only statement of its block,
@@ -44,22 +44,18 @@
 //! back, so the fix is unsafe.
 //!
 //! ## Stays silent on
-//! Calls guarded by a step modulo such as `if step % 1000 == 0:` (they do not run every step);
-//! a few deliberate rounds (`for _ in range(3):`);
-//! calls in an `except` handler (freeing the cache before retrying after an out-of-memory error
-//! is legitimate); calls in an epoch, generation or episode loop, or in per-epoch methods
-//! (`on_train_epoch_end`); calls outside loops and per-step methods.
+//! Calls guarded by a step modulo such as `if step % 1000 == 0:` (they do not run every step); a
+//! few deliberate rounds (`for _ in range(3):`); calls in an `except` handler (freeing the cache
+//! before retrying after an out-of-memory error is legitimate); calls in an epoch, generation or
+//! episode loop, or in per-epoch methods (`on_train_epoch_end`); calls outside loops and per-step
+//! methods.
 
-use ruff_python_ast::{Expr, ExprCall, Stmt};
-use ruff_text_size::Ranged;
+use ruff_python_ast::{ExprCall, Stmt};
 
 use crate::checker::Checker;
-use crate::diagnostic::{Diagnostic, Edit, Fix};
+
 use crate::registry::Rule;
-use crate::rules::helpers::{
-    in_except_handler, locate, locate_in_scope, remove_statement, runs_every_step, scope_root,
-    under_modulo_guard,
-};
+use crate::rules::helpers::report_every_step;
 
 /// The rule looks for `empty_cache` calls, under whatever alias.
 pub(crate) const NEEDS: &[&str] = &["empty_cache"];
@@ -88,94 +84,4 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall, stmt: &Stmt) {
          `memory_allocated()`",
         "Remove the call: it frees no live tensor",
     );
-}
-
-/// Shared by LS101 and LS102: reports a cleanup call that runs every step, with a fix that
-/// removes it.
-pub(crate) fn report_every_step(
-    checker: &mut Checker,
-    call: &ExprCall,
-    stmt: &Stmt,
-    rule: Rule,
-    why: &str,
-    fix_message: &str,
-) {
-    if !runs_every_step(checker) || checker.innermost_loop().is_some_and(|l| few_rounds(l.stmt)) {
-        return;
-    }
-    let Some(located) = locate_in_scope(checker, stmt) else {
-        return;
-    };
-    if under_modulo_guard(&located) || in_except_handler(&located, stmt.range()) {
-        return;
-    }
-    let when = match checker.innermost_loop() {
-        Some(l) => format!(
-            "on every iteration of the loop at line {}",
-            checker.line(l.offset)
-        ),
-        None => format!(
-            "on every call of `{}()`, which runs once per step",
-            checker.function().map_or("?", |f| f.name.as_str())
-        ),
-    };
-    let message = format!("`{}` runs {}: {}", checker.snippet(call.range()), when, why);
-    let mut diagnostic = Diagnostic::new(rule, message, call.range());
-    if let Some(edit) = removal(checker, stmt, call, &located) {
-        diagnostic = diagnostic.with_fix(Fix::unsafe_edit(fix_message, vec![edit]));
-    }
-    checker.report(diagnostic);
-}
-
-/// Removes the statement when it is nothing but the call; removes a guarding
-/// `if torch.cuda.is_available():` whose only statement it is.
-fn removal(
-    checker: &Checker,
-    stmt: &Stmt,
-    call: &ExprCall,
-    located: &crate::rules::helpers::Located,
-) -> Option<Edit> {
-    let Stmt::Expr(e) = stmt else { return None };
-    if e.value.range() != call.range() {
-        return None;
-    }
-    if located.body.len() == 1 {
-        if let Some(Stmt::If(parent)) = located.ancestors.last() {
-            let is_available = match &*parent.test {
-                Expr::Call(c) => checker
-                    .qualified_function(&c.func)
-                    .is_some_and(|q| q.ends_with(".is_available")),
-                _ => false,
-            };
-            let guard_only =
-                parent.elif_else_clauses.is_empty() && parent.body.len() == 1 && is_available;
-            if guard_only {
-                let root = scope_root(checker)?;
-                let parent_loc = locate(root, parent.range())?;
-                return remove_statement(checker, &parent_loc);
-            }
-        }
-    }
-    remove_statement(checker, located)
-}
-
-/// `for _ in range(5):` — a few deliberate rounds (collecting until finalizers have run), not a
-/// training loop.
-fn few_rounds(stmt: &Stmt) -> bool {
-    let Stmt::For(f) = stmt else { return false };
-    let Expr::Call(call) = &*f.iter else {
-        return false;
-    };
-    if !matches!(&*call.func, Expr::Name(n) if n.id.as_str() == "range") {
-        return false;
-    }
-    !call.arguments.args.is_empty()
-        && call.arguments.args.iter().all(|a| match a {
-            Expr::NumberLiteral(n) => n
-                .value
-                .as_int()
-                .and_then(|i| i.as_u64())
-                .is_some_and(|v| v <= 100),
-            _ => false,
-        })
 }

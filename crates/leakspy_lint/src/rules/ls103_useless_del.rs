@@ -1,19 +1,20 @@
 //! ## What it does
 //! Flags `del x` statements that free nothing:
-//! - `del` of a loop variable whose loop iterates a container (`for agent in old_population:
-//!   del agent`), or of the loop variable in a loop that does nothing else;
-//! - `del` of a name that the loop rebinds on the next iteration, after the object was stored
-//!   in a container or an attribute in the same iteration;
+//! - `del` of a loop variable whose loop iterates a container
+//!   (`for agent in old_population: del agent`), or of the loop variable in a loop that does
+//!   nothing else;
+//! - `del` of a name that the loop rebinds on the next iteration, after the object was stored in
+//!   a container or an attribute in the same iteration;
 //! - `del` of a local right before `return` (the return drops every local anyway).
 //!
 //! ## Why is this bad?
-//! `del x` deletes a name, not an object. The object is freed only when its last reference
-//! goes, and in these cases another reference remains: the list being iterated, the container
-//! the value was appended to, or (before `return`) nothing that would outlive the call anyway.
-//! The statement looks like a memory fix and is not one, so the real leak (often the very
-//! container that still holds the object) stays unfixed. Our users' reports are full of them:
-//! `for agent in old_population: del agent`, `del env` before `return`, `del` of every
-//! temporary at the end of a training step "so the garbage collector can free them".
+//! `del x` deletes a name, not an object. The object is freed only when its last reference goes,
+//! and in these cases another reference remains: the list being iterated, the container the value
+//! was appended to, or (before `return`) nothing that would outlive the call anyway. The
+//! statement looks like a memory fix and is not one, so the real leak (often the very container
+//! that still holds the object) stays unfixed. Our users' reports are full of them:
+//! `for agent in old_population: del agent`, `del env` before `return`, `del` of every temporary
+//! at the end of a training step "so the garbage collector can free them".
 //!
 //! ## Example
 //! ```python
@@ -27,8 +28,8 @@
 //! ```python
 //! self.population = create_next_generation(self.population, fitness)
 //! ```
-//! When memory still grows, find who holds the objects (`leakspy run` names the owner): a
-//! `del` of one name cannot free an object that something else refers to.
+//! When memory still grows, find who holds the objects (`leakspy run` names the owner): a `del`
+//! of one name cannot free an object that something else refers to.
 //!
 //! ## Fix safety
 //! The fix removes the `del` (or the whole `for` loop when it only deletes its variable). No
@@ -37,9 +38,11 @@
 //!
 //! ## Stays silent on
 //! `del self.attr` and `del d[k]` (they do drop a reference held by an object); `del x` outside
-//! loops that is the last reference drop before a large allocation; `del batch` in a loop over
-//! a data loader (it frees the batch before the next one is loaded); `del` of temporaries that
-//! nothing else holds (it lowers the peak until the name is rebound).
+//! loops that is the last reference drop before a large allocation; `del batch` in a loop over a
+//! data loader (it frees the batch before the next one is loaded); `del` of temporaries that
+//! nothing else holds (it lowers the peak until the name is rebound); `del` of an unused
+//! parameter (an idiom that marks it unused); a `del` after a store into a container the analysis
+//! does not know to keep the value.
 
 use ruff_python_ast::visitor::{walk_expr, Visitor};
 use ruff_python_ast::{Expr, Stmt, StmtDelete};
@@ -48,7 +51,8 @@ use ruff_text_size::{Ranged, TextSize};
 use crate::checker::Checker;
 use crate::diagnostic::{Diagnostic, Fix};
 use crate::registry::Rule;
-use crate::rules::helpers::{locate, locate_in_scope, remove_statement, scope_root};
+use crate::rules::helpers::remove_statement;
+use crate::semantic::located::{child_blocks, locate, locate_in_scope, scope_root};
 use crate::semantic::mutation::{for_each_mutation, Mutation};
 use crate::semantic::names::dotted;
 use crate::semantic::scan::{keys_in, visit_block};
@@ -73,6 +77,11 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
             continue;
         };
         let n = name.id.as_str();
+        // `del unused_arg`: an idiom that says the parameter is not used, not a memory fix.
+        if unused_parameter(checker, n) {
+            all_useless = false;
+            continue;
+        }
         let why = loop_variable(checker, del, n)
             .or_else(|| stored_elsewhere(checker, del, n))
             .or_else(|| before_return(checker, stmt, n));
@@ -81,7 +90,12 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
             None => all_useless = false,
         }
     }
-    for (target, n, why) in &found {
+    if found.is_empty() {
+        return;
+    }
+    // One finding per statement: `del a, b, c` is one decision.
+    let mut reasons = Vec::new();
+    for (_, n, why) in &found {
         let message = match why {
             Why::LoopVariable(offset, iterable) => {
                 if whole_loop.is_none() {
@@ -103,17 +117,75 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
                  when it returns, and an object that something else refers to survives both"
             ),
         };
-        let mut diagnostic = Diagnostic::new(Rule::LS103, message, target.range());
-        if all_useless {
-            if let Some(edit) = removal(checker, stmt, whole_loop) {
-                diagnostic = diagnostic.with_fix(Fix::unsafe_edit(
-                    "Remove the `del`: it frees no memory",
-                    vec![edit],
-                ));
+        reasons.push(message);
+    }
+    let range = match found.as_slice() {
+        [(target, _, _)] => target.range(),
+        _ => stmt.range(),
+    };
+    // Loop variables of one loop: one sentence for all of them.
+    let same_loop = match found.as_slice() {
+        [(_, _, Why::LoopVariable(first, iterable)), rest @ ..] if !rest.is_empty() => rest
+            .iter()
+            .all(|(_, _, w)| matches!(w, Why::LoopVariable(o, _) if o == first))
+            .then(|| (*first, iterable.clone())),
+        _ => None,
+    };
+    let message = match same_loop {
+        Some((offset, iterable)) => format!(
+            "`del {}` deletes the loop variables of the loop at line {}, not the objects: \
+             `{iterable}` still holds every element, so nothing is freed",
+            found
+                .iter()
+                .map(|(_, n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            checker.line(offset)
+        ),
+        None => reasons.join("; "),
+    };
+    let mut diagnostic = Diagnostic::new(Rule::LS103, message, range);
+    if all_useless {
+        if let Some(edit) = removal(checker, stmt, whole_loop) {
+            diagnostic = diagnostic.with_fix(Fix::unsafe_edit(
+                "Remove the `del`: it frees no memory",
+                vec![edit],
+            ));
+        }
+    }
+    checker.report(diagnostic);
+}
+
+/// A parameter of the current function that nothing else in it reads.
+fn unused_parameter(checker: &Checker, name: &str) -> bool {
+    let Some(def) = checker.function() else {
+        return false;
+    };
+    if !checker.scope().params.contains(name) {
+        return false;
+    }
+    struct U<'n> {
+        name: &'n str,
+        used: bool,
+    }
+    impl<'a> Visitor<'a> for U<'_> {
+        fn visit_stmt(&mut self, stmt: &'a Stmt) {
+            if !matches!(stmt, Stmt::Delete(_)) {
+                ruff_python_ast::visitor::walk_stmt(self, stmt);
             }
         }
-        checker.report(diagnostic);
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if matches!(expr, Expr::Name(n) if n.id.as_str() == self.name) {
+                self.used = true;
+            }
+            walk_expr(self, expr);
+        }
     }
+    let mut u = U { name, used: false };
+    for s in &def.body {
+        u.visit_stmt(s);
+    }
+    !u.used
 }
 
 /// Removes the `del`, or the whole loop when the loop only deletes its own variable.
@@ -208,7 +280,7 @@ fn stored_elsewhere(checker: &Checker, del: &StmtDelete, name: &str) -> Option<W
         Stmt::While(w) => &w.body,
         _ => return None,
     };
-    let mut rebound = false;
+    let mut rebinds: Vec<TextSize> = Vec::new();
     let mut stored: Option<(String, TextSize)> = None;
     visit_block(body, &mut |s| {
         if matches!(s, Stmt::Delete(_)) {
@@ -216,17 +288,57 @@ fn stored_elsewhere(checker: &Checker, del: &StmtDelete, name: &str) -> Option<W
         }
         for_each_mutation(s, &mut |key, m, _| {
             if m == Mutation::Rebind && key == name {
-                rebound = true;
+                rebinds.push(s.start());
             }
         });
-        if stored.is_none() && s.start() < del.start() {
-            stored = stores(s, name);
+        if s.start() < del.start() {
+            if let Some(found) = stores(s, name) {
+                stored = Some(found);
+            }
         }
     });
-    if !rebound {
+    let (container, at) = stored?;
+    // Rebound between the store and the `del`: the name no longer holds the stored object.
+    if rebinds.is_empty() || rebinds.iter().any(|&r| r > at && r < del.start()) {
         return None;
     }
-    stored.map(|(c, o)| Why::StoredElsewhere(c, o))
+    // The store and the `del` on different branches of one `if`: never both on one path.
+    if exclusive_branches(body, at, del.start()) {
+        return None;
+    }
+    // Only a container the analysis knows keeps what it is given: a list, a dict, a set or a
+    // deque. A tensor written into copies the values; a queue or an index may copy or send
+    // them away.
+    let known = match container.strip_prefix("self.") {
+        Some(attr) => checker.attr_facts(attr).map(|p| p.init),
+        None => checker.key_value(&container).map(|v| v.kind),
+    };
+    if !known.is_some_and(|k| matches!(k, Kind::List | Kind::Dict | Kind::Set | Kind::Deque { .. }))
+    {
+        return None;
+    }
+    Some(Why::StoredElsewhere(container, at))
+}
+
+/// Are the two offsets in different branches of the same `if` statement in `body`?
+fn exclusive_branches(body: &[Stmt], a: TextSize, b: TextSize) -> bool {
+    for stmt in body {
+        if !(stmt.range().contains(a) && stmt.range().contains(b)) {
+            continue;
+        }
+        let blocks = child_blocks(stmt);
+        let branch = |o: TextSize| {
+            blocks
+                .iter()
+                .position(|blk| blk.iter().any(|s| s.range().contains(o)))
+        };
+        return match (stmt, branch(a), branch(b)) {
+            (Stmt::If(_), Some(x), Some(y)) if x != y => true,
+            (_, Some(x), Some(y)) if x == y => exclusive_branches(blocks[x], a, b),
+            _ => false,
+        };
+    }
+    false
 }
 
 /// Does the statement put `name` itself into a container or an attribute?

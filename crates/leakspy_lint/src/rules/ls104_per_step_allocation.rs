@@ -1,18 +1,18 @@
 //! ## What it does
-//! Flags new numpy arrays and CPU tensors of a fixed shape allocated on every iteration of a
-//! step loop: `np.zeros/ones/empty/full(shape)` and `torch.zeros/ones/empty/full(shape)` whose
-//! shape does not change from one iteration to the next, and `np.stack`/`np.concatenate`/
-//! `np.array` of a list that the same iteration builds from scratch. This is advice
-//! (information level), not a leak.
+//! Flags new numpy arrays and CPU tensors of a fixed shape allocated on every iteration of a step
+//! loop: `np.zeros/ones/empty/full(shape)` and `torch.zeros/ones/empty/full(shape)` whose shape
+//! does not change from one iteration to the next, and `np.stack`/`np.concatenate`/ `np.array` of
+//! a list that the same iteration builds from scratch. This is advice (information level), not a
+//! leak.
 //!
 //! ## Why is this bad?
-//! Each iteration asks the allocator for the same block again and hands it back at the end:
-//! large numpy arrays come straight from `mmap`/`malloc` and are page-faulted in on every
-//! first write, and a list of per-iteration arrays followed by `np.stack` copies every value
-//! twice. In one of our users' rollout loops this meant ~400 k temporary arrays for 200 k
-//! steps. It is not a leak (the arrays are freed), but it costs time on every step, and glibc
-//! keeps freed 128 KiB-32 MiB blocks, so RSS only ratchets up and looks like a leak on a
-//! memory chart. Reusing one buffer removes both.
+//! Each iteration asks the allocator for the same block again and hands it back at the end: large
+//! numpy arrays come straight from `mmap`/`malloc` and are page-faulted in on every first write,
+//! and a list of per-iteration arrays followed by `np.stack` copies every value twice. In one of
+//! our users' rollout loops this meant ~400 k temporary arrays for 200 k steps. It is not a leak
+//! (the arrays are freed), but it costs time on every step, and glibc keeps freed 128 KiB-32 MiB
+//! blocks, so RSS only ratchets up and looks like a leak on a memory chart. Reusing one buffer
+//! removes both.
 //!
 //! ## Example
 //! ```python
@@ -36,9 +36,9 @@
 //!
 //! ## Stays silent on
 //! Allocations whose shape depends on the iteration (the loop variable, a batch's `.shape`,
-//! anything rebound in the loop, a call or a comprehension); tiny literal shapes (under 4096
-//! elements); tensors created on an accelerator (`device=...`: the caching allocator reuses
-//! the block); code outside loops; epoch, generation or episode loops.
+//! anything rebound in the loop, a call or a comprehension); tiny shapes written as literals or
+//! module constants (under 4096 elements); tensors created on an accelerator (`device=...`: the
+//! caching allocator reuses the block); code outside loops; epoch, generation or episode loops.
 
 use ruff_python_ast::visitor::{walk_expr, Visitor};
 use ruff_python_ast::{Expr, ExprCall};
@@ -65,8 +65,9 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
             "stack" | "concatenate" | "vstack" | "hstack" | "array" | "asarray"
         );
     let allocates = (is_numpy || is_torch) && matches!(func, "zeros" | "ones" | "empty" | "full");
-    // Whether the loop is coarse is worked out (once per loop) only for a call it could report.
-    if !(stacks || allocates) || frame.is_coarse() {
+    // Only in a loop that runs once per training step (not per epoch, nor a loop over
+    // layers); a call it could report first.
+    if !(stacks || allocates) || !crate::semantic::located::runs_every_step(checker) {
         return;
     }
     let loop_line = checker.line(frame.offset);
@@ -119,7 +120,8 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
             return;
         }
     }
-    if literal_elements(&shape).is_some_and(|n| n < 4096) {
+    // Sizes written as literals or module constants: small buffers cost nothing to remake.
+    if literal_elements(&shape, &checker.facts.constants).is_some_and(|n| n < 4096) {
         return;
     }
     let what = if is_numpy { "array" } else { "CPU tensor" };
@@ -156,20 +158,19 @@ fn has_call(expr: &Expr) -> bool {
     h.0
 }
 
-/// The element count when every dimension is an integer literal.
-fn literal_elements(shape: &[&Expr]) -> Option<u64> {
+/// The element count when every dimension is an integer literal or a module constant.
+fn literal_elements(
+    shape: &[&Expr],
+    constants: &rustc_hash::FxHashMap<String, u64>,
+) -> Option<u64> {
     let mut n: u64 = 1;
     for dim in shape {
-        match dim {
-            Expr::NumberLiteral(lit) => n = n.saturating_mul(lit.value.as_int()?.as_u64()?),
-            Expr::Tuple(t) => {
-                n = n.saturating_mul(literal_elements(&t.elts.iter().collect::<Vec<_>>())?)
-            }
-            Expr::List(l) => {
-                n = n.saturating_mul(literal_elements(&l.elts.iter().collect::<Vec<_>>())?)
-            }
-            _ => return None,
-        }
+        let elements = match dim {
+            Expr::Tuple(t) => literal_elements(&t.elts.iter().collect::<Vec<_>>(), constants)?,
+            Expr::List(l) => literal_elements(&l.elts.iter().collect::<Vec<_>>(), constants)?,
+            e => crate::semantic::facts::int_value(e, constants)?,
+        };
+        n = n.saturating_mul(elements);
     }
     Some(n)
 }

@@ -29,49 +29,52 @@ pub(crate) mod ls104_per_step_allocation;
 
 /// Before a statement runs (the environment does not yet include its effects).
 pub(crate) fn analyze_stmt(checker: &mut Checker, stmt: &Stmt) {
-    if checker.enabled(Rule::LS001) {
+    // Most rules report only what runs once per training iteration: elsewhere they have nothing
+    // to say, and asking them would be wasted work.
+    let per_iteration = checker.iteration().is_some();
+    if runs(checker, Rule::LS001, per_iteration) {
         ls001_accumulate_graph_tensor::stmt(checker, stmt);
     }
-    if checker.enabled(Rule::LS002) {
+    if runs(checker, Rule::LS002, per_iteration) {
         ls002_store_graph_tensor::stmt(checker, stmt);
     }
-    if checker.enabled(Rule::LS003) {
+    if runs(checker, Rule::LS003, per_iteration) {
         ls003_clone_is_not_detach::stmt(checker, stmt);
     }
-    if checker.enabled(Rule::LS004) {
+    if runs(checker, Rule::LS004, per_iteration) {
         ls004_device_tensor_history::stmt(checker, stmt);
     }
-    if checker.enabled(Rule::LS005) {
+    if runs(checker, Rule::LS005, per_iteration) {
         ls005_view_retains_base::stmt(checker, stmt);
     }
-    if checker.enabled(Rule::LS006) {
+    if runs(checker, Rule::LS006, per_iteration) {
         ls006_hook_retains_activation::stmt(checker, stmt);
     }
-    if checker.enabled(Rule::LS007) {
+    if runs(checker, Rule::LS007, per_iteration) {
         ls007_module_state_retains_graph::stmt(checker, stmt);
     }
     if checker.enabled(Rule::LS008) {
         ls008_recurrent_state_carry::stmt(checker, stmt);
     }
-    if checker.enabled(Rule::LS009) {
+    if runs(checker, Rule::LS009, per_iteration) {
         ls009_grad_enabled_eval_loop::stmt(checker, stmt);
     }
-    if checker.enabled(Rule::LS010) {
+    if runs(checker, Rule::LS010, per_iteration) {
         ls010_self_referential_history::stmt(checker, stmt);
     }
-    if checker.enabled(Rule::LS011) {
+    if runs(checker, Rule::LS011, per_iteration) {
         ls011_running_stat_graph::stmt(checker, stmt);
     }
-    if checker.enabled(Rule::LS012) {
+    if runs(checker, Rule::LS012, per_iteration) {
         ls012_unclosed_figure::stmt(checker, stmt);
     }
-    if checker.enabled(Rule::LS013) {
+    if runs(checker, Rule::LS013, per_iteration) {
         ls013_strong_ref_cache::stmt(checker, stmt);
     }
-    if checker.enabled(Rule::LS014) {
+    if runs(checker, Rule::LS014, per_iteration) {
         ls014_unbounded_history::stmt(checker, stmt);
     }
-    if checker.enabled(Rule::LS015) {
+    if runs(checker, Rule::LS015, per_iteration) {
         ls015_retained_module_copies::stmt(checker, stmt);
     }
     if checker.enabled(Rule::LS103) {
@@ -79,7 +82,8 @@ pub(crate) fn analyze_stmt(checker: &mut Checker, stmt: &Stmt) {
     }
 }
 
-/// Each call expression of a statement, before the statement runs.
+/// Each call expression of a statement, before the statement runs; only for statements that
+/// run once per training iteration (every call rule needs one).
 pub(crate) fn analyze_call(checker: &mut Checker, call: &ExprCall, stmt: &Stmt) {
     if checker.enabled(Rule::LS002) {
         ls002_store_graph_tensor::call(checker, call);
@@ -123,6 +127,12 @@ pub(crate) fn analyze_call(checker: &mut Checker, call: &ExprCall, stmt: &Stmt) 
     if checker.enabled(Rule::LS104) {
         ls104_per_step_allocation::call(checker, call);
     }
+}
+
+/// Is the rule enabled, and can it report here (where nothing runs once per training iteration,
+/// only LS008 and LS103 can)?
+fn runs(checker: &Checker, rule: Rule, per_iteration: bool) -> bool {
+    checker.enabled(rule) && (per_iteration || matches!(rule, Rule::LS008 | Rule::LS103))
 }
 
 /// On entering a loop (its frame is already pushed, its body not yet walked).

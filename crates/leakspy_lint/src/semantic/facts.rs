@@ -56,6 +56,13 @@ pub struct ClassFacts {
     pub methods: FxHashSet<String>,
     /// Positional arguments each method accepts besides `self`: (required, maximum).
     pub arity: FxHashMap<String, (usize, usize)>,
+    /// Every base class is one the analysis sees: a class of this file (whose bases are seen
+    /// too), or a class of a library that knows nothing of its subclasses' attributes (torch,
+    /// Lightning, gym...). Otherwise a base defined elsewhere in the project may reset an
+    /// attribute where this file cannot see it.
+    pub bases_seen: bool,
+    /// Base classes defined in this file.
+    pub in_file_bases: Vec<String>,
 }
 
 #[derive(Debug, Default)]
@@ -65,6 +72,14 @@ pub struct ModuleFacts {
     pub globals: FxHashMap<String, PlaceFacts>,
     /// Names of module-level functions.
     pub functions: FxHashSet<String>,
+    /// Module-level functions that return a view of one of their parameters (`def
+    /// first_token(h): return h[:, 0]`), by name: the parameter's position.
+    pub view_returns: FxHashMap<String, usize>,
+    /// Does some module class of this file define `forward` (so that calling one of its
+    /// instances runs this file's code)?
+    pub has_module_forward: bool,
+    /// Module-level integer constants (`BATCH = 64`, `N = 2 * BATCH`).
+    pub constants: FxHashMap<String, u64>,
     /// Does the file use torch at all (import or `torch.` access)? Several rules only make
     /// sense in ML code.
     pub uses_torch: bool,
@@ -85,12 +100,15 @@ impl ModuleFacts {
         for stmt in suite {
             if let Stmt::ClassDef(class) = stmt {
                 let is_module = facts.is_module_class_def(class);
+                let (bases_seen, in_file_bases) = facts.bases_of(class);
                 facts.classes.insert(
                     class.name.as_str().to_string(),
                     ClassFacts {
                         name: class.name.as_str().to_string(),
                         is_module,
                         offset: class.start(),
+                        bases_seen,
+                        in_file_bases,
                         ..Default::default()
                     },
                 );
@@ -101,6 +119,9 @@ impl ModuleFacts {
                 Stmt::ClassDef(class) => facts.collect_class(class),
                 Stmt::FunctionDef(func) => {
                     facts.functions.insert(func.name.as_str().to_string());
+                    if let Some(i) = returned_view_of_param(func) {
+                        facts.view_returns.insert(func.name.as_str().to_string(), i);
+                    }
                 }
                 _ => {
                     let imports = &facts.imports;
@@ -115,6 +136,13 @@ impl ModuleFacts {
                                     assign.start(),
                                     instance_classes(&assign.value, imports, classes),
                                 ));
+                            }
+                        }
+                    }
+                    if let Stmt::Assign(assign) = stmt {
+                        if let [Expr::Name(n)] = assign.targets.as_slice() {
+                            if let Some(v) = int_value(&assign.value, &facts.constants) {
+                                facts.constants.insert(n.id.to_string(), v);
                             }
                         }
                     }
@@ -144,6 +172,10 @@ impl ModuleFacts {
                 }
             }
         }
+        facts.has_module_forward = facts
+            .classes
+            .values()
+            .any(|c| c.is_module && c.methods.contains("forward"));
         facts
     }
 
@@ -152,6 +184,25 @@ impl ModuleFacts {
             return false;
         };
         args.args.iter().any(|base| self.is_module_base(base))
+    }
+
+    fn bases_of(&self, class: &StmtClassDef) -> (bool, Vec<String>) {
+        let mut seen = true;
+        let mut in_file = Vec::new();
+        for base in class.arguments.iter().flat_map(|a| a.args.iter()) {
+            let Some(q) = self.imports.qualify(base) else {
+                seen = false;
+                continue;
+            };
+            match self.classes.get(q.as_str()) {
+                Some(c) => {
+                    seen &= c.bases_seen;
+                    in_file.push(q);
+                }
+                None => seen &= is_modelled_library_class(&q),
+            }
+        }
+        (seen, in_file)
     }
 
     fn is_module_base(&self, base: &Expr) -> bool {
@@ -424,12 +475,45 @@ fn record_reads(stmt: &Stmt, method: &str, attrs: &mut FxHashMap<String, PlaceFa
     R { method, attrs }.visit_stmt(stmt);
 }
 
+/// The value of an integer expression made of literals and known constants.
+pub fn int_value(expr: &Expr, constants: &FxHashMap<String, u64>) -> Option<u64> {
+    use ruff_python_ast::Operator;
+    match expr {
+        Expr::NumberLiteral(n) => n.value.as_int()?.as_u64(),
+        Expr::Name(n) => constants.get(n.id.as_str()).copied(),
+        Expr::BinOp(b) => {
+            let (l, r) = (
+                int_value(&b.left, constants)?,
+                int_value(&b.right, constants)?,
+            );
+            match b.op {
+                Operator::Add => l.checked_add(r),
+                Operator::Mult => l.checked_mul(r),
+                Operator::Sub => l.checked_sub(r),
+                Operator::FloorDiv => l.checked_div(r),
+                Operator::Pow => l.checked_pow(u32::try_from(r).ok()?),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 /// What kind of object an initialiser creates.
 pub fn init_kind(value: &Expr, imports: &Imports, classes: &FxHashMap<String, ClassFacts>) -> Kind {
     match value {
         Expr::List(_) | Expr::ListComp(_) => Kind::List,
         Expr::Dict(_) | Expr::DictComp(_) => Kind::Dict,
         Expr::Set(_) | Expr::SetComp(_) => Kind::Set,
+        // `self.model = model.to(device)`: moving or switching a module gives the module.
+        Expr::Call(call)
+            if matches!(&*call.func, Expr::Attribute(a)
+                if matches!(a.attr.as_str(), "to" | "cuda" | "cpu" | "eval" | "train" | "float"
+                    | "half" | "double" | "bfloat16")
+                    && init_kind(&a.value, imports, classes) == Kind::Module) =>
+        {
+            Kind::Module
+        }
         Expr::Call(call) => init_kind_of_call(call, imports, classes),
         Expr::NumberLiteral(_) | Expr::StringLiteral(_) | Expr::BooleanLiteral(_) => Kind::Plain,
         // `self.model = model` where the parameter is conventionally a module.
@@ -447,6 +531,15 @@ pub fn init_kind_of_call(
     let Some(q) = imports.qualify(&call.func) else {
         return Kind::Unknown;
     };
+    // The standard library's clocks and math functions return numbers.
+    if matches!(
+        q.as_str(),
+        "time.time" | "time.perf_counter" | "time.monotonic" | "time.process_time"
+    ) || q.starts_with("math.")
+        || q.starts_with("random.")
+    {
+        return Kind::Plain;
+    }
     match last_segment(&q) {
         "list" => Kind::List,
         "dict" | "defaultdict" | "OrderedDict" | "Counter" => Kind::Dict,
@@ -488,6 +581,44 @@ pub fn instance_classes(
     }
 }
 
+/// `def f(x, ...): return x[:, 0]`: a function whose body (after its docstring) only returns
+/// a basic slice of a positional parameter (constant indices and slices, which select a view).
+fn returned_view_of_param(func: &StmtFunctionDef) -> Option<usize> {
+    let body: Vec<&Stmt> = func
+        .body
+        .iter()
+        .filter(|s| !matches!(s, Stmt::Expr(e) if e.value.is_string_literal_expr()))
+        .collect();
+    let [Stmt::Return(ret)] = body.as_slice() else {
+        return None;
+    };
+    let Expr::Subscript(sub) = ret.value.as_deref()? else {
+        return None;
+    };
+    let Expr::Name(base) = &*sub.value else {
+        return None;
+    };
+    fn constant_index(e: &Expr) -> bool {
+        match e {
+            Expr::Tuple(t) => t.elts.iter().all(constant_index),
+            Expr::Slice(s) => [&s.lower, &s.upper, &s.step]
+                .iter()
+                .all(|b| b.as_deref().is_none_or(constant_index)),
+            Expr::NumberLiteral(_) | Expr::NoneLiteral(_) | Expr::EllipsisLiteral(_) => true,
+            Expr::UnaryOp(u) => constant_index(&u.operand),
+            _ => false,
+        }
+    }
+    if !constant_index(&sub.slice) {
+        return None;
+    }
+    func.parameters
+        .posonlyargs
+        .iter()
+        .chain(func.parameters.args.iter())
+        .position(|p| p.parameter.name.as_str() == base.id.as_str())
+}
+
 /// Positional arguments a method takes besides `self`: (required, maximum).
 fn method_arity(func: &StmtFunctionDef) -> (usize, usize) {
     let params = &func.parameters;
@@ -513,6 +644,37 @@ fn method_arity(func: &StmtFunctionDef) -> (usize, usize) {
         total
     };
     (required, max)
+}
+
+/// A class of a library (or a builtin) that knows nothing of the attributes its subclasses
+/// add: it never clears or trims them.
+fn is_modelled_library_class(qualified: &str) -> bool {
+    let top = qualified.split('.').next().unwrap_or(qualified);
+    matches!(
+        top,
+        "torch"
+            | "nn"
+            | "lightning"
+            | "pytorch_lightning"
+            | "lightning_fabric"
+            | "transformers"
+            | "gym"
+            | "gymnasium"
+            | "abc"
+            | "typing"
+            | "typing_extensions"
+            | "collections"
+            | "enum"
+            | "dataclasses"
+            | "object"
+            | "dict"
+            | "list"
+            | "Exception"
+            | "ABC"
+            | "Generic"
+            | "Protocol"
+            | "NamedTuple"
+    )
 }
 
 pub fn is_loss_ctor(qualified: &str) -> bool {

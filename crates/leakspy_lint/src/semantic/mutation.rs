@@ -244,3 +244,29 @@ pub fn is_self_update(key: &str, value: &Expr) -> bool {
     };
     is_dotted(&bin.left, key) || is_dotted(&bin.right, key)
 }
+
+/// What a container method call stores, and the method: `xs.append(v)`, `s.add(v)`,
+/// `xs.insert(i, v)`, `xs.extend(vs)`. `None` when the call does not have a container store's
+/// shape: `q.add(a, b)` (a quantized module's arithmetic, a metric's `add(value, n)`) is not
+/// `set.add`.
+pub fn stored_values(call: &ExprCall) -> Option<(&str, Vec<&Expr>)> {
+    let Expr::Attribute(attr) = &*call.func else {
+        return None;
+    };
+    let method = attr.attr.as_str();
+    let args = &call.arguments.args;
+    let plain = call.arguments.keywords.is_empty();
+    let stored: Vec<&Expr> = match method {
+        "append" | "add" | "appendleft" | "extend" | "extendleft" if plain && args.len() == 1 => {
+            vec![&args[0]]
+        }
+        "insert" if plain && args.len() == 2 => vec![&args[1]],
+        // A buffer object's own store methods take what they keep in any shape.
+        "push" | "store" | "put" | "add_experience" => args
+            .iter()
+            .chain(call.arguments.keywords.iter().map(|k| &k.value))
+            .collect(),
+        _ => return None,
+    };
+    Some((method, stored))
+}

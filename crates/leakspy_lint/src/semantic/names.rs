@@ -353,34 +353,20 @@ pub fn disables_grad(qualified: &str) -> bool {
         && (qualified.starts_with("torch") || !qualified.contains('.'))
 }
 
-/// Method names that run once per step in training frameworks and RL agents.
-pub fn is_per_step_method(name: &str) -> bool {
-    name.ends_with("_step")
-        || name.starts_with("on_") && (name.ends_with("_end") || name.ends_with("_start"))
-        || name.starts_with("log")
-        || name.starts_with("record")
-        || name.ends_with("_hook")
-        || name.starts_with("hook")
-        || matches!(
-            name,
-            "step"
-                | "update"
-                | "forward"
-                | "push"
-                | "store"
-                | "learn"
-                | "train_batch"
-                | "__call__"
-                | "add"
-                | "observe"
-                | "remember"
-                | "collect"
-                | "rollout"
-                | "act"
-        )
-        || name.starts_with("update_")
-        || name.starts_with("store_")
-        || name.starts_with("push_")
+/// Hooks that Lightning runs with autograd off: what they compute carries no graph.
+pub fn framework_runs_without_grad(method: &str) -> bool {
+    matches!(
+        method,
+        "validation_step"
+            | "test_step"
+            | "predict_step"
+            | "on_validation_epoch_end"
+            | "on_test_epoch_end"
+            | "on_predict_epoch_end"
+            | "on_validation_batch_end"
+            | "on_test_batch_end"
+            | "on_predict_batch_end"
+    )
 }
 
 /// Parameter names that, by near-universal convention, hold an `nn.Module`. Used only for
@@ -426,6 +412,20 @@ impl Imports {
             full == module || full.starts_with(module) && full[module.len()..].starts_with('.')
         })
     }
+}
+
+/// A name that says a running statistic: a mean, variance, standard deviation, Welford's `M2`,
+/// an exponential moving average, a baseline, a moment, a smoothed value.
+pub fn is_stat_name(name: &str) -> bool {
+    let n = name.trim_start_matches('_').to_ascii_lowercase();
+    n == "m2"
+        || n.starts_with("m2_")
+        || [
+            "mean", "var", "std", "ema", "running", "avg", "average", "baseline", "moment",
+            "smooth",
+        ]
+        .iter()
+        .any(|s| n.contains(s))
 }
 
 #[cfg(test)]

@@ -238,16 +238,30 @@ impl<'a> Visitor<'a> for CallScan<'_, 'a> {
                         // `loss.backward()`, `scaler.scale(loss).backward()`,
                         // `accelerator.backward(loss)`, `self.manual_backward(loss)`.
                         let mut used = keys_in(&attr.value);
-                        for arg in &*call.arguments.args {
+                        // `accelerator.backward(loss)`, `self.manual_backward(loss)`: a call given
+                        // a value backpropagates that value, not its receiver; a tensor's own
+                        // `backward()` takes no value but a `gradient`.
+                        let args = &call.arguments.args;
+                        let receiver_is_loss = method == "backward"
+                            && (args.is_empty()
+                                || call.arguments.keywords.iter().any(|k| {
+                                    k.arg.as_ref().is_some_and(|a| a.as_str() == "gradient")
+                                }));
+                        for (i, arg) in args.iter().enumerate() {
                             used.extend(keys_in(arg));
-                            if let Some(d) = dotted(arg) {
+                            if i == 0 && !receiver_is_loss {
+                                if let Some(d) = dotted(arg) {
+                                    self.facts.backwarded.insert(d);
+                                }
+                            }
+                        }
+                        if receiver_is_loss {
+                            if let Some(d) = dotted(&attr.value) {
                                 self.facts.backwarded.insert(d);
                             }
                         }
-                        if let Some(d) = dotted(&attr.value) {
-                            self.facts.backwarded.insert(d);
-                        }
                         if let Expr::Call(inner) = &*attr.value {
+                            // `scaler.scale(loss).backward()`.
                             for arg in &*inner.arguments.args {
                                 if let Some(d) = dotted(arg) {
                                     self.facts.backwarded.insert(d);

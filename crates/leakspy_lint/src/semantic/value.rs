@@ -36,6 +36,9 @@ pub enum Kind {
     #[default]
     Unknown,
     Tensor,
+    /// What calling a module returns: a tensor, or a tuple or dict of them (a model's output
+    /// object). Indexing it or reading an attribute gives a tensor.
+    Output,
     /// An `nn.Module` instance.
     Module,
     /// A loss function object (`nn.MSELoss()`) or function.
@@ -48,6 +51,7 @@ pub enum Kind {
     /// A Python number or string.
     Plain,
     List,
+    Tuple,
     Dict,
     Set,
     /// `collections.deque`; `bounded` when created with a `maxlen`.
@@ -56,12 +60,28 @@ pub enum Kind {
     },
 }
 
+/// What unpacking a value (`a, b = value`) gives each target.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Parts {
+    /// Each target gets the whole value (a module's outputs: `out, h = rnn(x, h)`).
+    #[default]
+    Same,
+    /// The value of each element (a tuple literal, a function of this file returning one).
+    Elements(Rc<[Value]>),
+    /// The first target gets the value, the others are unknown: what a loss function returns
+    /// beside its loss (a sample size, a logging dict) is metadata the analysis cannot see.
+    FirstOnly,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Value {
     pub graph: Graph,
     pub kind: Kind,
     /// Lives on an accelerator (`.cuda()`, `.to(device)`).
     pub device: bool,
+    pub parts: Parts,
+    /// A number or a 0-d tensor: a loss, a `.mean()`, a `.item()`.
+    pub scalar: bool,
 }
 
 impl Value {
@@ -70,30 +90,58 @@ impl Value {
     }
     pub fn plain() -> Self {
         Self {
-            graph: Graph::No,
-            kind: Kind::Plain,
-            device: false,
+            scalar: true,
+            ..Self::no_graph(Kind::Plain)
         }
     }
     pub fn of_kind(kind: Kind) -> Self {
         Self {
             graph: Graph::Unknown,
             kind,
-            device: false,
+            ..Default::default()
         }
     }
     pub fn no_graph(kind: Kind) -> Self {
         Self {
             graph: Graph::No,
             kind,
-            device: false,
+            ..Default::default()
         }
     }
     pub fn graph(origin: Origin) -> Self {
         Self {
             graph: Graph::Yes(Rc::new(origin)),
             kind: Kind::Tensor,
-            device: false,
+            ..Default::default()
+        }
+    }
+    /// A value known to be a tensor on which `.detach()`, `.cpu()` or `.item()` can be called.
+    pub fn is_tensor(&self) -> bool {
+        self.kind == Kind::Tensor
+    }
+    /// A tensor, or a module's output that is most likely one.
+    pub fn is_tensor_like(&self) -> bool {
+        matches!(self.kind, Kind::Tensor | Kind::Output)
+    }
+    pub fn is_container(&self) -> bool {
+        matches!(
+            self.kind,
+            Kind::List | Kind::Tuple | Kind::Dict | Kind::Set | Kind::Deque { .. }
+        )
+    }
+    /// The value the `i`-th of `n` targets gets when the value is unpacked.
+    pub fn part(&self, i: usize, n: usize) -> Value {
+        match &self.parts {
+            Parts::Elements(e) if e.len() == n => e[i].clone(),
+            Parts::FirstOnly if i > 0 => Value::unknown(),
+            Parts::FirstOnly => Value {
+                parts: Parts::Same,
+                ..self.clone()
+            },
+            _ => Value {
+                parts: Parts::Same,
+                ..self.clone()
+            },
         }
     }
     pub fn has_graph(&self) -> bool {
@@ -122,13 +170,27 @@ impl Value {
             self.kind
         } else if self.kind == Kind::Tensor || other.kind == Kind::Tensor {
             Kind::Tensor
+        } else if self.kind == Kind::Output || other.kind == Kind::Output {
+            Kind::Output
         } else {
             Kind::Unknown
+        };
+        let parts = match (self.parts, other.parts) {
+            (Parts::Elements(a), Parts::Elements(b)) if a.len() == b.len() => Parts::Elements(
+                a.iter()
+                    .zip(b.iter())
+                    .map(|(x, y)| x.clone().join(y.clone()))
+                    .collect(),
+            ),
+            (Parts::FirstOnly, Parts::FirstOnly) => Parts::FirstOnly,
+            _ => Parts::Same,
         };
         Value {
             graph,
             kind,
             device: self.device || other.device,
+            parts,
+            scalar: self.scalar && other.scalar,
         }
     }
 }

@@ -1,0 +1,549 @@
+//! Who keeps a container alive across training iterations, and until when: the second half of
+//! a leak finding's claim. A container grows with training only when it is grown once per
+//! iteration (`iteration.rs`) and outlives that iteration: an attribute, a module global, a
+//! closure cell, or a local bound before the training loop. A local of a function that runs
+//! per step dies when the call returns, and one bound inside the training loop dies with the
+//! iteration: neither grows with training, whatever loop fills it.
+
+use ruff_python_ast::{Expr, Stmt};
+use ruff_text_size::TextSize;
+use rustc_hash::FxHashSet;
+
+use super::facts::{self_attr, PlaceFacts};
+use super::iteration::Grain;
+use super::model::{Iteration, ScopeKind, SemanticModel};
+use super::mutation::Mutation;
+use super::names::dotted;
+use super::scan::keys_in;
+
+/// Who keeps a container alive beyond one iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holder {
+    /// `self.<attr>` or `obj.<attr>`: lives as long as the object.
+    Attribute,
+    /// A module global: lives as long as the process.
+    Global,
+    /// A variable of an enclosing function, captured by a closure.
+    Closure,
+    /// A local bound before the training loop: lives until the function returns or an outer
+    /// loop rebinds it.
+    OuterLocal,
+    /// A parameter filled by a training loop of this function: the caller's container.
+    Param,
+}
+
+/// Until when the holder keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Until {
+    /// A method of the class clears, trims or rebinds `self.<attr>`.
+    Reset {
+        mutation: Mutation,
+        function: String,
+        offset: TextSize,
+    },
+    /// Nothing in the class resets `self.<attr>` (`known`: the class's facts were found).
+    LifeOfObject {
+        known: bool,
+    },
+    /// `obj.<attr>`: for as long as `obj` lives.
+    ObjectLives {
+        object: String,
+    },
+    /// A module global.
+    Process,
+    /// A local or a parameter: until the function returns.
+    Return {
+        function: String,
+    },
+    /// A local bound in an outer loop: until that loop rebinds it.
+    OuterLoop {
+        offset: TextSize,
+    },
+    Closure,
+}
+
+/// Across what the container is kept: the iterations of a training loop, or the calls of a
+/// function that runs once per iteration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Across {
+    Loop { offset: TextSize, grain: Grain },
+    Calls { function: String, grain: Grain },
+}
+
+#[derive(Debug, Clone)]
+pub struct Lifetime {
+    pub key: String,
+    pub holder: Holder,
+    pub until: Until,
+    pub across: Across,
+}
+
+impl SemanticModel<'_> {
+    /// Who keeps the container `expr` alive across training iterations, if anyone: `None` when
+    /// the statement does not run once per iteration, or the container is made afresh within
+    /// the iteration (rebound in it, a local of a per-step call, a local of the training loop's
+    /// body).
+    pub fn lifetime(&self, expr: &Expr) -> Option<Lifetime> {
+        let expr = match expr {
+            Expr::Subscript(s) => &*s.value,
+            e => e,
+        };
+        let key = dotted(expr)?;
+        let it = self.iteration()?;
+        let scope = self.scope();
+        let rebinds = |k: &str| {
+            self.iteration_facts(it).rebinds(k)
+                || scope.loops.last().is_some_and(|l| l.facts.rebinds(k))
+        };
+        if rebinds(&key) {
+            return None;
+        }
+        let across = match it {
+            Iteration::Loop { depth, grain } => Across::Loop {
+                offset: scope.loops[depth].offset,
+                grain,
+            },
+            Iteration::Call { grain } => Across::Calls {
+                function: self
+                    .function()
+                    .map_or(String::new(), |f| f.name.to_string()),
+                grain,
+            },
+        };
+        let lifetime = |holder, until| {
+            Some(Lifetime {
+                key: key.clone(),
+                holder,
+                until,
+                across: across.clone(),
+            })
+        };
+        if let Some(attr) = self_attr(expr) {
+            let class = self.class().map(|c| c.name.as_str());
+            let until = self.attr_until(class, attr, self.attr_facts(attr), it)?;
+            return lifetime(Holder::Attribute, until);
+        }
+        let head = key.split('.').next().unwrap_or(&key).to_string();
+        if let Expr::Attribute(a) = expr {
+            // `obj.attr`: long-lived unless `obj` itself is made in this iteration, and only
+            // when the analysis sees `obj`'s class (what resets the attribute is there).
+            if rebinds(&head) || self.made_in_iteration(&head, it) {
+                return None;
+            }
+            let class = self.class_of(&a.value)?;
+            let place = self
+                .facts
+                .class(&class)
+                .and_then(|c| c.attrs.get(a.attr.as_str()));
+            let until = match self.attr_until(Some(&class), a.attr.as_str(), place, it)? {
+                Until::LifeOfObject { .. } => Until::ObjectLives { object: head },
+                u => u,
+            };
+            return lifetime(Holder::Attribute, until);
+        }
+        let ScopeKind::Function { def, .. } = &scope.kind else {
+            // Module-level code: a global filled by a training loop of the script.
+            return lifetime(Holder::Global, Until::Process);
+        };
+        if scope.declared_global.contains(&key) {
+            return lifetime(Holder::Global, Until::Process);
+        }
+        let function = def.name.to_string();
+        if let Some(&bound) = scope.bound_depth.get(&key) {
+            let Iteration::Loop { depth, .. } = it else {
+                // A local of a call that runs per iteration dies when it returns.
+                return None;
+            };
+            if bound > depth {
+                return None;
+            }
+            let until = match scope.loops[..depth]
+                .iter()
+                .rev()
+                .find(|l| l.facts.rebinds(&key))
+            {
+                Some(outer) => Until::OuterLoop {
+                    offset: outer.offset,
+                },
+                None => Until::Return { function },
+            };
+            return lifetime(Holder::OuterLocal, until);
+        }
+        if scope.params.contains(&key) {
+            // The caller's container, filled across the iterations of a loop of this function.
+            if !matches!(it, Iteration::Loop { .. }) {
+                return None;
+            }
+            return lifetime(Holder::Param, Until::Return { function });
+        }
+        // A free variable: a closure cell or a module global.
+        if self.facts.globals.contains_key(&key) {
+            return lifetime(Holder::Global, Until::Process);
+        }
+        if self.scopes.len() > 2
+            && self.scopes[..self.scopes.len() - 1]
+                .iter()
+                .any(|s| s.env.contains_key(&key))
+        {
+            return lifetime(Holder::Closure, Until::Closure);
+        }
+        None
+    }
+
+    /// Until when an attribute keeps what it holds: `None` when a method of its class resets it
+    /// at least as often as the iteration grows it (`initialize_states()` called by every
+    /// `forward`).
+    fn attr_until(
+        &self,
+        class: Option<&str>,
+        attr: &str,
+        place: Option<&PlaceFacts>,
+        it: Iteration,
+    ) -> Option<Until> {
+        let Some(place) = place else {
+            return Some(Until::LifeOfObject { known: false });
+        };
+        let class_facts = class.and_then(|c| self.facts.class(c));
+        let grain = it.grain();
+        let mut first = None;
+        let inherited = class_facts
+            .into_iter()
+            .flat_map(|c| c.in_file_bases.iter())
+            .filter_map(|b| self.facts.class(b))
+            .filter_map(|b| b.attrs.get(attr));
+        for reset in place.resets().chain(inherited.flat_map(|p| p.resets())) {
+            let every = class.and_then(|c| self.training().method_grain(c, &reset.function));
+            if every.is_some_and(|g| g >= grain) {
+                return None;
+            }
+            first.get_or_insert(reset);
+        }
+        Some(match first {
+            Some(reset) => Until::Reset {
+                mutation: reset.mutation,
+                function: reset.function.clone(),
+                offset: reset.offset,
+            },
+            // Nothing in the class resets it. A public attribute of a class made elsewhere may
+            // be reset by the code that owns the object (`classifier.log_scalings.clear()` in
+            // another module): only a class this file instantiates, or a private attribute,
+            // says "nothing clears it".
+            None => {
+                // What resets it may be in a base class this file does not define.
+                if class_facts.is_some_and(|c| !c.bases_seen) {
+                    return None;
+                }
+                if class.is_some_and(|c| !self.owner_visible(c, attr)) {
+                    return None;
+                }
+                Until::LifeOfObject { known: true }
+            }
+        })
+    }
+
+    /// Is a graph stored into (or added to) `container` here kept across training iterations?
+    /// The container's lifetime when it outlives the iteration, the iteration trains (a loop
+    /// whose body backpropagates or steps an optimizer, so each iteration's graph has done its
+    /// work; or a call that runs per step), nothing empties it within the iteration, no
+    /// `.backward()` consumes what it holds (in the function, or in any method of the class for
+    /// an attribute: a REINFORCE agent's `log_probs`). A loop that only sums or collects losses
+    /// (a loss built from parts, outputs gathered for the caller) does not train per iteration.
+    pub fn keeps_graphs(&self, container: &Expr) -> Option<Lifetime> {
+        let lifetime = self.lifetime(container)?;
+        let it = self.iteration()?;
+        if let Iteration::Loop { depth, .. } = it {
+            if !self.scope().loops[depth].trains {
+                return None;
+            }
+        }
+        let key = &lifetime.key;
+        if self.reset_in_iteration(key) || self.consumed_by_backward(key) {
+            return None;
+        }
+        match lifetime.holder {
+            Holder::Attribute if self.backpropagated_in_class(key) => None,
+            _ => Some(lifetime),
+        }
+    }
+
+    /// Does a method of the current class backpropagate what `self.<attr>` holds?
+    pub fn backpropagated_in_class(&self, key: &str) -> bool {
+        if key.strip_prefix("self.").is_none() {
+            return false;
+        }
+        let Some(class) = self.class() else {
+            return false;
+        };
+        class.body.iter().any(|s| match s {
+            Stmt::FunctionDef(f) => self
+                .cached_facts(&f.body, || super::scan::BlockFacts::scan(&f.body))
+                .backward_uses
+                .contains(key),
+            _ => false,
+        })
+    }
+
+    /// Is `key` carried from one iteration of the loop at `depth` (of the current function's
+    /// loop stack) to the next: every assignment to it in the loop's body computes the new value
+    /// from the old one (`h = torch.cat([h, x])`), and none starts it afresh?
+    pub fn carried_by_loop(&self, depth: usize, key: &str) -> bool {
+        let Some(frame) = self.scope().loops.get(depth) else {
+            return false;
+        };
+        let body: &[Stmt] = match frame.stmt {
+            Stmt::For(f) => {
+                if keys_in(&f.target).contains(key) {
+                    return false;
+                }
+                &f.body
+            }
+            Stmt::While(w) => &w.body,
+            _ => return false,
+        };
+        let mut fresh = false;
+        super::scan::visit_block(body, &mut |s| match s {
+            Stmt::Assign(a)
+                if a.targets.iter().any(|t| keys_in(t).contains(key))
+                    && !keys_in(&a.value).contains(key) =>
+            {
+                fresh = true;
+            }
+            Stmt::AnnAssign(a)
+                if keys_in(&a.target).contains(key)
+                    && a.value
+                        .as_deref()
+                        .is_some_and(|v| !keys_in(v).contains(key)) =>
+            {
+                fresh = true;
+            }
+            Stmt::For(f) if keys_in(&f.target).contains(key) => fresh = true,
+            Stmt::With(w)
+                if w.items.iter().any(|i| {
+                    i.optional_vars
+                        .as_deref()
+                        .is_some_and(|v| keys_in(v).contains(key))
+                }) =>
+            {
+                fresh = true;
+            }
+            _ => {}
+        });
+        !fresh
+    }
+
+    /// Is `key` (the key of a dict store, `d[key] = v`) new on each training iteration, so that
+    /// the dict grows with training? It is when it mentions the training loop's own target
+    /// (`for step, batch in enumerate(loader)`), a counter the iteration increments (`step += 1`,
+    /// `self.global_step += 1`), `len(...)` of what grows, the time, or an object's `id`. A key
+    /// from a fixed set (a layer name, a config key, the target of a loop over a dict's keys)
+    /// takes the same values again: the dict is bounded by that set.
+    pub fn key_changes_per_iteration(&self, key: &Expr) -> bool {
+        self.iteration()
+            .is_some_and(|it| self.key_changes_in(it, key))
+    }
+
+    /// `key_changes_per_iteration` for the iteration `it`.
+    pub(crate) fn key_changes_in(&self, it: Iteration, key: &Expr) -> bool {
+        if changing_call(key) {
+            return true;
+        }
+        let keys = keys_in(key);
+        // A step, batch or epoch counter by name (`step`, `self.global_step`, `batch_idx`).
+        if keys
+            .iter()
+            .any(|k| super::iteration::coarse_name(super::names::last_segment(k)).is_some())
+        {
+            return true;
+        }
+        let mut counters: FxHashSet<String> = FxHashSet::default();
+        let mut collect_counters = |body: &[Stmt]| {
+            super::scan::visit_block(body, &mut |s| {
+                if let Stmt::AugAssign(a) = s {
+                    if matches!(
+                        a.op,
+                        ruff_python_ast::Operator::Add | ruff_python_ast::Operator::Sub
+                    ) && matches!(
+                        &*a.value,
+                        Expr::NumberLiteral(_) | Expr::Name(_) | Expr::Attribute(_)
+                    ) {
+                        if let Some(d) = dotted(&a.target) {
+                            counters.insert(d);
+                        }
+                    }
+                }
+            });
+        };
+        match it {
+            Iteration::Loop { depth, .. } => {
+                let frame = &self.scope().loops[depth];
+                match frame.stmt {
+                    Stmt::For(f) => {
+                        if keys_in(&f.target).iter().any(|t| keys.contains(t)) {
+                            return true;
+                        }
+                        collect_counters(&f.body);
+                    }
+                    Stmt::While(w) => collect_counters(&w.body),
+                    _ => {}
+                }
+            }
+            Iteration::Call { .. } => {
+                if let Some(def) = self.function() {
+                    collect_counters(&def.body);
+                }
+                // `self.step += 1` in another method of the class that runs per step.
+                if let Some(class) = self.class() {
+                    for s in &class.body {
+                        if let Stmt::FunctionDef(f) = s {
+                            collect_counters(&f.body);
+                        }
+                    }
+                }
+            }
+        }
+        keys.iter().any(|k| counters.contains(k))
+    }
+
+    /// `container` holds an object of a class of this file (`self.memory = ReplayBuffer(...)`,
+    /// `buffer = RingBuffer(...)`): such a class manages its own storage.
+    pub fn holds_file_object(&self, container: &Expr) -> bool {
+        if self.class_of(container).is_some() {
+            return true;
+        }
+        let (Some(attr), Some(class)) = (self_attr(container), self.class()) else {
+            return false;
+        };
+        let mut found = false;
+        super::facts::visit_body(&class.body, &mut |stmt| {
+            if let Stmt::Assign(assign) = stmt {
+                if assign.targets.iter().any(|t| self_attr(t) == Some(attr)) {
+                    if let Expr::Call(call) = &*assign.value {
+                        if let Some(q) = self.facts.imports.qualify(&call.func) {
+                            found |= self.facts.classes.contains_key(q.as_str());
+                        }
+                    }
+                }
+            }
+        });
+        found
+    }
+
+    /// Can this file say that nothing resets `class.attr`? Only when it creates the class's
+    /// objects outside tests (their owner is here; an object a test makes lives for one test),
+    /// or the attribute is private: a public attribute of a
+    /// class made elsewhere may be reset by the code that owns the object
+    /// (`classifier.log_scalings.clear()` in another module).
+    pub fn owner_visible(&self, class: &str, attr: &str) -> bool {
+        attr.starts_with('_') || self.training().owns_instances(class)
+    }
+
+    /// Does the current function outlive the call that made it: is it returned by the function
+    /// it is defined in (a factory: `def make_logger(): metrics = {}; def log(...): ...; return
+    /// log`)? A helper or hook that only runs during the enclosing call dies with it, and so do
+    /// the cells it fills.
+    pub fn returned_by_enclosing_function(&self) -> bool {
+        let Some(def) = self.function() else {
+            return false;
+        };
+        let name = def.name.as_str();
+        let Some(ScopeKind::Function { def: outer, .. }) = self
+            .scopes
+            .len()
+            .checked_sub(2)
+            .map(|i| &self.scopes[i].kind)
+        else {
+            return false;
+        };
+        let mut returned = false;
+        super::scan::visit_block(&outer.body, &mut |s| {
+            if let Stmt::Return(r) = s {
+                if r.value
+                    .as_deref()
+                    .is_some_and(|v| keys_in(v).contains(name))
+                {
+                    returned = true;
+                }
+            }
+        });
+        returned
+    }
+
+    /// Is the closure variable `key` cleared, trimmed or rebound in the function that made it
+    /// (outside the function that grows it)?
+    pub fn closure_reset(&self, key: &str) -> bool {
+        let Some(owner) = self.scopes[..self.scopes.len().saturating_sub(1)]
+            .iter()
+            .rev()
+            .find(|s| s.env.contains_key(key))
+        else {
+            return false;
+        };
+        let mut bound = 0;
+        for m in owner.body_facts.changes.get(key).into_iter().flatten() {
+            match m {
+                Mutation::Rebind => bound += 1,
+                Mutation::Grow => {}
+                _ => return true,
+            }
+        }
+        // Made once (`metrics = {}`); a second binding starts it afresh.
+        bound > 1
+    }
+
+    /// Is the local `name` bound within the current iteration (inside the training loop, or in
+    /// the per-step call outside its loops)?
+    fn made_in_iteration(&self, name: &str, it: Iteration) -> bool {
+        let scope = self.scope();
+        match (scope.bound_depth.get(name), it) {
+            (Some(&bound), Iteration::Loop { depth, .. }) => bound > depth,
+            (Some(_), Iteration::Call { .. }) => true,
+            (None, _) => false,
+        }
+    }
+}
+
+/// `len(xs)`, `time.time()`, `id(obj)`, anywhere in the key: new values every time.
+fn changing_call(expr: &Expr) -> bool {
+    use ruff_python_ast::visitor::{walk_expr, Visitor as _};
+    struct C(bool);
+    impl<'a> ruff_python_ast::visitor::Visitor<'a> for C {
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if let Expr::Call(c) = expr {
+                if let Some(f) = dotted(&c.func) {
+                    if matches!(
+                        f.as_str(),
+                        "len" | "id" | "time.time" | "time.perf_counter" | "time.monotonic"
+                    ) {
+                        self.0 = true;
+                    }
+                }
+            }
+            walk_expr(self, expr);
+        }
+    }
+    let mut c = C(false);
+    c.visit_expr(expr);
+    c.0
+}
+
+/// `agent.losses.clear()`, `env.episode_rewards = []`, `del trainer.history[:]` somewhere else
+/// in the file: the owner's users reset it. Only run when about to report.
+pub fn reset_from_outside(source: &str, name: &str) -> bool {
+    let needle = format!(".{name}");
+    source.match_indices(needle.as_str()).any(|(i, _)| {
+        let before = &source[..i];
+        if before.ends_with("self") || before.ends_with("cls") {
+            return false;
+        }
+        let after = &source[i + needle.len()..];
+        if after.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
+            return false;
+        }
+        let after = after.trim_start();
+        after.starts_with(".clear(")
+            || after.starts_with("[:]")
+            || after.starts_with("= ") && !after.starts_with("==")
+            || after.starts_with(".pop(")
+            || before.trim_end().ends_with("del") && after.starts_with('[')
+    })
+}

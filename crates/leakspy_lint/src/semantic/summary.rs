@@ -1,0 +1,329 @@
+//! What this file's functions return, learned by silent walks before the walk that reports.
+//!
+//! During a silent walk, parameters carry a placeholder graph, so a summary can say "returns a
+//! graph when argument *i* carries one" (`def compute(pred, y): return F.mse_loss(pred, y)`).
+//! Call sites record which parameters receive graphs (`normalizer.update(policy(s))` makes `x`
+//! in `Normalizer.update(self, x)` a graph). Method calls resolve through the class of the
+//! receiver when known, else through arity among the classes that define the method.
+
+use std::rc::Rc;
+
+use ruff_python_ast::{Expr, ExprCall, StmtClassDef, StmtFunctionDef};
+use ruff_text_size::Ranged;
+
+use super::model::{Scope, ScopeKind, SemanticModel};
+use super::names::{is_conventional_loss_param, is_conventional_module_param};
+use super::scan::BlockFacts;
+use super::value::{Graph, Kind, Origin, Parts, Value};
+
+impl<'a> SemanticModel<'a> {
+    /// A method defined by exactly one class of this file (`agent.update(...)` when only
+    /// `DDPGAgent` has `update`).
+    pub(crate) fn unique_method_summary(
+        &self,
+        method: &str,
+        call: &ExprCall,
+        grad: bool,
+    ) -> Option<Value> {
+        let owners = self.method_owners.get(method)?;
+        let nargs = self.current_call_args.get();
+        let fitting: Vec<&String> = owners
+            .iter()
+            .filter(|c| {
+                self.facts
+                    .class(c)
+                    .and_then(|f| f.arity.get(method))
+                    .is_none_or(|(min, max)| nargs >= *min && nargs <= *max)
+            })
+            .collect();
+        if fitting.len() != 1 {
+            return None;
+        }
+        self.summary_call(&format!("{}.{}", fitting[0], method), call, grad)
+    }
+
+    /// The value a call of this file's function or method returns, remembering the
+    /// graph-carrying arguments it receives (for the callee's parameters).
+    pub(crate) fn summary_call(&self, key: &str, call: &ExprCall, grad: bool) -> Option<Value> {
+        let mut taints: Vec<Option<Rc<Origin>>> = Vec::new();
+        let args: Vec<Value> = call
+            .arguments
+            .args
+            .iter()
+            .map(|a| self.value_inner(a))
+            .collect();
+        for (i, a) in args.iter().enumerate() {
+            if let Graph::Yes(o) = &a.graph {
+                if o.param.is_none() {
+                    taints.resize(i + 1, None);
+                    taints[i] = Some(o.clone());
+                }
+            }
+        }
+        if !taints.is_empty() && grad {
+            let mut map = self.param_taint.borrow_mut();
+            let entry = map.entry(key.to_string()).or_default();
+            if entry.len() < taints.len() {
+                entry.resize(taints.len(), None);
+            }
+            for (slot, t) in entry.iter_mut().zip(taints) {
+                if slot.is_none() {
+                    *slot = t;
+                }
+            }
+        }
+        let v = self.summaries.get(key)?;
+        if !grad {
+            return Some(without_graph(v.clone()));
+        }
+        // A summary whose graph comes from parameter `i` passes the argument's graph through.
+        Some(substitute(v, &args))
+    }
+
+    /// Opens the scope of a function: its parameters bound (conventional module and loss names
+    /// as such, placeholders in a silent walk, graphs that callers pass), grad off when a
+    /// decorator or every caller in this file says so. `None` when a silent walk can learn
+    /// nothing from its body: the summary is then recorded directly.
+    pub(crate) fn enter_function(
+        &mut self,
+        def: &'a StmtFunctionDef,
+        class: Option<&'a StmtClassDef>,
+    ) -> Option<()> {
+        let name = def.name.as_str();
+        let body_facts = self.cached_facts(&def.body, || BlockFacts::scan(&def.body));
+        let key = summary_key(def, class);
+        // A summary pass learns return values and the graphs passed to this file's functions:
+        // a function that returns nothing (or that nothing in the file calls by name) and calls
+        // none of them teaches it nothing.
+        let teaches = self.reporting || {
+            let called = self
+                .called_names
+                .as_ref()
+                .is_none_or(|names| names.contains(name));
+            (body_facts.returns_value && called) || {
+                let facts = self.facts;
+                let owners = &self.method_owners;
+                // An attribute holding an instance of a module class of this file
+                // (`self.norm(h)`) runs that class's `forward`.
+                let submodule = |c: &str| {
+                    class.is_some_and(|k| {
+                        facts
+                            .class(k.name.as_str())
+                            .and_then(|f| f.attrs.get(c))
+                            .and_then(|p| p.class.as_deref())
+                            .and_then(|held| facts.class(held))
+                            .is_some_and(|h| h.is_module && h.methods.contains("forward"))
+                    })
+                };
+                body_facts.callees.iter().any(|c| {
+                    facts.functions.contains(*c)
+                        || owners.contains_key(*c)
+                        || facts.classes.contains_key(*c)
+                        || submodule(c)
+                })
+            }
+        };
+        if !teaches {
+            // Its body is not walked, so nothing is ever returned: the summary is what an empty
+            // body gives, and binding the parameters would be wasted.
+            self.summaries.insert(key, Value::plain());
+            return None;
+        }
+        let mut scope = Scope::new(ScopeKind::Function { def, class }, body_facts);
+        let module_self = class.is_some_and(|c| {
+            self.facts
+                .class(c.name.as_str())
+                .is_some_and(|f| f.is_module)
+        });
+        for p in def.parameters.iter() {
+            let pname = p.name().as_str().to_string();
+            let annotated_module = p
+                .annotation()
+                .and_then(|a| self.facts.imports.qualify(a))
+                .is_some_and(|q| q == "torch.nn.Module" || self.facts.is_module_class(&q));
+            // Conventional names (`model`, `criterion`) say torch modules only in torch code.
+            let torch = self.facts.uses_torch;
+            let v = if annotated_module || torch && is_conventional_module_param(&pname) {
+                Value::no_graph(Kind::Module)
+            } else if torch && is_conventional_loss_param(&pname) {
+                Value::no_graph(Kind::LossFn)
+            } else if pname == "self" && module_self {
+                Value::no_graph(Kind::Module)
+            } else if p.default().is_some_and(|d| {
+                matches!(
+                    d,
+                    Expr::NumberLiteral(_) | Expr::BooleanLiteral(_) | Expr::StringLiteral(_)
+                )
+            }) {
+                // A parameter whose default is a number, a flag or a string is one.
+                Value::plain()
+            } else {
+                Value::unknown()
+            };
+            scope.env.insert(pname.clone(), v);
+            scope.params.insert(pname);
+        }
+        let positional: Vec<&str> = def
+            .parameters
+            .posonlyargs
+            .iter()
+            .chain(def.parameters.args.iter())
+            .map(|p| p.parameter.name.as_str())
+            .filter(|n| !matches!(*n, "self" | "cls"))
+            .collect();
+        // In a silent walk, unknown parameters carry a placeholder graph, so the summary can
+        // say "returns a graph when argument i carries one" (`def compute(pred, y): return
+        // F.mse_loss(pred, y)`, a normalizer's `update(x)`).
+        if !self.reporting {
+            for (i, pname) in positional.iter().enumerate() {
+                if scope
+                    .env
+                    .get(*pname)
+                    .is_some_and(|v| v.kind == Kind::Unknown && v.graph == Graph::Unknown)
+                {
+                    scope.env.insert(
+                        (*pname).to_string(),
+                        Value {
+                            graph: Graph::Yes(Rc::new(Origin {
+                                what: (*pname).to_string(),
+                                offset: def.start(),
+                                is_loss: false,
+                                backpropagated: false,
+                                param: Some(i),
+                            })),
+                            ..Value::unknown()
+                        },
+                    );
+                }
+            }
+        }
+        // Parameters that callers in this file pass graph-carrying values to.
+        if let Some(taints) = self.param_taint.borrow().get(&key) {
+            for (pname, taint) in positional.iter().zip(taints) {
+                if let Some(origin) = taint {
+                    scope.env.insert(
+                        (*pname).to_string(),
+                        Value {
+                            graph: Graph::Yes(origin.clone()),
+                            ..Value::unknown()
+                        },
+                    );
+                }
+            }
+        }
+        if def
+            .decorator_list
+            .iter()
+            .any(|d| self.is_grad_disabling(&d.expression))
+            || self.training().only_called_without_grad(def)
+            || class.is_some() && super::names::framework_runs_without_grad(name)
+        {
+            scope.no_grad = 1;
+        }
+        self.scopes.push(scope);
+        Some(())
+    }
+
+    /// Closes the function's scope; a silent walk records what it returned.
+    pub(crate) fn leave_function(
+        &mut self,
+        def: &'a StmtFunctionDef,
+        class: Option<&'a StmtClassDef>,
+    ) {
+        let scope = self.scopes.pop().expect("pushed by enter_function");
+        if !self.reporting {
+            let mut ret = scope.returned.unwrap_or_else(Value::plain);
+            if scope.no_grad > 0 {
+                ret = without_graph(ret);
+            }
+            self.summaries.insert(summary_key(def, class), ret);
+        }
+    }
+
+    /// A `return`: joins what the function returns, marking a loss backpropagated here.
+    pub(crate) fn record_return(&mut self, ret: &ruff_python_ast::StmtReturn) {
+        // Only a silent walk records summaries.
+        if self.reporting {
+            return;
+        }
+        let mut v = ret
+            .value
+            .as_deref()
+            .map(|e| self.value(e))
+            .unwrap_or_else(Value::plain);
+        if let Some(e) = ret.value.as_deref() {
+            // A returned loss that was backpropagated here keeps only its nodes.
+            let uses = &self.scope().body_facts.backward_uses;
+            if super::scan::keys_in(e).iter().any(|k| uses.contains(k)) {
+                v = backpropagated(v);
+            }
+        }
+        let scope = self.scope_mut();
+        scope.returned = Some(match scope.returned.take() {
+            Some(prev) => prev.join(v),
+            None => v,
+        });
+    }
+}
+
+/// The value with its graphs marked as backpropagated (elements of a tuple included).
+fn backpropagated(v: Value) -> Value {
+    let graph = match v.graph {
+        Graph::Yes(o) if !o.backpropagated => {
+            let mut o = (*o).clone();
+            o.backpropagated = true;
+            Graph::Yes(Rc::new(o))
+        }
+        g => g,
+    };
+    let parts = match v.parts {
+        Parts::Elements(e) => Parts::Elements(e.iter().cloned().map(backpropagated).collect()),
+        p => p,
+    };
+    Value { graph, parts, ..v }
+}
+
+fn summary_key(def: &StmtFunctionDef, class: Option<&StmtClassDef>) -> String {
+    match class {
+        Some(c) => format!("{}.{}", c.name.as_str(), def.name.as_str()),
+        None => def.name.as_str().to_string(),
+    }
+}
+
+/// The value with no graph anywhere in it (computed under `no_grad`).
+fn without_graph(v: Value) -> Value {
+    let parts = match v.parts {
+        Parts::Elements(e) => Parts::Elements(e.iter().cloned().map(without_graph).collect()),
+        p => p,
+    };
+    Value {
+        graph: Graph::No,
+        parts,
+        ..v
+    }
+}
+
+/// A summary's value at a call: graphs that stand for parameter `i` become the argument's.
+fn substitute(v: &Value, args: &[Value]) -> Value {
+    let parts = match &v.parts {
+        Parts::Elements(e) => Parts::Elements(e.iter().map(|x| substitute(x, args)).collect()),
+        p => p.clone(),
+    };
+    if let Graph::Yes(o) = &v.graph {
+        if let Some(i) = o.param {
+            return match args.get(i) {
+                Some(a) if a.has_graph() => Value {
+                    graph: a.graph.clone(),
+                    parts,
+                    ..v.clone()
+                },
+                // What the summary knew of the result came from the placeholder.
+                _ => Value {
+                    parts,
+                    ..Value::unknown()
+                },
+            };
+        }
+    }
+    Value { parts, ..v.clone() }
+}

@@ -1,0 +1,428 @@
+//! How a kept value is used after it is kept, for fix safety: detaching what a container or a
+//! running total holds changes nothing training computes only when every use of the container
+//! is logging, printing, counting or arithmetic that ends in numbers. A use that returns it,
+//! stores it in another object, passes it to a function the analysis does not know (a loss, a
+//! module, a helper) or calls `.backward()` through it might need the graph: the fix is then
+//! unsafe.
+
+use ruff_python_ast::visitor::{walk_expr, Visitor};
+use ruff_python_ast::{Expr, Stmt};
+use ruff_text_size::{Ranged, TextRange};
+
+use super::model::SemanticModel;
+use super::names::{dotted, last_segment};
+
+/// Calls that show or count what they are given: the result is not the value.
+fn shows(callee: &str) -> bool {
+    matches!(
+        last_segment(callee),
+        "print"
+            | "len"
+            | "float"
+            | "int"
+            | "str"
+            | "repr"
+            | "round"
+            | "format"
+            | "bool"
+            | "info"
+            | "debug"
+            | "warning"
+            | "warn"
+            | "error"
+            | "log"
+            | "log_dict"
+            | "log_metrics"
+            | "add_scalar"
+            | "add_scalars"
+            | "add_histogram"
+            | "set_postfix"
+            | "set_description"
+            | "write"
+            | "isnan"
+            | "isfinite"
+            | "isinf"
+    )
+}
+
+/// Calls whose result is made of their arguments' values: aggregation and arithmetic
+/// (`sum`, `max`, `np.mean`, `torch.stack`, `statistics.mean`). What they return is used as
+/// the value itself.
+fn passes_through(callee: &str) -> bool {
+    let last = last_segment(callee);
+    matches!(
+        last,
+        "sum" | "max" | "min" | "abs" | "sorted" | "list" | "tuple" | "reversed" | "zip"
+    ) || (callee.starts_with("np.")
+        || callee.starts_with("numpy.")
+        || callee.starts_with("statistics.")
+        || callee.starts_with("math."))
+        || callee.starts_with("torch.")
+            && matches!(
+                last,
+                "stack" | "cat" | "mean" | "sum" | "std" | "tensor" | "as_tensor" | "max" | "min"
+            )
+}
+
+struct Uses<'k> {
+    key: &'k str,
+    /// The edited statement: its own use of the key is the one being fixed.
+    skip: TextRange,
+    safe: bool,
+    /// Names and containers filled from the key: their uses must be safe too.
+    derived: Vec<String>,
+}
+
+impl Uses<'_> {
+    fn is_key(&self, e: &Expr) -> bool {
+        dotted(e).is_some_and(|d| d == self.key || self.derived.contains(&d))
+    }
+
+    fn derive(&mut self, target: &Expr) {
+        match target {
+            Expr::Name(_) => {
+                if let Some(d) = dotted(target) {
+                    if !self.derived.contains(&d) {
+                        self.derived.push(d);
+                    }
+                }
+            }
+            // `log["loss"] = total`: the dict holds it.
+            Expr::Subscript(s) => self.derive(&s.value),
+            Expr::Tuple(t) => t.elts.iter().for_each(|e| self.derive(e)),
+            Expr::List(l) => l.elts.iter().for_each(|e| self.derive(e)),
+            Expr::Starred(s) => self.derive(&s.value),
+            // `self.best = total`, `other.x = total`: kept by an object whose uses are not
+            // followed.
+            _ => {
+                if dotted(target).is_some_and(|d| d != self.key) {
+                    self.safe = false;
+                }
+            }
+        }
+    }
+
+    /// Does the value of `e` carry the key (or something filled from it)? Marks the use unsafe
+    /// when `e` hands it to code that might need its graph.
+    fn carries(&mut self, e: &Expr) -> bool {
+        if !self.safe {
+            return false;
+        }
+        match e {
+            Expr::Name(_) | Expr::Attribute(_) if self.is_key(e) => true,
+            Expr::Attribute(a) => self.carries(&a.value),
+            Expr::Subscript(s) => {
+                self.carries(&s.slice);
+                self.carries(&s.value)
+            }
+            Expr::BinOp(b) => {
+                let l = self.carries(&b.left);
+                let r = self.carries(&b.right);
+                l || r
+            }
+            Expr::UnaryOp(u) => self.carries(&u.operand),
+            Expr::If(i) => {
+                self.carries(&i.test);
+                let a = self.carries(&i.body);
+                let b = self.carries(&i.orelse);
+                a || b
+            }
+            Expr::Compare(_) | Expr::BoolOp(_) | Expr::FString(_) => {
+                self.visit_children(e);
+                false
+            }
+            Expr::List(l) => self.any(&l.elts),
+            Expr::Tuple(t) => self.any(&t.elts),
+            Expr::Set(s) => self.any(&s.elts),
+            Expr::Dict(d) => {
+                let mut any = false;
+                for item in &d.items {
+                    any |= self.carries(&item.value);
+                }
+                any
+            }
+            Expr::Starred(s) => self.carries(&s.value),
+            Expr::Call(call) => {
+                if let Expr::Attribute(a) = &*call.func {
+                    let method = a.attr.as_str();
+                    let on_key = self.carries(&a.value);
+                    let args = self.any(&call.arguments.args);
+                    if on_key {
+                        return match method {
+                            "backward" => {
+                                self.safe = false;
+                                false
+                            }
+                            // Numbers out, or the container managed.
+                            "item" | "tolist" | "numpy" | "detach" | "clear" | "append"
+                            | "extend" | "pop" | "popleft" | "appendleft" | "index" | "count"
+                            | "__len__" | "keys" => false,
+                            // A tensor method (`.mean()`, `.cpu()`): still the value.
+                            _ => true,
+                        };
+                    }
+                    if args {
+                        let callee = dotted(&call.func).unwrap_or_default();
+                        if shows(&callee) {
+                            return false;
+                        }
+                        if passes_through(&callee) {
+                            return true;
+                        }
+                        self.safe = false;
+                    }
+                    return false;
+                }
+                let callee = dotted(&call.func).unwrap_or_default();
+                let args = self.any(&call.arguments.args);
+                // Every argument is visited: a use inside one may be unsafe on its own.
+                let mut kwargs = false;
+                for k in &call.arguments.keywords {
+                    kwargs |= self.carries(&k.value);
+                }
+                if !(args || kwargs) {
+                    return false;
+                }
+                if shows(&callee) {
+                    false
+                } else if passes_through(&callee) {
+                    true
+                } else {
+                    self.safe = false;
+                    false
+                }
+            }
+            Expr::ListComp(c) => {
+                // `[x.item() for x in losses]`: the targets are the elements; the result is
+                // what the element expression makes of them.
+                for g in &c.generators {
+                    if self.carries(&g.iter) {
+                        self.derive(&g.target);
+                    }
+                }
+                self.carries(&c.elt)
+            }
+            Expr::Generator(c) => {
+                // `[x.item() for x in losses]`: the targets are the elements; the result is
+                // what the element expression makes of them.
+                for g in &c.generators {
+                    if self.carries(&g.iter) {
+                        self.derive(&g.target);
+                    }
+                }
+                self.carries(&c.elt)
+            }
+            Expr::Lambda(l) => {
+                // A callback given the value might do anything with it.
+                if self.carries(&l.body) {
+                    self.safe = false;
+                }
+                false
+            }
+            _ => {
+                self.visit_children(e);
+                false
+            }
+        }
+    }
+
+    fn any(&mut self, elts: &[Expr]) -> bool {
+        let mut any = false;
+        for e in elts {
+            any |= self.carries(e);
+        }
+        any
+    }
+
+    /// Children of an expression that ends in a bool or a string: any use there is safe, but a
+    /// call inside it may still hand the value on.
+    fn visit_children(&mut self, e: &Expr) {
+        struct C<'u, 'k> {
+            uses: &'u mut Uses<'k>,
+        }
+        impl<'a> Visitor<'a> for C<'_, '_> {
+            fn visit_expr(&mut self, expr: &'a Expr) {
+                if let Expr::Call(_) = expr {
+                    self.uses.carries(expr);
+                    return;
+                }
+                walk_expr(self, expr);
+            }
+        }
+        walk_expr(&mut C { uses: self }, e);
+    }
+
+    fn stmt(&mut self, stmt: &Stmt) {
+        if !self.safe || self.skip.contains_range(stmt.range()) {
+            return;
+        }
+        match stmt {
+            Stmt::FunctionDef(f) => self.body(&f.body),
+            Stmt::ClassDef(c) => self.body(&c.body),
+            Stmt::Return(r) => {
+                if let Some(v) = &r.value {
+                    if self.carries(v) {
+                        self.safe = false;
+                    }
+                }
+            }
+            Stmt::Expr(e) => {
+                self.carries(&e.value);
+            }
+            Stmt::Assign(a) => {
+                let resets = a.targets.iter().all(|t| self.is_key(t));
+                if self.carries(&a.value) && !resets {
+                    for t in &a.targets {
+                        if !self.is_key(t) {
+                            self.derive(t);
+                        }
+                    }
+                }
+            }
+            Stmt::AnnAssign(a) => {
+                if let Some(v) = &a.value {
+                    if self.carries(v) && !self.is_key(&a.target) {
+                        self.derive(&a.target);
+                    }
+                }
+            }
+            Stmt::AugAssign(a) => {
+                if self.carries(&a.value) && !self.is_key(&a.target) {
+                    self.derive(&a.target);
+                }
+            }
+            Stmt::For(f) => {
+                if self.carries(&f.iter) {
+                    self.derive(&f.target);
+                }
+                self.body(&f.body);
+                self.body(&f.orelse);
+            }
+            Stmt::While(w) => {
+                self.visit_children(&w.test);
+                self.body(&w.body);
+                self.body(&w.orelse);
+            }
+            Stmt::If(i) => {
+                self.visit_children(&i.test);
+                self.body(&i.body);
+                for c in &i.elif_else_clauses {
+                    if let Some(t) = &c.test {
+                        self.visit_children(t);
+                    }
+                    self.body(&c.body);
+                }
+            }
+            Stmt::With(w) => {
+                for item in &w.items {
+                    self.carries(&item.context_expr);
+                }
+                self.body(&w.body);
+            }
+            Stmt::Try(t) => {
+                self.body(&t.body);
+                for h in &t.handlers {
+                    let ruff_python_ast::ExceptHandler::ExceptHandler(h) = h;
+                    self.body(&h.body);
+                }
+                self.body(&t.orelse);
+                self.body(&t.finalbody);
+            }
+            Stmt::Assert(a) => self.visit_children(&a.test),
+            Stmt::Delete(_) | Stmt::Pass(_) | Stmt::Break(_) | Stmt::Continue(_) => {}
+            Stmt::Global(_) | Stmt::Nonlocal(_) | Stmt::Import(_) | Stmt::ImportFrom(_) => {}
+            // Anything else that mentions the key (`yield`, `raise`, `match`): not followed.
+            other => {
+                let mut m = Mentions {
+                    uses: self,
+                    found: false,
+                };
+                ruff_python_ast::visitor::walk_stmt(&mut m, other);
+                if m.found {
+                    self.safe = false;
+                }
+            }
+        }
+    }
+
+    fn body(&mut self, body: &[Stmt]) {
+        for s in body {
+            self.stmt(s);
+        }
+    }
+}
+
+struct Mentions<'u, 'k> {
+    uses: &'u Uses<'k>,
+    found: bool,
+}
+
+impl<'a> Visitor<'a> for Mentions<'_, '_> {
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        if self.uses.is_key(expr) {
+            self.found = true;
+        }
+        walk_expr(self, expr);
+    }
+}
+
+impl SemanticModel<'_> {
+    /// Is every use of `key` (a local of the current function, `self.<attr>` in any method of
+    /// the class and through objects elsewhere in the file, or a global anywhere in the file),
+    /// other than the statement at `skip`, logging, printing, counting or arithmetic that ends
+    /// in numbers?
+    pub fn only_numeric_uses(&self, key: &str, skip: TextRange) -> bool {
+        let mut uses = Uses {
+            key,
+            skip,
+            safe: true,
+            derived: Vec::new(),
+        };
+        let attr = key.strip_prefix("self.");
+        let body: &[Stmt] = match (attr, self.function(), self.class()) {
+            (Some(_), _, Some(c)) => &c.body,
+            (Some(_), _, None) => return false,
+            (None, Some(f), _) if !self.facts.globals.contains_key(key) => &f.body,
+            _ => self.suite(),
+        };
+        // Twice: names derived late in the body are known on the second pass.
+        for _ in 0..2 {
+            uses.body(body);
+        }
+        // The attribute read through another object elsewhere in the file (`trainer.losses`).
+        if let (Some(attr), Some(class)) = (attr, self.class()) {
+            if uses.safe && read_elsewhere(self.suite(), attr, class.range()) {
+                return false;
+            }
+        }
+        uses.safe
+    }
+}
+
+/// Is `.attr` read outside `inside` anywhere in the file?
+fn read_elsewhere(suite: &[Stmt], attr: &str, inside: TextRange) -> bool {
+    struct R<'a> {
+        attr: &'a str,
+        inside: TextRange,
+        found: bool,
+    }
+    impl<'b> Visitor<'b> for R<'_> {
+        fn visit_expr(&mut self, expr: &'b Expr) {
+            if let Expr::Attribute(a) = expr {
+                if a.attr.as_str() == self.attr && !self.inside.contains_range(expr.range()) {
+                    self.found = true;
+                }
+            }
+            walk_expr(self, expr);
+        }
+    }
+    let mut r = R {
+        attr,
+        inside,
+        found: false,
+    };
+    for s in suite {
+        ruff_python_ast::visitor::walk_stmt(&mut r, s);
+    }
+    r.found
+}
