@@ -25,7 +25,7 @@ pub use error::MonitorError;
 pub use gpu::{GpuSampler, NO_GPU_NOTE};
 pub use inject::{inject, InjectError, InjectMethod, Injected, Loader};
 pub use jitter::Jitter;
-pub use live::{theil_sen, LiveStatus};
+pub use live::{theil_sen, LiveLeak, LiveStatus};
 pub use metrics::{
     parse_metrics_addr, render as render_metrics, MetricsLabels, MetricsServer,
     DEFAULT_METRICS_ADDR,
@@ -33,6 +33,6 @@ pub use metrics::{
 pub use monitor::{
     probe_absent_reason, AttachOutcome, DetachReason, Monitor, MonitorConfig, RunOutcome,
 };
-pub use probe::{Inbound, ProbeConfig, ProbeMessage, ProbeServer};
+pub use probe::{Inbound, ProbeConfig, ProbeMessage, ProbeServer, DEFAULT_PROBE_BUDGET};
 pub use proc::{mem_available, ProcSampler};
 pub use steps::{StepMark, StepMatcher};

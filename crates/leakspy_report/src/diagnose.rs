@@ -598,34 +598,40 @@ fn probe_info(trace: &Trace) -> ProbeInfo {
 }
 
 fn probe_cost(trace: &Trace) -> Option<crate::model::ProbeCost> {
-    let mut probe_s = 0.0;
-    let mut share: f64 = 0.0;
-    let mut budget = None;
-    let mut censuses = 0;
+    let mut cost = crate::model::ProbeCost {
+        probe_s: 0.0,
+        share: 0.0,
+        budget: None,
+        censuses: 0,
+        parts: std::collections::BTreeMap::new(),
+        bursts: 0,
+        burst_s: 0.0,
+        burst_budget: None,
+    };
     let mut any = false;
     for c in trace.costs() {
-        let field = |k: &str| c.get(k).and_then(serde_json::Value::as_f64);
-        let (Some(p), Some(wall)) = (field("probe_s"), field("wall_s")) else {
-            continue;
-        };
+        let (p, wall) = (c.probe_s, c.wall_s);
         if !(p.is_finite() && wall.is_finite() && p >= 0.0 && wall > p) {
             continue;
         }
         any = true;
-        probe_s += p;
-        share = share.max(p / (wall - p));
-        budget = budget.or(field("budget"));
-        censuses += c
-            .get("censuses")
-            .and_then(serde_json::Value::as_u64)
-            .unwrap_or(0);
+        cost.probe_s += p;
+        cost.share = cost.share.max(p / (wall - p));
+        cost.budget = cost.budget.or(c.budget);
+        cost.censuses += c.censuses.unwrap_or(0);
+        for (k, v) in &c.parts {
+            if v.is_finite() && *v > 0.0 {
+                *cost.parts.entry(k.clone()).or_default() += v;
+            }
+        }
+        if let Some(s) = c.steps.filter(|s| s.is_finite() && *s > 0.0) {
+            *cost.parts.entry("steps".into()).or_default() += s;
+        }
+        cost.bursts += c.bursts.unwrap_or(0);
+        cost.burst_s += c.burst_s.filter(|s| s.is_finite()).unwrap_or(0.0);
+        cost.burst_budget = cost.burst_budget.or(c.burst_budget);
     }
-    any.then_some(crate::model::ProbeCost {
-        probe_s,
-        share,
-        budget,
-        censuses,
-    })
+    any.then_some(cost)
 }
 
 /// What grows but is not a leak, said plainly so nobody chases it.
@@ -636,9 +642,7 @@ fn non_leak_notes(
 ) -> Vec<String> {
     let mut notes = Vec::new();
     let grows = |key: &str| growth.iter().flat_map(|g| &g.growers).any(|g| g.key == key);
-    let cuda_seen = trace
-        .census()
-        .any(|c| c.get("cuda").is_some_and(|v| v.is_object()));
+    let cuda_seen = trace.census().any(|c| c.cuda.is_some());
     if cuda_seen && !grows("cuda.allocated") {
         let reserved = cuda_rise(trace, "reserved");
         let gpu_used_rises = gpu_rise(trace) > 0.0;
@@ -660,7 +664,14 @@ fn non_leak_notes(
 fn cuda_rise(trace: &Trace, key: &str) -> f64 {
     let vals: Vec<f64> = trace
         .census()
-        .filter_map(|c| c.get("cuda")?.get(key)?.as_f64())
+        .filter_map(|c| {
+            let cuda = c.cuda?;
+            Some(if key == "reserved" {
+                cuda.reserved
+            } else {
+                cuda.allocated
+            })
+        })
         .collect();
     match (vals.get(1), vals.last()) {
         (Some(a), Some(b)) if vals.len() >= 3 => b - a,

@@ -8,6 +8,7 @@ use std::fmt::Write;
 use leakspy_stats::{fmt_bytes, fmt_value, step_rates, ValueUnit, Verdict};
 use leakspy_trace::Trace;
 
+use crate::census::Describe;
 use crate::chart::{Chart, Line, XAxis, YAxis};
 use crate::diagnose::{fmt_rate, fmt_rate_value};
 use crate::extract::{memory_series, Series, StepClock};

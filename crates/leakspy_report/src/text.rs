@@ -6,6 +6,7 @@ use std::fmt::Write;
 use leakspy_stats::{fmt_bytes, fmt_value, ValueUnit, Verdict};
 use leakspy_trace::Trace;
 
+use crate::census::Describe;
 use crate::diagnose::{fmt_rate, fmt_rate_value};
 use crate::diff::{Comparison, DiffSide};
 use crate::model::{Diagnosis, Growth};
