@@ -48,7 +48,7 @@ def main():
     updates, eps = 0, 1.0
     t0 = time.monotonic()
     while time.monotonic() - t0 < seconds:
-        q_values = q(torch.as_tensor(obs, dtype=torch.float32))
+        q_values = q(torch.as_tensor(obs, dtype=torch.float32))  # FORWARD_LINE
         if mode == "leak":
             stats["max_q"].append(q_values.max())  # LEAK_LINE
         else:

@@ -54,7 +54,7 @@ class KeepingTrainer(Trainer):
         self.kept_logits = []
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        outputs = model(**inputs)
+        outputs = model(**inputs)  # FORWARD_LINE
         if self.keep_graphs:
             self.kept_logits.append(outputs.logits)  # LEAK_LINE
         else:

@@ -49,7 +49,7 @@ class Classifier(L.LightningModule):
 
     def training_step(self, batch, batch_idx):
         x, y = batch
-        loss = F.cross_entropy(self.net(x), y)
+        loss = F.cross_entropy(self.net(x), y)  # FORWARD_LINE
         if self.keep_graphs:
             self.training_step_outputs.append(loss)  # LEAK_LINE
         else:

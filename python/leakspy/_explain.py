@@ -347,14 +347,18 @@ def biggest_graphs(tensors, n):
 # -- creation sites -------------------------------------------------------------------------
 
 
-def sites(libs, census, keys, tracemalloc, examples=None, extra=None):
+def sites(libs, census, keys, tracemalloc, examples=None, extra=None, containers=None):
     """key -> (file, line): for each key (text), the most common line of the
     user's code among the allocation tracebacks of its newest instances (a
     few hundred at most; those made while tracemalloc ran have one); for a
     container, of its newest items. ``examples``: key -> example of the
     suspect (a rising type's tensors like it are taken); ``extra``: a
-    function key -> candidates or None, for keys of the caller's own.
-    One pass over the heap serves every key."""
+    function key -> candidates or None, for keys of the caller's own;
+    ``containers``: key -> id of the container its holder holds, whose
+    newest items are the key's own (not the youngest instances of their
+    kind anywhere, which may be a step's temporaries). One pass over the
+    heap serves every key."""
+    containers = containers or {}
     from ._census import _CONTAINER_SET, _CellType, _mro, type_name
     from ._holders import vote_site
 
@@ -387,7 +391,8 @@ def sites(libs, census, keys, tracemalloc, examples=None, extra=None):
         elif key.kind == "container":
             wanted[key.text] = _CONTAINER_SET
     user_types = set()
-    if any(k.kind == "container" for k in parsed):
+    if containers or any(k.kind == "container" for k in parsed):
+        wanted["_containers"] = _CONTAINER_SET
         # Dicts of plain values are untracked: reached as in the census.
         user_types = {t for t in present if libs.is_user_type(t)}
         wanted["_untracked_sources"] = user_types | {_CellType}
@@ -401,8 +406,19 @@ def sites(libs, census, keys, tracemalloc, examples=None, extra=None):
     for key in parsed:
         cands = extra(key.text) if extra is not None else None
         ts = wanted.get(key.text)
+        cid = key.cid if key.kind == "container" else containers.get(key.text)
         if cands is not None:
             pass
+        elif cid is not None:
+            if by_id is None:
+                conts = list(compress(sel, map(_CONTAINER_SET.__contains__, sel_types)))
+                if census is not None:
+                    conts.extend(census._untracked_dicts(sel, sel_types, user_types))
+                by_id = dict(zip(map(id, conts), conts))
+                del conts
+            c = by_id.get(cid)
+            cands = newest_items(c, 20) if c is not None else []
+            del c
         elif key.kind == "type" and ts:
             cands = compress(sel, map(ts.__contains__, sel_types))
             if ts & tensor_types:
@@ -422,22 +438,12 @@ def sites(libs, census, keys, tracemalloc, examples=None, extra=None):
         elif key.kind == "modules" and ts:
             cands = list(islice(compress(sel, map(ts.__contains__, sel_types)),
                                 SITE_CANDIDATES))
-        elif key.kind == "container":
-            if by_id is None:
-                conts = list(compress(sel, map(_CONTAINER_SET.__contains__, sel_types)))
-                if census is not None:
-                    conts.extend(census._untracked_dicts(sel, sel_types, user_types))
-                by_id = dict(zip(map(id, conts), conts))
-                del conts
-            c = by_id.get(key.cid)
-            cands = newest_items(c, 20) if c is not None else []
-            del c
         elif key.kind == "figures":
             cands = open_figures()
         else:
             cands = []
         # Items of a container vote before what they hold.
-        site = vote_site(tracemalloc, libs, cands, key.kind == "container")
+        site = vote_site(tracemalloc, libs, cands, cid is not None)
         del cands
         if site is not None:
             out[key.text] = site

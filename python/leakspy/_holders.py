@@ -493,6 +493,10 @@ class Searcher(object):
             root = self._attribute(r, name[0], ch)
             root["_value"] = child if name[1] else node
             root["_lib"] = _LIB_PART if internal else 0
+            if not internal and not self.libs.is_user_type(tr):
+                # An installed package's own object (a trainer's log
+                # history): named, but not the user's code.
+                root["library"] = True
             return root, internal
         return None, True
 

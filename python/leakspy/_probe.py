@@ -55,10 +55,15 @@ STEP_COST_S = 1e-6
 # probe times this many steps after each census against the step time
 # before it and charges what they took beyond it.
 AFTER_STEPS = 30
-# tracemalloc runs for TRACE_STEPS steps and TRACE_MIN_S seconds at least
-# (a figure made every ten steps must be made once while it runs).
+# tracemalloc runs until each suspect should have made two new instances (at
+# the rate it rose between censuses: a figure every ten steps needs twenty),
+# TRACE_STEPS steps and TRACE_MIN_S at least (a reinforcement learner's
+# rollout, between two optimizer steps, makes what it keeps), TRACE_MAX_STEPS
+# and TRACE_MAX_S at most: it slows every allocation while it runs.
 TRACE_STEPS = 3
 TRACE_MIN_S = 1.0
+TRACE_MAX_STEPS = 1000
+TRACE_MAX_S = 5.0
 TRACE_TIMER_S = 1.0
 FIRST_TIMER_S = 1.0
 MIN_TIMER_GAP_S = 0.1
@@ -70,15 +75,15 @@ MAX_FAILURES = 3
 # of RSS), it asks the probe to find out what grows. For a while the probe
 # may spend BURST_BUDGET of the job's time, with a census every
 # BURST_MIN_GAP_S at most (growth per step must have time to show between
-# two), until it has named a holder and the censuses after it find nothing
-# new, BURST_MAX_S has passed, or the burst's work reached BURST_MAX_WORK_S.
+# two), until it has named a holder of the user's and looked up the line that
+# made what it holds, BURST_MAX_S has passed, or the burst's work reached
+# BURST_MAX_WORK_S.
 # Then the steady budget again, with the burst's overdraft forgiven (the
 # report says what it cost). A healthy job never sees one.
-BURST_BUDGET = 0.3
+BURST_BUDGET = 0.5
 BURST_MAX_S = 20.0
-BURST_MAX_WORK_S = 5.0
+BURST_MAX_WORK_S = 8.0
 BURST_MIN_GAP_S = 0.8
-BURST_QUIET_CENSUSES = 2
 BURST_COOLDOWN_S = 120.0
 MAX_BURSTS = 4
 # The first census is warm-up (not compared with: imports and first-step
@@ -135,7 +140,6 @@ class _State(object):
         self.burst_until = 0.0
         self.burst_work0 = 0.0
         self.burst_spent = 0.0
-        self.burst_quiet = 0
         self.burst_named = False
         self.burst_ok_after = 0.0
         self.bursts = 0
@@ -177,6 +181,9 @@ class _State(object):
         self.trace_pending = {}
         self.trace_ours = False
         self.trace_n = 0
+        self.trace_steps = TRACE_STEPS  # steps to trace for the pending keys
+        self.census_gap = 0  # steps between the last two censuses
+        self.burst_free = False  # the census that starts a burst is not owed
         self.trace_t = 0.0
         self.trace_wall = 0.0
         self.trace_noted = False
@@ -456,12 +463,12 @@ def _start_burst(st, reason):
     st.bursts += 1
     st.burst_until = now + BURST_MAX_S
     st.burst_work0 = st.burst_spent
-    st.burst_quiet = 0
     st.burst_named = False
     st.burst_reason = reason if isinstance(reason, str) else None
     _settle(st, now)
     # A census at once: the monitor saw the growth already.
     st.credit = max(st.credit, st.expected)
+    st.burst_free = True
     st.next_census = min(st.next_census, now)
     st.due = 0.0
     _note("info", "burst %d: %s; the probe spends up to %d %% of the job's time for at "
@@ -482,17 +489,16 @@ def _end_burst(st, now, why):
         st.bursts, why, st.burst_spent - st.burst_work0))
 
 
-def _burst_check(st, now, new_suspects):
+def _burst_check(st, now):
     """After a census in a burst: has it done its job?"""
-    if new_suspects:
-        st.burst_quiet = 0
-    else:
-        st.burst_quiet += 1
     if now >= st.burst_until:
         _end_burst(st, now, "time limit")
     elif st.burst_spent - st.burst_work0 >= BURST_MAX_WORK_S:
         _end_burst(st, now, "work limit")
-    elif st.burst_named and st.burst_quiet >= BURST_QUIET_CENSUSES and not st.trace_pending:
+    elif st.burst_named and not st.trace_pending:
+        # What it was for is done: a holder named, and the line that made
+        # what it holds looked up. (More suspects come from the steady
+        # censuses; the report fits every series.)
         _end_burst(st, now, "holder named")
 
 
@@ -506,8 +512,10 @@ def _on_due(st, c):
     try:
         if st.trace_pending:
             # (No census while tracemalloc runs: it would take ten times as long.)
-            if ((st.opt.n + st.man.n) - st.trace_n >= TRACE_STEPS
-                    and _monotonic() - st.trace_wall >= TRACE_MIN_S):
+            traced = (st.opt.n + st.man.n) - st.trace_n
+            waited = _monotonic() - st.trace_wall
+            if (traced >= st.trace_steps and waited >= TRACE_MIN_S) or (
+                    traced >= TRACE_STEPS and waited >= TRACE_MAX_S):
                 _resolve_sites(st)
         elif st.look_wanted:
             _last_look(st, c.source, c.n)
@@ -738,6 +746,7 @@ def _census(st, source, step, rises=None, look=None):
     c0 = _cpu()
     if n > st.step_n:
         st.step_dt = (c0 - st.step_t) / (n - st.step_n)
+    st.census_gap = n - st.step_n if st.census is not None and st.census.n else 0
     t0 = _perf()
     warm = st.census.n == 0 and (
         st.loop_t is None or n - st.step_n < WARMUP_STEPS or _monotonic() - st.loop_t < WARMUP_S)
@@ -762,7 +771,6 @@ def _census(st, source, step, rises=None, look=None):
     msg.update(fields)
     _send(msg)
     del fields
-    new_suspects = bool(suspects)
     if suspects:
         h0 = _perf()
         try:
@@ -783,8 +791,13 @@ def _census(st, source, step, rises=None, look=None):
     now = _monotonic()
     st.last_census_t = now
     _settle(st, now)
+    if st.burst_free:
+        # The census the monitor asked for was taken on trust (its cost
+        # unknown until now): the burst starts owing nothing.
+        st.burst_free = False
+        st.credit = max(st.credit, 0.0)
     if st.burst_until:
-        _burst_check(st, now, new_suspects)
+        _burst_check(st, now)
     _schedule(st, now)
     st.step_t, st.step_n = _cpu(), st.opt.n + st.man.n
     if st.trace_pending:
@@ -809,6 +822,11 @@ def _last_look(st, source, step, look="detach"):
         _send({"kind": "looked", "pid": st.pid, "step": step})
         return
     st.looked = True
+    if look == "exit" and not _unexplained(st.census):
+        # Nothing rose at its last comparisons that is not named already:
+        # a census after the program's end would find nothing new.
+        _send({"kind": "looked", "pid": st.pid, "step": step})
+        return
     if st.census.last_objects > LAST_LOOK_MAX_OBJECTS:
         _send({"kind": "looked", "pid": st.pid, "step": step})
         return
@@ -820,6 +838,11 @@ def _last_look(st, source, step, look="detach"):
         st.parts[k] -= d
         st.parts["last_look"] += d
     _send({"kind": "looked", "pid": st.pid, "step": step})
+
+
+def _unexplained(census):
+    """Series that rose at their last comparison and have no suspect yet."""
+    return [k for k in census.growth.runs if k not in census.suspect_keys]
 
 
 def _census_failed(st, e):
@@ -861,16 +884,32 @@ def _suspects(st, suspects, step):
                "what": _clean(what), "per_census": round(float(per), 3), "count": count,
                "holder": _clean_holder(holder), "created_at": None, "example": example}
         census.suspect_keys.add(key)
-        if holder.get("kind") not in (None, "unknown"):
+        if holder.get("kind") not in (None, "unknown") and not holder.get("library"):
             st.burst_named = True
         st.sent[key] = msg
         _send(msg)
-        if k.kind != "numpy" and key != "graph.largest":
+        if holder.get("library"):
+            pass  # an installed package's own bookkeeping: not the user's line
+        elif holder.get("container_id") and k.kind != "figures":
+            # The newest items of the container the holder holds are the
+            # leak's own instances: their creation site is the leak's line.
+            st.trace_pending[key] = holder["container_id"]
+        elif k.kind != "numpy" and key != "graph.largest":
             # (No site for arrays, nor for the largest graph's tensor: it is
             # often made before tracing starts, a total added to in place,
             # and the biggest graph made while tracing may be another
             # chain's: no site rather than a wrong one.)
-            st.trace_pending[key] = True
+            st.trace_pending[key] = None
+        if key in st.trace_pending and st.census_gap:
+            # Trace long enough for two new instances, at the rate they came
+            # between the last censuses (items of the holder's container).
+            cid = st.trace_pending[key]
+            run = census.growth.runs.get(_explain.container_key(cid)) if cid else None
+            rate = (run[-1] - run[0]) / float(len(run) - 1) if run and len(run) > 1 else per
+            if rate > 0:
+                need = int(2.0 * st.census_gap / float(rate)) + 1
+                st.trace_steps = max(st.trace_steps,
+                                     min(max(need, TRACE_STEPS), TRACE_MAX_STEPS))
     del found
     for s in suspects:
         s[3]["objects"] = []
@@ -943,6 +982,7 @@ def _resolve_sites(st):
     if st.step_dt is not None and window > 0:
         _charge(st, "sites", min(max(window - steps * st.step_dt, 0.0), window))
     pending, st.trace_pending = st.trace_pending, {}
+    st.trace_steps = TRACE_STEPS
     from . import _explain
 
     try:
@@ -950,9 +990,10 @@ def _resolve_sites(st):
 
         if tracemalloc.is_tracing():
             examples = dict((k, (st.sent.get(k) or {}).get("example")) for k in pending)
+            containers = dict((k, v) for k, v in pending.items() if v is not None)
             with _gc_paused():
                 sites = _explain.sites(st.libs, st.census, sorted(pending), tracemalloc,
-                                       examples)
+                                       examples, None, containers)
         else:
             sites = {}
     except Exception as e:
@@ -971,6 +1012,8 @@ def _resolve_sites(st):
         _send(msg)
     _charge(st, "sites", _perf() - w0)
     now = _monotonic()
+    if st.burst_until:
+        _burst_check(st, now)
     next_census = st.next_census
     _settle(st, now)
     _schedule(st, now)

@@ -63,6 +63,14 @@ pub struct GrowthGroup {
     pub growers: Vec<Grower>,
     /// Findings of `check` on the lines named.
     pub static_findings: Vec<StaticMatch>,
+    /// Where `created_at` comes from when the probe had none: the `check`
+    /// finding that names the holder (`check LS002`), whose line keeps what
+    /// grows.
+    pub site_from: Option<String>,
+    /// For a group whose holder the probe could not reach: what the `check`
+    /// finding on the line that made its objects says keeps them
+    /// (`self.hall_of_fame`, `pyplot`).
+    pub static_holder: Option<String>,
 }
 
 impl GrowthGroup {
@@ -779,6 +787,8 @@ fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
             created_at,
             growers: gs,
             static_findings: Vec::new(),
+            site_from: None,
+            static_holder: None,
         });
     }
     // matplotlib's own objects multiply with the figures left open.
@@ -827,6 +837,8 @@ fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
             created_at: g.created_at.clone(),
             growers: vec![g],
             static_findings: Vec::new(),
+            site_from: None,
+            static_holder: None,
         });
     }
     out
@@ -858,7 +870,14 @@ fn rank(g: &Grower) -> f64 {
 }
 
 fn importance(g: &GrowthGroup) -> f64 {
-    let held = if g.holder.is_some() { 1e15 } else { 0.0 };
+    // A library's own root (pyplot's figure registry, a cache of an installed
+    // package) comes after the user's: it is where the user's leak shows up
+    // in someone else's bookkeeping, or that bookkeeping's own growth.
+    let held = match &g.holder {
+        Some(h) if !h.library => 2e15,
+        Some(_) => 1e15,
+        None => 0.0,
+    };
     // Between holders whose best series are of the same kind, one that
     // outlives the loop (an attribute, a global) beats a frame local, which
     // is often a loop variable pointing into the real container. Smaller
@@ -881,6 +900,7 @@ mod tests {
             path: path.into(),
             container: None,
             container_id: None,
+            library: false,
             file: None,
             line: None,
             chain: Vec::new(),
@@ -908,6 +928,8 @@ mod tests {
                 basis: "fit",
             }],
             static_findings: Vec::new(),
+            site_from: None,
+            static_holder: None,
         }
     }
 

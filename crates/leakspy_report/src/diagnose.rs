@@ -73,7 +73,7 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
         });
     }
 
-    let growth = crate::census::growth_groups(trace);
+    let mut growth = crate::census::growth_groups(trace);
     // The leak findings get the clearest in-process explanation: its
     // holder and creation site.
     if let Some(top) = growth.first() {
@@ -107,6 +107,17 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     if findings.is_empty() {
         if let Some((_, r, _)) = rss {
             if let Some(f) = census_corroborated(r, &growth) {
+                findings.push(f);
+                corroborated = true;
+            }
+        }
+    }
+    // Killed by the OOM killer after memory grew by more than a leak needs:
+    // a leak, whatever its last moments look like (the kernel reclaiming
+    // pages as the limit nears flattens the tail).
+    if findings.is_empty() {
+        if let Some((_, r, _)) = rss {
+            if let Some(f) = oom_after_growth(r, &exit) {
                 findings.push(f);
                 corroborated = true;
             }
@@ -148,10 +159,30 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     }
 
     notes.extend(non_leak_notes(trace, &growth, verdict));
+    // One story: under a no-leak verdict, what the probe saw grow is not a
+    // leak either (its evidence would have made it one); said as a note,
+    // not listed as what grows.
+    if verdict == Verdict::NoLeak && !growth.is_empty() {
+        let held: Vec<String> = growth
+            .iter()
+            .filter(|g| g.holder.as_ref().is_some_and(|h| h.is_named()))
+            .take(3)
+            .map(crate::census::GrowthGroup::headline)
+            .collect();
+        if !held.is_empty() {
+            notes.push(format!(
+                "the probe saw {} — memory does not grow with it: too little to matter, or a \
+                 record of the run (a log, a history), not a leak",
+                held.join("; ")
+            ));
+        }
+        growth.clear();
+    }
     match basis {
         Basis::Step => notes.push(format!(
-            "growth fitted per step: {} step events",
-            trace.step_count()
+            "growth fitted per step ({} step events): {}",
+            trace.step_count(),
+            step_meaning(trace, &clock)
         )),
         Basis::Second if clock.len() == 0 => notes
             .push("no step events recorded: growth is fitted per second of run time".to_string()),
@@ -271,7 +302,11 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
         },
         series: analysed.into_iter().map(|(_, r, _)| r).collect(),
         ranks: Vec::new(),
+        no_holder: None,
     };
+    if d.verdict == Verdict::Leak {
+        d.no_holder = no_holder_reason(trace, &d.growth, &d.probe);
+    }
     let ranks = crate::ranks::rank_rows(trace, &d, "", opts);
     // A job without ranks gets no table (its one row would repeat the verdict).
     if ranks.iter().any(|r| r.rank.is_some()) {
@@ -360,9 +395,14 @@ fn census_corroborated(r: &SeriesReport, growth: &[crate::census::GrowthGroup]) 
         return None;
     }
     let g = r.per_step.as_ref().or(r.per_second.as_ref())?;
-    if !(g.slope > 0.0 && r.growth >= r.threshold) {
+    if g.slope <= 0.0 {
         return None;
     }
+    // RSS grew by what a leak needs: any heavy series held by a named root
+    // that still grows says what it is. RSS grew less (freed heap being
+    // refilled, a short run): the series must have been fitted on censuses
+    // enough to stand on its own.
+    let rss_grew = r.growth >= r.threshold;
     let heavy_key = |k: &str| {
         k == "graph"
             || k == "graph.history"
@@ -374,11 +414,14 @@ fn census_corroborated(r: &SeriesReport, growth: &[crate::census::GrowthGroup]) 
             || k.starts_with("cuda.")
     };
     let group = growth.iter().find(|grp| {
-        grp.holder.is_some()
+        grp.holder
+            .as_ref()
+            .is_some_and(|h| h.is_named() && !h.library)
             && grp.growers.iter().any(|gr| {
                 gr.lo > 0.0
+                    && (rss_grew || (gr.basis == "fit" && gr.censuses >= 5))
                     && (heavy_key(&gr.key)
-                        || gr.bytes_slope.is_some_and(|b| b >= 0.1 * g.lo.max(0.0)))
+                        || (rss_grew && gr.bytes_slope.is_some_and(|b| b >= 0.1 * g.lo.max(0.0))))
             })
     })?;
     let mut evidence = r.evidence.clone();
@@ -404,6 +447,131 @@ fn census_corroborated(r: &SeriesReport, growth: &[crate::census::GrowthGroup]) 
             .and_then(|c| serde_json::to_value(c).ok()),
         grows: Some(group.headline()),
         static_findings: None,
+    })
+}
+
+/// A leak finding on RSS when the OOM killer ended a run whose memory grew
+/// by more than a leak needs: the kernel reclaiming pages near the limit
+/// can flatten the last samples, which are then no evidence of a plateau.
+fn oom_after_growth(r: &SeriesReport, exit: &ExitInfo) -> Option<Finding> {
+    if !exit.oom_killed || r.verdict == Verdict::Leak {
+        return None;
+    }
+    let g = r.per_step.as_ref().or(r.per_second.as_ref())?;
+    let rise = r.peak - r.first;
+    if !(g.slope > 0.0 && (r.growth >= r.threshold || rise >= r.threshold)) {
+        return None;
+    }
+    let mut evidence = r.evidence.clone();
+    evidence.push(format!(
+        "killed by the OOM killer after memory rose {} (a leak needs {}): the run's last \
+         moments ({}) are the kernel reclaiming memory at the limit, not a plateau",
+        fmt_bytes(rise),
+        fmt_bytes(r.threshold),
+        r.shape_text
+    ));
+    Some(Finding {
+        what: r.what.clone(),
+        series: r.key.clone(),
+        per_step: r.per_step.clone(),
+        per_second: r.per_second.clone(),
+        evidence,
+        holder: None,
+        location: None,
+        grows: None,
+        static_findings: None,
+    })
+}
+
+/// What "a step" counted: the unit every "per step" of the report is in.
+fn step_meaning(trace: &Trace, clock: &StepClock) -> String {
+    use leakspy_trace::StepSource;
+    let mut sources = std::collections::BTreeSet::new();
+    for s in trace.steps() {
+        sources.insert(match s.source {
+            StepSource::Optimizer => "optimizer",
+            StepSource::Manual => "manual",
+            StepSource::Regex => "regex",
+            StepSource::Other => "other",
+        });
+    }
+    let optimizers = trace
+        .costs()
+        .filter_map(|c| c.optimizers)
+        .max()
+        .unwrap_or(1);
+    let n = clock.steps_done().unwrap_or(0);
+    if sources.contains("regex") {
+        return format!(
+            "a step is a line of the job's output that matched --step-regex ({n} of them)"
+        );
+    }
+    if sources.contains("optimizer") && !sources.contains("manual") {
+        return if optimizers > 1 {
+            format!(
+                "a step is one training iteration: {optimizers} optimizers step in each, counted \
+                 once ({n} iterations)"
+            )
+        } else {
+            format!("a step is one optimizer.step() ({n} of them)")
+        };
+    }
+    if sources.contains("manual") && !sources.contains("optimizer") {
+        return format!("a step is one call of leakspy.step() ({n} of them)");
+    }
+    format!("a step is one optimizer step or leakspy.step() call ({n} in the busiest process)")
+}
+
+/// Why a leak has no holder named, and what to do about it.
+fn no_holder_reason(
+    trace: &Trace,
+    growth: &[crate::census::GrowthGroup],
+    probe: &ProbeInfo,
+) -> Option<String> {
+    if growth
+        .iter()
+        .any(|g| g.holder.as_ref().is_some_and(|h| h.is_named()))
+    {
+        return None;
+    }
+    let duration = trace.duration();
+    if probe.processes.is_empty() {
+        return Some(
+            "no in-process probe reported in this run (only /proc figures): `leakspy run` puts \
+             it in Python jobs that import `site`"
+                .to_string(),
+        );
+    }
+    let censuses = probe.cost.as_ref().map_or(probe.censuses as u64, |c| {
+        c.censuses.max(probe.censuses as u64)
+    });
+    if censuses == 0 {
+        return Some(format!(
+            "no census in {duration:.0} s: the probe looks once its budget has paid for it (about \
+             10 s of training at 1 %) or when memory grows like a leak; run longer"
+        ));
+    }
+    if censuses < 4 {
+        return Some(format!(
+            "{censuses} census{} in {duration:.0} s: a holder is named from 4 censuses that rise in \
+             a row; run longer",
+            if censuses == 1 { "" } else { "es" }
+        ));
+    }
+    let unknown = trace
+        .suspects()
+        .filter(|s| s.holder.as_ref().is_some_and(|h| !h.is_named()))
+        .filter_map(|s| s.what.clone())
+        .next();
+    Some(match unknown {
+        Some(what) => format!(
+            "the probe saw {what} grow but no holder within reach: held from C (an extension's \
+             cache), by a reference cycle, or only by a running frame"
+        ),
+        None => format!(
+            "{censuses} censuses found no Python objects growing with the memory: it grows outside \
+             them (native allocations, an extension's buffers); a native profiler (memray) can tell"
+        ),
     })
 }
 

@@ -189,20 +189,33 @@ pub fn render_html(d: &Diagnosis, trace: &Trace) -> String {
 /// the user's process (types, attributes, paths), so all of it is escaped.
 fn growth_section(out: &mut String, d: &Diagnosis) {
     if d.growth.is_empty() {
+        if let Some(why) = &d.no_holder {
+            let _ = writeln!(
+                out,
+                "<section id=\"growth\"><h2>What grows (in-process probe)</h2><p>Holder not found: {}</p></section>",
+                escape(why)
+            );
+        }
         return;
     }
     // Fixed layout: long type names and messages wrap instead of pushing
     // the table past the page.
     out.push_str("<section id=\"growth\"><h2>What grows (in-process probe)</h2><table style=\"table-layout:fixed;width:100%;overflow-wrap:anywhere\"><tr><th>held by</th><th>what grows</th><th>made at</th><th>static check</th></tr>");
     for g in &d.growth {
-        let holder = match &g.holder {
-            Some(h) => format!(
-                "<strong class=\"mono\">{}</strong><br><small>{} · pid {}</small>",
+        let holder = match (&g.holder, &g.static_holder) {
+            (Some(h), _) if h.is_named() => format!(
+                "<strong class=\"mono\">{}</strong><br><small>{}{} · pid {}</small>",
                 escape(&h.describe()),
                 escape(&h.kind),
+                if h.library { ", a library's own" } else { "" },
                 g.pid
             ),
-            None => format!("<em>not found</em><br><small>pid {}</small>", g.pid),
+            (_, Some(s)) => format!(
+                "<em>not found by the probe</em>; kept by <span class=\"mono\">{}</span> on the line that made them<br><small>pid {}</small>",
+                escape(s),
+                g.pid
+            ),
+            _ => format!("<em>not found</em><br><small>pid {}</small>", g.pid),
         };
         let mut grows: Vec<String> = g
             .growers
@@ -219,7 +232,17 @@ fn growth_section(out: &mut String, d: &Diagnosis) {
         let made = g
             .created_at
             .as_ref()
-            .map(|c| format!("<span class=\"mono\">{}</span>", escape(&c.describe())))
+            .map(|c| {
+                let from = g
+                    .site_from
+                    .as_deref()
+                    .map(|f| format!(" <small>(kept there: {})</small>", escape(f)))
+                    .unwrap_or_default();
+                format!(
+                    "<span class=\"mono\">{}</span>{from}",
+                    escape(&c.describe())
+                )
+            })
             .unwrap_or_default();
         let checks: Vec<String> = g
             .static_findings

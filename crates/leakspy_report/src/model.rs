@@ -313,4 +313,6 @@ pub struct Diagnosis {
     pub series: Vec<SeriesReport>,
     /// Each rank of a torchrun/DDP job fitted on its own (empty without ranks).
     pub ranks: Vec<crate::ranks::RankRow>,
+    /// A leak whose holder the probe could not name: why, and what to do.
+    pub no_holder: Option<String>,
 }

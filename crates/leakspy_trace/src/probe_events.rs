@@ -229,6 +229,10 @@ pub struct Holder {
     /// Types from the object up to the root.
     #[serde(default, deserialize_with = "null_as_empty")]
     pub chain: Vec<String>,
+    /// A library's own root (a registry, a cache of an installed package),
+    /// named for want of one of the user's code.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub library: bool,
 }
 
 impl Holder {

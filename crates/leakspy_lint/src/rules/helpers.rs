@@ -9,14 +9,22 @@ use crate::semantic::names::dotted;
 use crate::semantic::scan::keys_in;
 use crate::semantic::value::Value;
 
+/// What a stored graph-carrying value keeps once `.backward()` ran through it.
+pub const RETAINED_AFTER_BACKWARD: &str =
+    "its chain of autograd nodes; `.backward()` freed the activations";
+/// ... and when no `.backward()` did (the run report corrects either with
+/// what the probe saw: a framework may call backward where the file does not).
+pub const RETAINED_WITHOUT_BACKWARD: &str =
+    "with every saved activation: no `.backward()` frees them";
+
 /// What a stored graph-carrying value keeps alive. After `.backward()` the saved activations
 /// are freed and the chain of autograd nodes remains; without it, whole activations stay.
 pub(crate) fn retained(checker: &Checker, value: &Value) -> &'static str {
     let backpropagated = value.origin().is_some_and(|o| o.backpropagated);
     if backpropagated || checker.function_trains() || checker.block_facts().calls_backward {
-        "its chain of autograd nodes; `.backward()` freed the activations"
+        RETAINED_AFTER_BACKWARD
     } else {
-        "with every saved activation: no `.backward()` frees them"
+        RETAINED_WITHOUT_BACKWARD
     }
 }
 
