@@ -238,7 +238,10 @@ class Searcher(object):
                     root["_bounded"] = bounded[i]
                     results[s].append(root)
             for s, r in enumerate(results):
-                if r:
+                # A frame local is a root to fall back on, not where to
+                # stop: the newest of many kept objects is also the loop's
+                # variable, and what keeps them all is further up.
+                if any(h["kind"] != "local" for h in r):
                     done[s] = True
             if all(done) or depth == MAX_PASSES:
                 break
@@ -306,7 +309,7 @@ class Searcher(object):
                             new_bounded.append(bounded[i] or _is_bounded(r))
                             new_ldepth.append(ld)
             for s, r in enumerate(results):
-                if r:
+                if any(h["kind"] != "local" for h in r):
                     done[s] = True
             nodes, childs, srcs, chains = new_nodes, new_childs, new_srcs, new_chains
             bounded, ldepth = new_bounded, new_ldepth

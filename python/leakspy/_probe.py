@@ -63,7 +63,7 @@ AFTER_STEPS = 30
 TRACE_STEPS = 3
 TRACE_MIN_S = 1.0
 TRACE_MAX_STEPS = 1000
-TRACE_MAX_S = 5.0
+TRACE_MAX_S = 3.0
 TRACE_TIMER_S = 1.0
 FIRST_TIMER_S = 1.0
 MIN_TIMER_GAP_S = 0.1
@@ -82,7 +82,7 @@ MAX_FAILURES = 3
 # report says what it cost). A healthy job never sees one.
 BURST_BUDGET = 0.5
 BURST_MAX_S = 20.0
-BURST_MAX_WORK_S = 8.0
+BURST_MAX_WORK_S = 6.0
 BURST_MIN_GAP_S = 0.8
 BURST_COOLDOWN_S = 120.0
 MAX_BURSTS = 4
@@ -514,8 +514,10 @@ def _on_due(st, c):
             # (No census while tracemalloc runs: it would take ten times as long.)
             traced = (st.opt.n + st.man.n) - st.trace_n
             waited = _monotonic() - st.trace_wall
+            spent_out = st.burst_until and (
+                st.burst_spent - st.burst_work0 >= BURST_MAX_WORK_S)
             if (traced >= st.trace_steps and waited >= TRACE_MIN_S) or (
-                    traced >= TRACE_STEPS and waited >= TRACE_MAX_S):
+                    traced >= TRACE_STEPS and (waited >= TRACE_MAX_S or spent_out)):
                 _resolve_sites(st)
         elif st.look_wanted:
             _last_look(st, c.source, c.n)
@@ -841,8 +843,15 @@ def _last_look(st, source, step, look="detach"):
 
 
 def _unexplained(census):
-    """Series that rose at their last comparison and have no suspect yet."""
-    return [k for k in census.growth.runs if k not in census.suspect_keys]
+    """Telling series (not the counts of a library's types, which move with
+    whatever holds them) that rose at their last comparison and have no
+    suspect yet."""
+    user = set()
+    for info in list(census._type_info.values()):
+        if info[4]:
+            user.add("type:" + info[2])
+    return [k for k in census.growth.runs
+            if k not in census.suspect_keys and (not k.startswith("type:") or k in user)]
 
 
 def _census_failed(st, e):

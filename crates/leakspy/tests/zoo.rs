@@ -64,7 +64,7 @@ fn check(program: &str) {
     // takes a census every second or two until it has named the holder
     // (four to six censuses) and traced the line that made it. 20 s of
     // training leaves room for that on a loaded machine; figures.py, whose
-    // censuses cost more with every figure kept, gets 30 (its manifest).
+    // censuses cost more with every figure kept, gets 40 (its manifest).
     let seconds = want["seconds"].as_u64().unwrap_or(20);
     let run = {
         let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
