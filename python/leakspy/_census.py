@@ -350,7 +350,7 @@ class Census(object):
 
     # -- the census ------------------------------------------------------
 
-    def run(self, want_picks, keys=None, track=None, rises=None, warmup=True):
+    def run(self, want_picks, keys=None, track=None, rises=None, warmup=True, last=False):
         """One census. Returns (message fields, suspects), where suspects is a
         list of (key, per_census, count, info) for keys that qualify now and
         were not reported before; info holds the instances to trace to a
@@ -363,7 +363,10 @@ class Census(object):
         ``want_picks``, the series that rise). ``rises``: rises in a row
         that qualify a series (RISES by default). ``warmup``: whether the
         first census is warm-up (imports, lazy first-step work), not
-        compared with; one taken well into the job is a baseline."""
+        compared with; one taken well into the job is a baseline. ``last``:
+        a last look, which counts every rise (at exit the interpreter may be
+        importing as it prints a traceback; the holder search tells a
+        library's own growth from the user's)."""
         self.n += 1
         if self.n == 1:
             self.warm_n = 1 if warmup else 0
@@ -502,7 +505,7 @@ class Census(object):
         values.update(cont_values)
         n_modules = len(sys.modules)
         taint = None
-        if n_modules != self.modules_count or self.dirty:
+        if (n_modules != self.modules_count or self.dirty) and not last:
             # Imports under way: code objects, functions, dicts... grow for a
             # while. Only user classes, tensors and the rest count this time.
             taint = {"type:" + n for n in counts if n not in user_names}

@@ -68,7 +68,10 @@ TRACE_TIMER_S = 1.0
 FIRST_TIMER_S = 1.0
 MIN_TIMER_GAP_S = 0.1
 MAX_GAP_S = 3600.0
-TRACE_FRAMES = 25
+# Frames kept per allocation: the innermost frame of the user's code is
+# within a few of where a kept object is made (a tensor in a forward call,
+# a figure in plt.subplots), and each frame kept costs every allocation.
+TRACE_FRAMES = 16
 MAX_FAILURES = 3
 
 # A burst: when the monitor sees memory grow as a leak does (its live fit
@@ -514,8 +517,12 @@ def _on_due(st, c):
             # (No census while tracemalloc runs: it would take ten times as long.)
             traced = (st.opt.n + st.man.n) - st.trace_n
             waited = _monotonic() - st.trace_wall
+            # What the traced steps lost so far counts against the burst's
+            # work: a lookup under a heavy tracemalloc must not overrun it.
+            lost = ((_cpu() - st.trace_t) - traced * st.step_dt
+                    if st.step_dt is not None else 0.0)
             spent_out = st.burst_until and (
-                st.burst_spent - st.burst_work0 >= BURST_MAX_WORK_S)
+                st.burst_spent - st.burst_work0 + lost >= BURST_MAX_WORK_S)
             if (traced >= st.trace_steps and waited >= TRACE_MIN_S) or (
                     traced >= TRACE_STEPS and (waited >= TRACE_MAX_S or spent_out)):
                 _resolve_sites(st)
@@ -754,7 +761,8 @@ def _census(st, source, step, rises=None, look=None):
         st.loop_t is None or n - st.step_n < WARMUP_STEPS or _monotonic() - st.loop_t < WARMUP_S)
     try:
         with _gc_paused():
-            fields, suspects = st.census.run(want_picks=True, rises=rises, warmup=warm)
+            fields, suspects = st.census.run(want_picks=True, rises=rises, warmup=warm,
+                                             last=look is not None)
     except Exception as e:
         _charge(st, "census", _perf() - t0)
         _census_failed(st, e)

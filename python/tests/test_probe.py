@@ -968,6 +968,43 @@ def test_a_last_look_when_the_monitor_is_leaving(monitor):
     assert any((m["holder"] or {}).get("path") == "__main__.history" for m in sus.values()), sus
 
 
+def test_ctrl_c_still_gets_a_last_look_at_exit(monitor):
+    # Three censuses: short of what a suspect needs. Ctrl-C
+    # (KeyboardInterrupt) ends the program; the traceback keeps its frames,
+    # and the last look at exit names what rose at its last comparisons.
+    p = monitor.run("""
+        import time
+        import leakspy
+        import leakspy._probe as probe
+
+
+        class Recorder:
+            def __init__(self):
+                self.rows = []
+
+
+        def main():
+            rec = Recorder()
+            while probe.S.census is None or probe.S.census.n < 3:
+                rec.rows.append([0.0] * 20)
+                leakspy.step()
+                time.sleep(0.002)
+            # More of the same, with no step (and so no census) to see it.
+            for _ in range(200):
+                rec.rows.append([0.0] * 20)
+            raise KeyboardInterrupt
+
+
+        main()
+    """, env=monitor.env(LEAKSPY_PROBE_BUDGET="0.3"))
+    assert p.returncode != 0 and b"KeyboardInterrupt" in p.stderr, p.stderr.decode()
+    exit_looks = [c for c in monitor.messages("census") if c.get("look") == "exit"]
+    assert len(exit_looks) == 1, monitor.messages("census")
+    named = [m for m in monitor.messages("suspect")
+             if (m["holder"] or {}).get("path") == "Recorder.rows"]
+    assert named and named[0]["step"] == exit_looks[0]["step"], suspects_by_key(monitor)
+
+
 @needs_torch
 def test_two_optimizers_stepping_together_count_one_iteration(monitor):
     p = monitor.run("""

@@ -95,7 +95,9 @@ fn check(program: &str) {
     );
     // The probe accounts for its own work and keeps to its budget (1 % of
     // the job's time) outside bursts, give or take the one census that
-    // brought it there; a burst is bounded by its own limit of work.
+    // brought it there; a burst is bounded by its own limit of work (6 s),
+    // give or take its last piece (a census or a creation-site lookup of a
+    // heavy heap on a busy machine).
     let cost = &r["probe"]["cost"];
     let (probe_s, burst_s, bursts) = (
         cost["probe_s"].as_f64().unwrap_or(-1.0),
@@ -109,7 +111,7 @@ fn check(program: &str) {
         run.stderr
     );
     assert!(
-        probe_s - burst_s <= 0.01 * duration + 2.0 && burst_s <= bursts * 6.0 + 2.0,
+        probe_s - burst_s <= 0.01 * duration + 2.0 && burst_s <= bursts * 6.0 + 3.0,
         "{program}: the probe overspent: {cost}\n{}",
         run.stderr
     );

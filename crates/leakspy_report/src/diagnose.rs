@@ -593,11 +593,27 @@ fn shape_notes(name: &str, r: &SeriesReport, a: &SeriesAnalysis, basis: Basis) -
         _ => 0.0,
     };
     let warm = a.warmup_rise >= a.threshold.max(2.0 * explained);
+    // Per step, start-up is the first steps (lazy imports, the optimizer's
+    // state; imports before the first step are not in the fit at all): a
+    // rise that went on past them and then stopped is something filling
+    // up. Per second, start-up includes the imports, which can take long.
+    let startup = match (a.warmup_end, a.minima.xs.first(), a.minima.xs.last()) {
+        (Some(end), Some(&x0), Some(&x1)) if basis_of(r, basis) == Basis::Step => {
+            end - x0 <= (0.02 * (x1 - x0)).max(10.0)
+        }
+        _ => true,
+    };
     match a.shape {
-        Shape::Flat | Shape::Sawtooth if warm => notes.push(format!(
+        Shape::Flat | Shape::Sawtooth if warm && startup => notes.push(format!(
             "{name} rose {} in the {} then stayed flat: warm-up, not a leak",
             fmt_bytes(a.warmup_rise),
             first(a.warmup_end.unwrap_or(0.0))
+        )),
+        Shape::Flat | Shape::Sawtooth if warm => notes.push(format!(
+            "{name} rose {} up to {}, then stayed flat: it fills, then stays flat — bounded (a \
+             buffer or a cache reaching its size), not a leak",
+            fmt_bytes(a.warmup_rise),
+            at(a.warmup_end.unwrap_or(0.0))
         )),
         _ if warm => notes.push(format!(
             "{name} rose {} during warm-up (up to {}): imports and first-step work, left out of the fit",
@@ -902,4 +918,159 @@ fn copy_on_read_note(trace: &Trace, verdict: Verdict) -> Option<String> {
             }
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = r#"{"kind":"header","format":"leakspy-trace","version":1,"leakspy_version":"0.1.0","t":0.0,"started_at":0.0,"command":["python","train.py"],"cwd":"/tmp","hostname":"h","pid":7,"sample_interval_s":0.1}"#;
+    const MIB: f64 = 1048576.0;
+
+    /// A 60-s run of 100 steps a second whose RSS is `rss(t)`, with optional
+    /// extra lines (censuses, suspects, an exit).
+    fn trace(rss: impl Fn(f64) -> f64, extra: &[String], exit: &str) -> Trace {
+        let mut lines = vec![HEADER.to_string()];
+        for i in 0..600 {
+            let t = i as f64 * 0.1;
+            lines.push(format!(
+                r#"{{"kind":"sample","t":{t},"procs":[{{"pid":7,"rss":{r}}}],"total":{{"rss":{r},"anon":{r}}}}}"#,
+                r = rss(t) as u64
+            ));
+            if i % 2 == 0 {
+                lines.push(format!(
+                    r#"{{"kind":"step","t":{},"step":{},"source":"optimizer","pid":7}}"#,
+                    t + 0.05,
+                    i * 10
+                ));
+            }
+        }
+        lines.extend(extra.iter().cloned());
+        lines.push(exit.to_string());
+        leakspy_trace::parse_trace(&lines.join("\n")).unwrap()
+    }
+
+    const EXIT_OK: &str = r#"{"kind":"exit","t":60.0,"code":0,"status":0}"#;
+
+    /// Six censuses 10 s apart in which the graphs held by `Trainer.losses`
+    /// grow by 2000 nodes each, and the suspect naming them.
+    fn held_graphs() -> Vec<String> {
+        let mut v: Vec<String> = (1..=6)
+            .map(|i| {
+                format!(
+                    r#"{{"kind":"census","t":{},"pid":7,"step":{},"n":{i},"warmup":{},"graph":{{"roots":{},"nodes":{},"saved_bytes":0}}}}"#,
+                    i * 10,
+                    i * 1000,
+                    i == 1,
+                    i * 100,
+                    i * 2000
+                )
+            })
+            .collect();
+        v.push(r#"{"kind":"suspect","t":45.0,"pid":7,"step":4000,"key":"graph","what":"autograd graph nodes","holder":{"kind":"attribute","path":"Trainer.losses","container":"list","chain":["Tensor","list","Trainer"]}}"#.to_string());
+        v
+    }
+
+    #[test]
+    fn the_probes_evidence_decides_a_close_call() {
+        // RSS rises 3 MiB in a minute, under the 2 % of 700 MiB a leak needs
+        // by itself; the probe saw graphs held by a named root grow at
+        // every census.
+        let t = trace(|t| 700.0 * MIB + t * 0.05 * MIB, &held_graphs(), EXIT_OK);
+        let d = diagnose(&t, &DiagnoseOptions::default());
+        assert_eq!(d.verdict, Verdict::Leak, "{:#?}", d.findings);
+        assert_eq!(
+            d.findings[0].holder.as_ref().unwrap()["path"],
+            "Trainer.losses"
+        );
+        assert!(
+            d.findings[0]
+                .evidence
+                .iter()
+                .any(|e| e.starts_with("in-process census")),
+            "{:?}",
+            d.findings[0].evidence
+        );
+        // The same RSS without the probe's word is not a leak.
+        let t = trace(|t| 700.0 * MIB + t * 0.05 * MIB, &[], EXIT_OK);
+        assert_ne!(
+            diagnose(&t, &DiagnoseOptions::default()).verdict,
+            Verdict::Leak
+        );
+    }
+
+    #[test]
+    fn what_grows_under_no_leak_is_a_note_not_a_list() {
+        // Flat memory; a list of floats held by the trainer grows (a log).
+        let mut extra: Vec<String> = (1..=6)
+            .map(|i| {
+                format!(
+                    r#"{{"kind":"census","t":{},"pid":7,"step":{},"n":{i},"warmup":{},"containers":[{{"id":5,"type":"list","len":{}}}]}}"#,
+                    i * 10,
+                    i * 1000,
+                    i == 1,
+                    i * 50
+                )
+            })
+            .collect();
+        extra.push(r#"{"kind":"suspect","t":45.0,"pid":7,"step":4000,"key":"container:5","what":"list of float (len 200)","holder":{"kind":"attribute","path":"Trainer.log_history","container":"list","chain":["list","Trainer"]}}"#.to_string());
+        let t = trace(|_| 700.0 * MIB, &extra, EXIT_OK);
+        let d = diagnose(&t, &DiagnoseOptions::default());
+        assert_eq!(d.verdict, Verdict::NoLeak);
+        assert!(d.growth.is_empty(), "{:#?}", d.growth);
+        assert!(
+            d.notes
+                .iter()
+                .any(|n| n.contains("Trainer.log_history") && n.contains("not a leak")),
+            "{:?}",
+            d.notes
+        );
+    }
+
+    #[test]
+    fn an_oom_kill_after_growth_is_a_leak_whatever_the_tail() {
+        // 90 MiB in 50 s, then flat for the last 10 s as the kernel reclaims.
+        let rss = |t: f64| 300.0 * MIB + t.min(50.0) * 1.8 * MIB;
+        let killed = r#"{"kind":"exit","t":60.0,"signal":9,"status":137,"oom_killed":true}"#;
+        let d = diagnose(&trace(rss, &[], killed), &DiagnoseOptions::default());
+        assert_eq!(d.verdict, Verdict::Leak, "{}", d.summary);
+        assert!(d.findings[0]
+            .evidence
+            .iter()
+            .any(|e| e.contains("OOM killer")));
+        let plain = diagnose(&trace(rss, &[], EXIT_OK), &DiagnoseOptions::default());
+        assert_ne!(plain.verdict, Verdict::Leak, "{}", plain.summary);
+    }
+
+    #[test]
+    fn a_buffer_that_fills_after_start_up_is_bounded_not_warm_up() {
+        // Flat, then 120 MiB over steps 6000 to 16000, then flat to the end.
+        let rss = |t: f64| 700.0 * MIB + ((t - 6.0).clamp(0.0, 10.0) * 12.0 * MIB);
+        let d = diagnose(&trace(rss, &[], EXIT_OK), &DiagnoseOptions::default());
+        assert_ne!(d.verdict, Verdict::Leak, "{}", d.summary);
+        assert!(
+            d.notes.iter().any(|n| n.contains("fills, then stays flat")),
+            "{:?}",
+            d.notes
+        );
+    }
+
+    #[test]
+    fn a_leak_without_a_holder_says_why() {
+        let rss = |t: f64| 700.0 * MIB + t * 2.0 * MIB;
+        let census = r#"{"kind":"census","t":30.0,"pid":7,"step":3000,"n":1}"#.to_string();
+        let probe = r#"{"kind":"probe","t":0.5,"pid":7}"#.to_string();
+        let cost = r#"{"kind":"cost","t":30.0,"pid":7,"probe_s":0.1,"wall_s":30.0,"censuses":1}"#
+            .to_string();
+        let d = diagnose(
+            &trace(rss, &[probe, census, cost], EXIT_OK),
+            &DiagnoseOptions::default(),
+        );
+        assert_eq!(d.verdict, Verdict::Leak);
+        let why = d.no_holder.expect("a reason");
+        assert!(
+            why.starts_with("1 census in 60 s") && why.contains("run longer"),
+            "{why}"
+        );
+    }
 }
