@@ -548,7 +548,7 @@ fn no_holder_reason(
     if censuses == 0 {
         return Some(format!(
             "no census in {duration:.0} s: the probe looks once its budget has paid for it (about \
-             10 s of training at 1 %) or when memory grows like a leak; run longer"
+             25 s of training at 1 %) or when memory grows like a leak; run longer"
         ));
     }
     if censuses < 4 {
