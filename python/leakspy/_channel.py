@@ -81,6 +81,9 @@ class Channel(object):
         before is read by ``receive``). A probe that has not sent anything
         since learns it here: ``leakspy attach`` asks before starting
         again."""
+        # What it wrote before hanging up (a last look it asked for) is read
+        # and dropped first: the end of stream is behind it.
+        self.receive()
         s = self.sock
         if self.dead or s is None:
             return True

@@ -91,6 +91,7 @@ BURST_BUDGET = 0.5
 BURST_MAX_S = 20.0
 BURST_MAX_WORK_S = 6.0
 BURST_MIN_GAP_S = 0.8
+BURST_EXTRA_CENSUSES = 2
 BURST_COOLDOWN_S = 120.0
 MAX_BURSTS = 4
 # The first census is warm-up (not compared with: imports and first-step
@@ -148,6 +149,7 @@ class _State(object):
         self.burst_work0 = 0.0
         self.burst_spent = 0.0
         self.burst_named = False
+        self.burst_extra = 0  # censuses since the first holder was named
         self.burst_ok_after = 0.0
         self.bursts = 0
         self.burst_reason = None
@@ -474,6 +476,7 @@ def _start_burst(st, reason):
     st.burst_until = now + BURST_MAX_S
     st.burst_work0 = st.burst_spent
     st.burst_named = False
+    st.burst_extra = 0
     st.burst_reason = reason if isinstance(reason, str) else None
     _settle(st, now)
     # A census at once: the monitor saw the growth already.
@@ -505,10 +508,12 @@ def _burst_check(st, now):
         _end_burst(st, now, "time limit")
     elif st.burst_spent - st.burst_work0 >= BURST_MAX_WORK_S:
         _end_burst(st, now, "work limit")
-    elif st.burst_named and not st.trace_pending:
-        # What it was for is done: a holder named, and the line that made
-        # what it holds looked up. (More suspects come from the steady
-        # censuses; the report fits every series.)
+    elif st.burst_named and not st.trace_pending and (
+            st.burst_extra >= BURST_EXTRA_CENSUSES or not _unexplained(st.census)):
+        # What it was for is done: a holder named, the line that made what
+        # it holds looked up, and nothing else telling rising unnamed (or
+        # two more censuses to name it). More come from the steady
+        # censuses; the report fits every series.
         _end_burst(st, now, "holder named")
 
 
@@ -622,8 +627,10 @@ def _send_cost(st, now):
 def _set_due(st):
     if not st.census_on or not st.active:
         st.due = _INF
-    elif st.trace_pending or st.look_wanted:
-        st.due = 0.0  # look at every step
+    elif st.trace_pending or st.look_wanted or st.step_n == 0:
+        # Look at every step (until the loop's start is marked at its third
+        # step: the budget is earned from there).
+        st.due = 0.0
     else:
         st.due = st.next_census
 
@@ -814,6 +821,8 @@ def _census(st, source, step, rises=None, look=None):
         st.burst_free = False
         st.credit = max(st.credit, 0.0)
     if st.burst_until:
+        if st.burst_named:
+            st.burst_extra += 1
         _burst_check(st, now)
     _schedule(st, now)
     st.step_t, st.step_n = _cpu(), st.opt.n + st.man.n

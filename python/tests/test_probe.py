@@ -533,22 +533,22 @@ def test_a_bounded_deque_that_fills_is_no_suspect(monitor):
             def __init__(self, i):
                 self.i = i
 
-        buffer = collections.deque(maxlen=150)
+        buffer = collections.deque(maxlen=600)
         t0 = time.monotonic()
         i = 0
-        while time.monotonic() - t0 < 1.5:
-            buffer.append(Transition(i))  # fills over about 150 steps, then flat
+        while time.monotonic() - t0 < 4.0:
+            buffer.append(Transition(i))  # fills over about 600 steps, then flat
             leakspy.step()
             i += 1
             time.sleep(0.003)
         print(len(buffer))
     """)
     check_ok(p)
-    assert p.stdout == b"150\n"
+    assert p.stdout == b"600\n"
     censuses = points(monitor)
     counts = [c["types"].get("__main__.Transition") for c in censuses]
-    assert len(counts) >= 8 and counts[-1] == 150, json.dumps(counts)
-    assert counts.index(150) >= 4  # it rose over several censuses before it was full
+    assert len(counts) >= 8 and counts[-1] == 600, json.dumps(counts)
+    assert counts.index(600) >= 4  # it rose over several censuses before it was full
     assert monitor.messages("suspect") == [], json.dumps(monitor.messages("suspect"))
 
 
@@ -557,7 +557,7 @@ def test_a_program_that_never_steps_gets_timer_censuses(monitor):
         import time
         kept = []
         t0 = time.monotonic()
-        while time.monotonic() - t0 < 2.5:
+        while time.monotonic() - t0 < 5.0:
             kept.append(bytearray(10))
             kept.append([0])
             time.sleep(0.001)
@@ -826,7 +826,7 @@ def test_a_long_pause_does_not_buy_a_burst_of_censuses(monitor):
         import time
         import leakspy
         kept = []
-        for i in range(10):
+        for i in range(20):
             kept.append([i])
             leakspy.step()
             time.sleep(0.05)
@@ -839,10 +839,10 @@ def test_a_long_pause_does_not_buy_a_burst_of_censuses(monitor):
     """, env=monitor.env(LEAKSPY_PROBE_BUDGET="0.5"))
     check_ok(p)
     censuses = points(monitor)
-    assert censuses and censuses[0]["step"] <= 10, [c["step"] for c in censuses]
+    assert censuses and censuses[0]["step"] <= 20, [c["step"] for c in censuses]
     # 3 s at a 50 % budget would pay for dozens of these censuses; the credit
     # holds one, so the 300 quick steps after the pause see one or two.
-    after = [c["step"] for c in censuses if c["step"] > 10]
+    after = [c["step"] for c in censuses if c["step"] > 20]
     assert 1 <= len(after) <= 2, [c["step"] for c in censuses]
 
 

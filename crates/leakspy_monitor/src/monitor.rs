@@ -525,7 +525,8 @@ impl Monitor {
     /// at most `wait`: the end of an attached recording, while the job
     /// still runs.
     fn last_look(&mut self, wait: Duration) {
-        let Some(probe) = self.probe.as_ref() else {
+        // (A probe without a census has nothing to look with.)
+        let Some(probe) = self.probe.as_ref().filter(|p| p.config().census) else {
             return;
         };
         let msg = serde_json::json!({"kind": "look"});
