@@ -92,6 +92,10 @@ BURST_MAX_S = 20.0
 BURST_MAX_WORK_S = 6.0
 BURST_MIN_GAP_S = 0.8
 BURST_EXTRA_CENSUSES = 2
+# A burst whose censuses name nothing ends after this many (a suspect needs
+# four in a row): what grows is not in Python objects, or nothing does; the
+# next one waits twice as long.
+BURST_FRUITLESS_CENSUSES = 6
 BURST_COOLDOWN_S = 120.0
 MAX_BURSTS = 4
 # The first census is warm-up (not compared with: imports and first-step
@@ -150,6 +154,9 @@ class _State(object):
         self.burst_spent = 0.0
         self.burst_named = False
         self.burst_extra = 0  # censuses since the first holder was named
+        self.burst_censuses = 0
+        self.sent_in_burst = False  # a suspect (named or not) came in this burst
+        self.burst_cooldown = BURST_COOLDOWN_S
         self.burst_ok_after = 0.0
         self.bursts = 0
         self.burst_reason = None
@@ -477,6 +484,8 @@ def _start_burst(st, reason):
     st.burst_work0 = st.burst_spent
     st.burst_named = False
     st.burst_extra = 0
+    st.burst_censuses = 0
+    st.sent_in_burst = False
     st.burst_reason = reason if isinstance(reason, str) else None
     _settle(st, now)
     # A census at once: the monitor saw the growth already.
@@ -494,7 +503,7 @@ def _end_burst(st, now, why):
         return
     _settle(st, now)
     st.burst_until = 0.0
-    st.burst_ok_after = now + BURST_COOLDOWN_S
+    st.burst_ok_after = now + st.burst_cooldown
     # Back to the steady budget; what the burst overspent is not owed.
     st.credit = min(max(st.credit, 0.0), st.expected)
     _schedule(st, now)
@@ -508,6 +517,11 @@ def _burst_check(st, now):
         _end_burst(st, now, "time limit")
     elif st.burst_spent - st.burst_work0 >= BURST_MAX_WORK_S:
         _end_burst(st, now, "work limit")
+    elif not st.burst_named and st.burst_censuses >= BURST_FRUITLESS_CENSUSES and not (
+            st.sent_in_burst or st.trace_pending):
+        _end_burst(st, now, "nothing named")
+        st.burst_cooldown *= 2
+        st.burst_ok_after = now + st.burst_cooldown
     elif st.burst_named and not st.trace_pending and (
             st.burst_extra >= BURST_EXTRA_CENSUSES or not _unexplained(st.census)):
         # What it was for is done: a holder named, the line that made what
@@ -821,6 +835,7 @@ def _census(st, source, step, rises=None, look=None):
         st.burst_free = False
         st.credit = max(st.credit, 0.0)
     if st.burst_until:
+        st.burst_censuses += 1
         if st.burst_named:
             st.burst_extra += 1
         _burst_check(st, now)
@@ -917,6 +932,7 @@ def _suspects(st, suspects, step):
                "what": _clean(what), "per_census": round(float(per), 3), "count": count,
                "holder": _clean_holder(holder), "created_at": None, "example": example}
         census.suspect_keys.add(key)
+        st.sent_in_burst = True
         if holder.get("kind") not in (None, "unknown") and not holder.get("library"):
             st.burst_named = True
         st.sent[key] = msg
