@@ -7,7 +7,7 @@ Wall-time ratios of whole runs cannot resolve 1 % on a shared machine (one
 run's speed moves by several percent from the next: bench/probe_overhead.py).
 This benchmark compares steps with their neighbours instead: it runs
 bench/step_times.py (the loop of examples/zoo/healthy.py, timing each step)
-under `leakspy run --probe-budget B` and, for every census in the trace (its
+under `leakspy run` (at its defaults for 0.01, else with `--probe-budget B`) and, for every census in the trace (its
 `step` says which step it ran in: the optimizer hook runs inside
 `optimizer.step()`), takes
 
@@ -40,6 +40,7 @@ SECONDS = os.environ.get("SECONDS", "60")
 AFTER = int(os.environ.get("AFTER", "30"))
 WINDOW = int(os.environ.get("WINDOW", "150"))
 OUT = Path(os.environ.get("OUT", ROOT / "bench/RESULTS-excess.md"))
+DEFAULT_BUDGET = 0.01  # leakspy's own default: run with no option
 
 
 def leakspy_bin():
@@ -97,7 +98,7 @@ def main():
         "",
         f"`{Path(PY).name} bench/probe_excess.py` (BUDGETS={','.join(f'{b:g}' for b in BUDGETS)}, SECONDS={SECONDS}, "
         f"AFTER={AFTER}, WINDOW={WINDOW}): bench/step_times.py (the loop of examples/zoo/healthy.py) under "
-        f"`leakspy run --probe-budget B`, {os.cpu_count()} CPUs. Excess = step time minus the mean of the "
+        f"`leakspy run` (at its defaults for 0.01, else with `--probe-budget B`), {os.cpu_count()} CPUs. Excess = step time minus the mean of the "
         "neighbouring steps, summed over the census's step and the steps after it.",
         "",
         "| budget | steps | censuses judged | census time (`cost_s`, sum) | excess: census steps | excess: the steps after | "
@@ -105,10 +106,13 @@ def main():
         "probe's own accounting (all its work ÷ rest of the loop) |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
+    bursts = []
     for b in BUDGETS:
         trace, out = work / f"b{b:g}.jsonl", work / f"b{b:g}.txt"
         env = dict(os.environ, ZOO_SECONDS=SECONDS, STEP_TIMES_OUT=str(out))
-        subprocess.run([str(bin_), "run", "-q", "--probe-budget", f"{b:g}", "--trace", str(trace), "--",
+        # The default budget is run as a user runs it: with no option at all.
+        budget_args = [] if b == DEFAULT_BUDGET else ["--probe-budget", f"{b:g}"]
+        subprocess.run([str(bin_), "run", "-q", *budget_args, "--trace", str(trace), "--",
                         PY, str(PROGRAM)], env=env, check=True, stdout=subprocess.DEVNULL)
         times = [float(x) for x in out.read_text().split()]
         censuses, cost = read_trace(trace)
@@ -127,8 +131,12 @@ def main():
             f"| {b:g} | {len(times)} | {len(judged)} of {len(censuses)} | {census_time:.3f} s | {own:.3f} s | "
             f"{after:+.3f} s | {(own + after) / census_time if census_time else float('nan'):.2f} | "
             f"{100 * slowdown:.2f} % | {100 * share:.2f} % |")
+        bursts.append((b, (cost or {}).get("bursts", 0), (cost or {}).get("burst_s", 0.0)))
         print(f"budget {b:g}: {len(times)} steps, {len(censuses)} censuses", file=sys.stderr)
     lines += [
+        "",
+        "Bursts (the monitor asks for them when memory grows like a leak; a healthy loop should get none): "
+        + "; ".join(f"budget {b:g}: {n} ({s:.2f} s of probe work)" for b, n, s in bursts) + ".",
         "",
         "The probe's accounting times the 30 steps after each census itself and charges what they took beyond the usual step time; it adds "
         "what a comparison with neighbours cannot see: the step hook (1 µs per step) and the step messages.",

@@ -71,11 +71,10 @@ echo
 echo "\$ leakspy check examples/leaky_train.py"
 "$leakspy" check examples/leaky_train.py || [[ $? -eq 1 ]]
 echo
-echo "\$ leakspy run --probe-budget 0.3 -- python examples/leaky_train.py --generations 10"
-# The demo lasts seconds, not hours: the probe may spend 30 % of it on censuses
-# (the default, 1 %, would take its first census only after 10 s), and it
-# needs five censuses to name a holder.
-"$leakspy" run --trace leakspy-runs/demo.jsonl --probe-budget 0.3 \
+echo "\$ leakspy run -- python examples/leaky_train.py --generations 10"
+# At the defaults: the monitor sees memory grow within seconds and the probe's
+# burst of censuses names what grows, who holds it and which line made it.
+"$leakspy" run --trace leakspy-runs/demo.jsonl \
   --report-json leakspy-runs/demo.json --report-html leakspy-runs/demo.html \
   -- "$venv/bin/python" examples/leaky_train.py --generations 10 "$@"
 t3=$SECONDS

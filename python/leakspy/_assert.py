@@ -16,7 +16,9 @@ import os
 import sys
 import time
 
+from . import _explain
 from ._census import GcPaused
+from ._explain import parse
 
 __all__ = ["assert_no_leak", "LeakError", "LeakReport", "Leak"]
 
@@ -241,12 +243,12 @@ class _Run(object):
             self._thaw()  # the holder search needs gc.get_referrers to see all
         self.census_seconds += time.perf_counter() - t0
         if i == self.k - 1:
-            groups = [key[14:].split("/") for key in self.prelim(i)
+            groups = [parse(key).base.tensor_group() for key in self.prelim(i)
                       if key.startswith("bytes:tensors:")]
             if groups:
                 self.sizes = {}
-                for dev_dt_kind in groups:
-                    for t in self._tensors_of(dev_dt_kind):
+                for group in groups:
+                    for t in self._tensors_of(group):
                         self.sizes[id(t)] = _nbytes(t)
                         self.sizes[-id(t)] = _sig(t)
         if i == self.k - 1 and self.creation_sites:
@@ -360,7 +362,7 @@ class _Run(object):
         if not self.kinds:
             for _ref, _env, name, kind, user in list(self.census._type_info.values()):
                 self.kinds[name] = (kind, user)
-        return self.kinds.get(key[5:], (None, False))
+        return self.kinds.get(parse(key).name, (None, False))
 
     # -- the verdict -----------------------------------------------------
 
@@ -386,7 +388,7 @@ class _Run(object):
                 if key.startswith("bytes:tensors:") and pk not in growth and pk in picked:
                     # Bytes grow, not the count: the tensors that grow are
                     # among the largest of their group, not the youngest.
-                    picked[pk]["objects"] = self._growing_tensors(pk[8:].split("/"))
+                    picked[pk]["objects"] = self._growing_tensors(parse(pk).tensor_group())
             holders = self._holders(suspects, growth)
             examples = self._examples(picked)
             sites = self.sites
@@ -407,7 +409,7 @@ class _Run(object):
         out = []
         for k in keys:
             if k.startswith("bytes:"):
-                base = k[6:]
+                base = parse(k).base.text
                 if base in growth:
                     continue
             if tiers[k] == 8 and any(g.startswith(("tensors:", "modules:")) for g in growth):
@@ -416,12 +418,11 @@ class _Run(object):
         out.sort(key=lambda k: (tiers[k], -abs(growth[k]), k))
         return out[:MAX_PICKED]
 
-    def _tensors_of(self, dev_dt_kind):
-        """Every tensor of one group (device, dtype, kind)."""
+    def _tensors_of(self, group):
+        """Every tensor of one group ([device, dtype, kind])."""
         from itertools import compress
 
         from ._census import _mro
-        from ._probe import _tensor_filter
 
         torch = self.census._torch()
         if torch is None:
@@ -432,12 +433,12 @@ class _Run(object):
                 objs.extend(self.census.frozen)
             kinds = list(map(type, objs))
             tt = {t for t in set(kinds) if torch.Tensor in _mro(t)}
-            out = _tensor_filter(torch, compress(objs, map(tt.__contains__, kinds)),
-                                 dev_dt_kind, False, 1000000)
+            out = _explain.tensor_filter(torch, compress(objs, map(tt.__contains__, kinds)),
+                                         group, False, 1000000)
             del objs, kinds
         return out
 
-    def _growing_tensors(self, dev_dt_kind, n=3):
+    def _growing_tensors(self, group, n=3):
         """The tensors of a group whose storage grew in the last interval:
         those to trace when the bytes of a group grow and its count does not.
         A tensor grown in place keeps its id; one replaced by a larger one
@@ -448,7 +449,7 @@ class _Run(object):
         new = []
         rest = []
         now = set()
-        for t in self._tensors_of(dev_dt_kind):
+        for t in self._tensors_of(group):
             nb = _nbytes(t)
             nd = _sig(t)
             old = before.get(id(t))
@@ -481,8 +482,6 @@ class _Run(object):
         return []
 
     def _holders(self, suspects, growth):
-        from ._holders import Searcher
-
         # Instances of every type that grows (the copies of a model, its
         # layers, records) are passed through on the way up, not taken for
         # the holder.
@@ -494,42 +493,20 @@ class _Run(object):
                     through.add(t)
         through.update(self.census.rising_types)
         self.census.rising_types = set()
-        searcher = Searcher(self.libs, through)
+        found = _explain.attribute(self.libs, suspects, through)
         del through
-        groups = [s[3]["objects"] for s in suspects]
-        try:
-            with GcPaused():
-                found = searcher.search(groups)
-        finally:
-            searcher.close()
-        del groups
         holders = {}
-        graph_holder = None
-        for s, h in zip(suspects, found):
-            if s[0] == "graph" and h is not None:
-                graph_holder = h
-        for s, h in zip(suspects, found):
+        for s, (h, _bounded, _picked) in zip(suspects, found):
             key, info = s[0], s[3]
-            if h is None and graph_holder is not None and info.get("saved_by_graph"):
-                # Tensors only a graph holds (saved for backward) are held by
-                # whatever holds the graph.
-                h = dict(graph_holder)
-                h["chain"] = [_first_type(info), "graph"] + list(graph_holder["chain"])
-            if info["kind"] == "figures":
-                h = {"kind": "pyplot",
-                     "path": "matplotlib.pyplot (figure never closed: plt.close(fig))",
-                     "container": None, "file": None, "line": None,
-                     "chain": ["Figure", "pyplot"]}
-            if h is not None:
-                h = dict(h)
-                h.pop("_bounded", None)
-                if info["kind"] == "container" and not h.get("container") and h.get("chain"):
-                    h["container"] = h["chain"][0]  # the container is what grows
+            if h is not None and info["kind"] == "container" and not h.get(
+                    "container") and h.get("chain"):
+                h["container"] = h["chain"][0]  # the container is what grows
             if self.roots and info["kind"] != "figures" and not self._user_held(h):
                 # Held by the test framework (pytest keeps fixture values in
                 # its own dicts): name the fixture instead.
                 h = self._root_holder(info["objects"]) or h
             holders[key] = h
+        del found
         return holders
 
     def _root_holder(self, objs):
@@ -561,8 +538,6 @@ class _Run(object):
         return None
 
     def _examples(self, picked):
-        from ._probe import _example, _last_item
-
         out = {}
         for key, info in picked.items():
             objs = info["objects"]
@@ -570,17 +545,11 @@ class _Run(object):
                 continue
             o = objs[0]
             if info["kind"] == "container":
-                item = _last_item(o)
+                item = _explain.last_item(o)
                 out[key] = {"type": type(o).__name__,
                             "item_type": type(item).__name__ if item is not None else None}
-            elif key == "numpy":
-                try:
-                    out[key] = {"type": type(o).__name__, "shape": [int(d) for d in o.shape],
-                                "dtype": str(o.dtype)}
-                except Exception:
-                    pass
             else:
-                ex = _example(None, o)
+                ex = _explain.example_of(o)
                 if ex is not None:
                     out[key] = ex
         return out
@@ -606,78 +575,26 @@ class _Run(object):
         line of the user's code among the allocation tracebacks of its
         instances made while tracemalloc ran (the last interval's calls;
         the others have no traceback); for a container, of its newest
-        items."""
+        items; for the bytes of a tensor group, of the tensors that grew."""
         try:
             import tracemalloc
         except Exception:
             return {}
         if not tracemalloc.is_tracing():
             return {}
-        from itertools import compress, islice
 
-        from ._census import _CONTAINER_SET, _CellType, _mro, type_name
-        from ._holders import function_at, vote_site
-        from ._probe import _figures, _newest_items, _tensor_filter
+        def growing(key):
+            k = parse(key)
+            if k.kind == "bytes" and k.base.kind == "tensors":
+                return self._growing_tensors(k.base.tensor_group())
+            return None
 
-        out = {}
         with GcPaused():
-            torch = self.census._torch()
-            objs = gc.get_objects()
-            if self.census.frozen:
-                objs.extend(self.census.frozen)
-            kinds = list(map(type, objs))
-            present = set(kinds)
-            tensor_types = set()
-            module_types = set()
-            if torch is not None:
-                for t in present:
-                    mro = _mro(t)
-                    if torch.Tensor in mro:
-                        tensor_types.add(t)
-                    elif torch.nn.Module in mro:
-                        module_types.add(t)
-            by_id = None
-            for key in keys:
-                kind, _, rest = key.partition(":")
-                cands = []
-                if kind == "bytes":
-                    key = _pick_key(key)
-                    cands = self._growing_tensors(key[8:].split("/"))
-                elif kind == "type":
-                    ts = {t for t in present if type_name(t) == rest}
-                    cands = list(islice(compress(objs, map(ts.__contains__, kinds)),
-                                        TRACE_CANDIDATES))
-                elif kind in ("tensors", "graph"):
-                    ts = compress(objs, map(tensor_types.__contains__, kinds))
-                    cands = _tensor_filter(torch, ts,
-                                           rest.split("/") if kind == "tensors" else None,
-                                           kind == "graph", TRACE_CANDIDATES)
-                elif kind == "modules":
-                    ts = {t for t in module_types if getattr(t, "__qualname__", None) == rest}
-                    cands = list(islice(compress(objs, map(ts.__contains__, kinds)),
-                                        TRACE_CANDIDATES))
-                elif kind == "container":
-                    if by_id is None:
-                        conts = list(compress(objs, map(_CONTAINER_SET.__contains__, kinds)))
-                        users = {t for t in present if self.libs.is_user_type(t)}
-                        users.add(_CellType)
-                        sel = list(compress(objs, map(users.__contains__, kinds)))
-                        conts.extend(self.census._untracked_dicts(sel, list(map(type, sel)),
-                                                                  users))
-                        by_id = dict(zip(map(id, conts), conts))
-                        del conts, sel
-                    c = by_id.get(int(rest))
-                    if c is not None:
-                        cands = _newest_items(c, 20)
-                    del c
-                elif kind == "figures":
-                    cands = _figures()
-                site = vote_site(tracemalloc, self.libs, cands, kind == "container")
-                del cands
-                if site is not None:
-                    f, line = site
-                    out[key] = (os.path.abspath(f), line, function_at(f, line))
-            del objs, kinds, by_id
+            found = _explain.sites(self.libs, self.census, keys, tracemalloc, None, growing)
+        out = {}
+        for key, site in found.items():
+            pk = _pick_key(key) if key.startswith("bytes:") else key
+            out[pk] = _explain.site_of(site)
         return out
 
     def _group(self, keys, growth, picked, holders, examples, sites):
@@ -737,9 +654,10 @@ class _Run(object):
     def _label(self, key, growth, examples, brief=False):
         r = growth[key]
         ex = examples.get(_pick_key(key) or "") or {}
-        kind, _, rest = key.partition(":")
+        k = parse(key)
+        kind, rest = k.kind, k.name
         if kind == "tensors":
-            dev, dt, g = (rest.split("/") + ["?", "?", "?"])[:3]
+            dev, dt, g = k.device, k.dtype, k.grad
             name = ex.get("type") or "Tensor"
             inner = []
             if g == "grad":
@@ -807,7 +725,7 @@ class _Run(object):
         if key == "bytes:cuda":
             return "CUDA memory allocated %s/call (torch.cuda.memory_allocated)" % _bytes(r)
         if kind == "bytes":
-            dev, dt, g = (rest[len("tensors:"):].split("/") + ["?", "?", "?"])[:3]
+            dev, dt, g = k.base.device, k.base.dtype, k.base.grad
             label = {"grad": "with a grad_fn", "leaf": "requiring grad"}.get(g, "")
             text = " ".join(x for x in ("%s %s tensors" % (dev, dt), label) if x)
             if brief:
@@ -992,7 +910,7 @@ def _has_instances(key):
 def _pick_key(key):
     """The census key whose instances explain a series."""
     if key.startswith("bytes:tensors:"):
-        return key[6:]
+        return parse(key).base.text
     if key == "bytes:numpy":
         return "numpy"
     if key.startswith("bytes:") or key.startswith("info:"):
@@ -1029,11 +947,6 @@ def _tier(key, kind):
 def _chain(holders, key):
     h = holders.get(_pick_key(key) or "")
     return (h or {}).get("chain") or ()
-
-
-def _first_type(info):
-    objs = info.get("objects") or []
-    return type(objs[0]).__name__ if objs else "?"
 
 
 def _num(x):

@@ -17,6 +17,7 @@ from heapq import nlargest
 from itertools import compress, filterfalse, islice
 
 from ._autograd import ALL_GRAPHS, GRAPH_KEYS, grad_fn
+from ._explain import parse
 from ._autograd import oldest as oldest_node
 from ._autograd import walk as walk_graph
 
@@ -224,16 +225,17 @@ class Growth(object):
         self.at_cap = at_cap
         self.prev = values
 
-    def rising(self):
+    def rising(self, rises=None):
         """key -> (per_census, count, rises in a row) for keys that qualify:
-        those that rose at each of the last RISES comparisons (HISTORY_RISES
-        for a graph's history), and those that rose at every comparison
-        until they reached a walk's cap, twice at least (a graph that
-        outgrows the walk between censuses would never qualify otherwise;
-        the report reads such series the same way)."""
+        those that rose at each of the last RISES comparisons (``rises``
+        when given; HISTORY_RISES for a graph's history), and those that
+        rose at every comparison until they reached a walk's cap, twice at
+        least (a graph that outgrows the walk between censuses would never
+        qualify otherwise; the report reads such series the same way)."""
         out = {}
         for key, run in self.runs.items():
-            need = HISTORY_RISES if key == "graph.history" else RISES
+            need = HISTORY_RISES if key == "graph.history" else (rises or RISES)
+            need = min(need, rises or need)
             if len(run) >= need + 1:
                 out[key] = ((run[-1] - run[-1 - need]) / float(need), run[-1],
                             self.streak.get(key, 0))
@@ -249,6 +251,10 @@ class Census(object):
     def __init__(self, libs):
         self.libs = libs
         self.n = 0
+        # Censuses that are warm-up (imports, lazy first-step work): the
+        # first, unless it came well into the job.
+        self.warm_n = 1
+        self.last_objects = 0
         self.growth = Growth()
         self.reported_types = set()
         self.container_prev = {}
@@ -344,7 +350,7 @@ class Census(object):
 
     # -- the census ------------------------------------------------------
 
-    def run(self, want_picks, keys=None, track=None):
+    def run(self, want_picks, keys=None, track=None, rises=None, warmup=True, last=False):
         """One census. Returns (message fields, suspects), where suspects is a
         list of (key, per_census, count, info) for keys that qualify now and
         were not reported before; info holds the instances to trace to a
@@ -354,9 +360,17 @@ class Census(object):
         decided that they grow), with per_census 0; the growth state is left
         as the last census made it. ``track``: keys whose instances to
         remember for the next census's picks (by default, with
-        ``want_picks``, the series that rise)."""
+        ``want_picks``, the series that rise). ``rises``: rises in a row
+        that qualify a series (RISES by default). ``warmup``: whether the
+        first census is warm-up (imports, lazy first-step work), not
+        compared with; one taken well into the job is a baseline. ``last``:
+        a last look, which counts every rise (at exit the interpreter may be
+        importing as it prints a traceback; the holder search tells a
+        library's own growth from the user's)."""
         self.n += 1
-        first = self.n == 1
+        if self.n == 1:
+            self.warm_n = 1 if warmup else 0
+        first = self.n <= self.warm_n
         torch = self._torch()
         self.torch = torch
         own = self._own_ids()
@@ -365,6 +379,7 @@ class Census(object):
         if self.frozen:
             objs.extend(self.frozen)
         n_objects = len(objs)
+        self.last_objects = n_objects
         kinds = list(map(type, objs))
         type_counts = Counter(kinds)
 
@@ -436,7 +451,7 @@ class Census(object):
         conts = list(compress(sel, map(_CONTAINER_SET.__contains__, sel_types)))
         untracked = self._untracked_dicts(sel, sel_types, user_types)
         conts.extend(untracked)
-        want_ids = keys is not None and any(k.startswith("container:") for k in keys)
+        want_ids = keys is not None and any(parse(k).kind == "container" for k in keys)
         containers, cont_values, cont_objs, big = self._containers(conts, own, want_ids)
 
         # numpy arrays (not gc-tracked: reached from containers and user
@@ -462,8 +477,9 @@ class Census(object):
         for name in self.reported_types:
             types[name] = counts.get(name, 0)
         for key in self.suspect_keys:
-            if key.startswith("type:"):
-                types[key[5:]] = counts.get(key[5:], 0)
+            k = parse(key)
+            if k.kind == "type":
+                types[k.name] = counts.get(k.name, 0)
         if len(types) < MAX_TYPES:
             for name in sorted(user_names, key=counts.get, reverse=True):
                 if len(types) >= MAX_TYPES:
@@ -489,7 +505,7 @@ class Census(object):
         values.update(cont_values)
         n_modules = len(sys.modules)
         taint = None
-        if n_modules != self.modules_count or self.dirty:
+        if (n_modules != self.modules_count or self.dirty) and not last:
             # Imports under way: code objects, functions, dicts... grow for a
             # while. Only user classes, tensors and the rest count this time.
             taint = {"type:" + n for n in counts if n not in user_names}
@@ -528,12 +544,12 @@ class Census(object):
                 info["saved_by_graph"] = any(id(o) in saved for o in info["objects"])
                 suspects.append((key, 0.0, self.values.get(key, 0) if self.values else 0, info))
             if suspects:
-                up = {k[5:] for k in keys if k.startswith("type:")}
+                up = {parse(k).name for k in keys if parse(k).kind == "type"}
                 self.rising_types = {t for t, n in names.items() if n in up}
                 _prefer_held(suspects, (objs, sel, sel_types, tensors, roots, mods, arrays,
                                         graph_best, conts, suspects))
         elif want_picks:
-            rising = self.growth.rising()
+            rising = self.growth.rising(rises)
             tensor_names = {names[t] for t in tensor_types}
             rank = {k: _rank(k, user_names, tensor_names) for k in rising}
             # Library and builtin types rise along with whatever holds them:
@@ -550,10 +566,10 @@ class Census(object):
                 if key in ALL_GRAPHS and (self.suspect_keys.intersection(ALL_GRAPHS) or any(
                         s[0] in ALL_GRAPHS for s in suspects)):
                     continue  # the other series of all graphs named it
-                per, count, rises = rising[key]
+                per, count, streak = rising[key]
                 # ... and they wait two more censuses, for what holds them to
                 # qualify first (a list reaches the followed length later).
-                if rank[key] == 2 and (explained or rises < RISES + 2):
+                if rank[key] == 2 and (explained or streak < RISES + 2):
                     continue
                 info = self._picks(key, objs, sel, sel_types, type_counts, names, tensor_types,
                                    user_types, tensors, tensor_groups, graph_best, mods,
@@ -564,7 +580,7 @@ class Census(object):
                 info["saved_by_graph"] = any(id(o) in saved for o in info["objects"])
                 suspects.append((key, per, count, info))
             if suspects:
-                up = {k[5:] for k in self.growth.runs if k.startswith("type:")}
+                up = {parse(k).name for k in self.growth.runs if parse(k).kind == "type"}
                 self.rising_types = {t for t, n in names.items() if n in up}
                 _prefer_held(suspects, (objs, sel, sel_types, tensors, roots, mods, arrays,
                                         graph_best, conts, suspects))
@@ -858,7 +874,7 @@ class Census(object):
         for n, c in top:
             if id(c) in own:
                 continue
-            out.append({"id": id(c), "type": type(c).__name__, "len": n, "holder": None})
+            out.append({"id": id(c), "type": type(c).__name__, "len": n})
             shown.add(id(c))
             if len(out) >= TOP_CONTAINERS:
                 break
@@ -876,7 +892,7 @@ class Census(object):
         values = {}
         # Containers that rose since the last census (C-level set difference);
         # the first census is warm-up, as for every series.
-        if self.n > 2:
+        if self.n > self.warm_n + 1:
             for cid, n in cur.items() - prev.items():
                 p = prev.get(cid)
                 if p is not None and n > p:
@@ -885,13 +901,13 @@ class Census(object):
         runs = self.growth.runs
         for key in list(runs):
             if key.startswith("container:") and key not in values:
-                cid = int(key[10:])
+                cid = parse(key).cid
                 if cid in cur:
                     values[key] = cur[cid]
         # Growth needs the previous value of each: give Growth what it needs.
         gprev = self.growth.prev
         for key in values:
-            cid = int(key[10:])
+            cid = parse(key).cid
             p = prev.get(cid)
             if p is not None:
                 gprev[key] = p
@@ -900,10 +916,10 @@ class Census(object):
         if values or want_ids:
             by_id = dict(zip(ids, big))
             for key in values:
-                cid = int(key[10:])
+                cid = parse(key).cid
                 c = by_id.get(cid)
                 if c is not None and cid not in shown and len(out) < TOP_CONTAINERS * 2:
-                    out.append({"id": cid, "type": type(c).__name__, "len": len(c), "holder": None})
+                    out.append({"id": cid, "type": type(c).__name__, "len": len(c)})
                     shown.add(cid)
         # A series that starts here was counted from the last census's length
         # (above): the report gets that point too, so that it fits the same
@@ -1019,7 +1035,8 @@ class Census(object):
     def _instances(self, key, objs, sel, sel_types, type_counts, names, tensor_types,
                    user_types, tensors, tensor_groups, mods, roots, cap):
         """Instances of a series, youngest first (the census's order)."""
-        kind, _, rest = key.partition(":")
+        k = parse(key)
+        kind, rest = k.kind, k.name
         if kind == "type":
             ts = {t for t in type_counts if names[t] == rest}
             if not ts:
@@ -1066,7 +1083,8 @@ class Census(object):
                user_types, tensors, tensor_groups, graph_best, mods, cont_objs, arrays,
                roots):
         """The instances to trace for one key."""
-        kind, _, rest = key.partition(":")
+        k = parse(key)
+        kind, rest = k.kind, k.name
         if kind in ("type", "tensors", "modules"):
             cands = self._instances(key, objs, sel, sel_types, type_counts, names,
                                     tensor_types, user_types, tensors, tensor_groups, mods,
@@ -1153,9 +1171,10 @@ def _rank(key, user_names, tensor_names):
     traced back: the collector stops tracking tuples of untracked items)."""
     if key == "numpy":
         return 2
-    if not key.startswith("type:"):
+    k = parse(key)
+    if k.kind != "type":
         return 0
-    name = key[5:]
+    name = k.name
     if name in user_names:
         return 0
     if name in tensor_names:

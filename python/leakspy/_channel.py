@@ -1,6 +1,9 @@
 """The probe's channel to the monitor: one Unix stream socket per process,
 non-blocking, one JSON object per line.
 
+The monitor may write too (a burst, a last look: ``_probe``), read with
+``receive`` between steps, never waited for.
+
 A send never blocks and never raises. What the socket cannot take at once is
 kept in a buffer (at most ``MAX_BUFFER`` bytes) and written with the next
 message; past that, whole messages are dropped and counted. Any error other
@@ -18,6 +21,7 @@ except ImportError:  # pragma: no cover - every supported CPython has it
     _thread = None
 
 MAX_BUFFER = 1 << 20
+MAX_INBOX = 1 << 16
 _NOSIGNAL = getattr(socket, "MSG_NOSIGNAL", 0)
 _WOULD_BLOCK = (BlockingIOError, InterruptedError)
 
@@ -35,6 +39,8 @@ class Channel(object):
         self.dead = False
         self.lock = _thread.RLock()
         self.busy = False
+        self.inbox = bytearray()
+        self.read_lock = _thread.allocate_lock()
 
     def connect(self):
         """Connects (blocking, 2 s at most); False when the monitor is not there."""
@@ -58,6 +64,8 @@ class Channel(object):
         of the descriptor does not touch the parent's) and its pending bytes."""
         self.lock = _thread.RLock()
         self.busy = False
+        self.inbox = bytearray()
+        self.read_lock = _thread.allocate_lock()
         s, self.sock = self.sock, None
         if s is not None:
             try:
@@ -69,9 +77,13 @@ class Channel(object):
         self.dead = False
 
     def peer_closed(self):
-        """Whether the monitor has hung up (it never writes, so a readable
-        end of stream is its close). A probe that has not sent anything since
-        learns it here: ``leakspy attach`` asks before starting again."""
+        """Whether the monitor has hung up (an end of stream; what it wrote
+        before is read by ``receive``). A probe that has not sent anything
+        since learns it here: ``leakspy attach`` asks before starting
+        again."""
+        # What it wrote before hanging up (a last look it asked for) is read
+        # and dropped first: the end of stream is behind it.
+        self.receive()
         s = self.sock
         if self.dead or s is None:
             return True
@@ -81,6 +93,49 @@ class Channel(object):
             return False
         except Exception:
             return True
+
+    def receive(self):
+        """The messages the monitor sent since the last call, without waiting:
+        complete JSON lines, as dicts (others are skipped). The monitor
+        hanging up kills the channel, as a failed send does."""
+        s = self.sock
+        if self.dead or s is None or not self.read_lock.acquire(False):
+            return ()
+        try:
+            closed = False
+            try:
+                while True:
+                    data = s.recv(4096, socket.MSG_DONTWAIT)
+                    if not data:
+                        closed = True
+                        break
+                    self.inbox += data
+                    if len(self.inbox) > MAX_INBOX:  # not a monitor's
+                        self.inbox = bytearray()
+            except _WOULD_BLOCK:
+                pass
+            except Exception:
+                closed = True
+            out = []
+            buf = self.inbox
+            while True:
+                i = buf.find(b"\n")
+                if i < 0:
+                    break
+                line = bytes(buf[:i])
+                del buf[:i + 1]
+                try:
+                    m = json.loads(line.decode("utf-8"))
+                except Exception:
+                    continue
+                if isinstance(m, dict):
+                    out.append(m)
+            if closed:
+                with self.lock:
+                    self._die_locked()
+            return out
+        finally:
+            self.read_lock.release()
 
     def take_dropped(self):
         n, self.dropped = self.dropped, 0

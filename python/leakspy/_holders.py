@@ -95,6 +95,7 @@ class Searcher(object):
         self.current_frames = set()
         self.running_frames = set()
         self.locals = {}
+        self.picked = []  # per group: the object that reached its holder
         self._scan_frames()
 
     def _mine(self, o):
@@ -231,10 +232,16 @@ class Searcher(object):
                 hit = self.locals.get(id(n))
                 if hit is not None and not done[s]:
                     root = self._local(hit[0], hit[1], chains[i] + ["frame"])
+                    root["_value"] = n
+                    _container_id(root)
+                    self.ignore.add(id(root))  # it refers to what the walk visits
                     root["_bounded"] = bounded[i]
                     results[s].append(root)
             for s, r in enumerate(results):
-                if r:
+                # A frame local is a root to fall back on, not where to
+                # stop: the newest of many kept objects is also the loop's
+                # variable, and what keeps them all is further up.
+                if any(h["kind"] != "local" for h in r):
                     done[s] = True
             if all(done) or depth == MAX_PASSES:
                 break
@@ -274,6 +281,8 @@ class Searcher(object):
                         visited[s].add(id(r))
                         root, cont = self._classify(r, nodes[i], childs[i], chains[i])
                         if root is not None:
+                            _container_id(root)
+                            self.ignore.add(id(root))
                             root["_bounded"] = bounded[i]
                             # A root the walk goes on past (a library's
                             # attribute or global) is kept in case nothing
@@ -300,7 +309,7 @@ class Searcher(object):
                             new_bounded.append(bounded[i] or _is_bounded(r))
                             new_ldepth.append(ld)
             for s, r in enumerate(results):
-                if r:
+                if any(h["kind"] != "local" for h in r):
                     done[s] = True
             nodes, childs, srcs, chains = new_nodes, new_childs, new_srcs, new_chains
             bounded, ldepth = new_bounded, new_ldepth
@@ -308,19 +317,86 @@ class Searcher(object):
         per_group = {}
         s = 0
         for g, objs in enumerate(groups):
-            for _ in objs:
+            for o in objs:
                 cands = results[s]
                 if not cands and fallback[s]:
                     cands = [min(fallback[s])[2]]
+                    # Named so: a library's own root (a registry, a
+                    # cache), reached for want of one of the user's.
+                    cands[0]["library"] = True
                 if cands:
                     cands.sort(key=lambda h: _PRIORITY.get(h["kind"], 2))
-                    per_group.setdefault(g, []).append(cands[0])
+                    per_group.setdefault(g, []).append((cands[0], o))
                 s += 1
         out = []
+        # The object of each group whose walk reached the root voted for:
+        # the one to describe (not one that reached something else).
+        self.picked = []
         for g in range(len(groups)):
-            out.append(_vote(per_group.get(g, [])))
+            pairs = per_group.get(g, [])
+            h = _vote([p[0] for p in pairs])
+            out.append(h)
+            self.picked.append(next((o for r, o in pairs if r is h or (
+                h is not None and (r["kind"], r["path"]) == (h["kind"], h["path"]))), None))
+        del per_group
+        self._reach(groups, out)
+        for h in out:
+            if h is not None:
+                h.pop("_value", None)
         self.close()
         return out
+
+    def _reach(self, groups, out):
+        """Groups no walk up named a root for (their objects are held from C,
+        or from deeper than the walk goes) but that a named holder reaches
+        going down its container (the list's tuples, their tensors): held by
+        that holder. Attribution follows references, or names nothing."""
+        named = []
+        for h in out:
+            if (h is not None and not h.get("library") and h.get("_value") is not None
+                    and all(h is not n for n in named)):
+                named.append(h)
+        if not named:
+            return
+        for g, objs in enumerate(groups):
+            if out[g] is not None or not objs:
+                continue
+            want = set(map(id, objs))
+            for h in named:
+                found = self._down(h["_value"], want)
+                if found is not None:
+                    held = dict(h)
+                    held.pop("_value", None)
+                    held["chain"] = [_tname(found)] + ["..."] + list(h.get("chain") or [])[-2:]
+                    out[g] = held
+                    self.picked[g] = found
+                    break
+            del want
+
+    def _down(self, start, want, depth=4, cap=200000):
+        """The first object of ``want`` (ids) reached from ``start`` within
+        ``depth`` references down, or None."""
+        level = [start]
+        seen = {id(start)}
+        skip = (type, _ModuleType, _FunctionType, _FrameType)
+        try:
+            for _ in range(depth):
+                refs = gc.get_referents(*level)
+                for o in refs:
+                    if id(o) in want:
+                        return o
+                nxt = []
+                for o in refs:
+                    if id(o) not in seen and gc.is_tracked(o) and not isinstance(o, skip):
+                        seen.add(id(o))
+                        nxt.append(o)
+                del refs
+                level = nxt[:cap]
+                if not level or len(seen) > cap:
+                    return None
+        finally:
+            level = None
+        return None
 
     def close(self):
         # Empty what we kept (no reference cycle may outlive the search: the
@@ -348,6 +424,7 @@ class Searcher(object):
                     # (`__loader__`, `__builtins__`: the import system's.)
                     return None, False
                 root = self._global(mod, name, chain + ["module"])
+                root["_value"] = node
                 # A library's global is a fallback, and the walk stops there
                 # (past a module lies every module that imports it).
                 root["_lib"] = _LIB_ROOT if not self.libs.is_user_module(mod) else 0
@@ -361,10 +438,14 @@ class Searcher(object):
                 return None, False
             var = self._frame_var(r, node)
             ch = chain
+            value = node
             if var is None and type(node) is dict and child is not None:
                 var = self._frame_var(r, child)  # node is the f_locals snapshot
                 ch = chain[:-1]
-            return self._local(r, var or "?", ch + ["frame"]), False
+                value = child
+            root = self._local(r, var or "?", ch + ["frame"])
+            root["_value"] = value
+            return root, False
         if tr in _GEN_TYPES:
             frame = getattr(r, "gi_frame", None) or getattr(r, "cr_frame", None) or getattr(
                 r, "ag_frame", None)
@@ -391,6 +472,7 @@ class Searcher(object):
                 name = _key_of(node, child)
                 if name is not None and isinstance(name, str):
                     root = self._class_attr(r, name, chain[:-1] + [_short(r)])
+                    root["_value"] = child
                     root["_lib"] = _LIB_ROOT if not self.libs.is_user_type(r) else 0
                     return root, False
             return None, False
@@ -412,7 +494,12 @@ class Searcher(object):
             internal = name[0] in _MODULE_REGISTRIES or (
                 not self.libs.is_user_type(tr) and self._model_part(tr))
             root = self._attribute(r, name[0], ch)
+            root["_value"] = child if name[1] else node
             root["_lib"] = _LIB_PART if internal else 0
+            if not internal and not self.libs.is_user_type(tr):
+                # An installed package's own object (a trainer's log
+                # history): named, but not the user's code.
+                root["library"] = True
             return root, internal
         return None, True
 
@@ -536,6 +623,24 @@ class Searcher(object):
         f, line = _class_location(cls, name)
         return {"kind": "class_attribute", "path": "%s.%s" % (_qualname(cls), name),
                 "container": _container(chain), "file": f, "line": line, "chain": chain}
+
+
+_CONTAINER_NAMES = frozenset(("list", "dict", "set", "deque", "OrderedDict", "defaultdict",
+                              "Counter"))
+
+
+def _container_id(root):
+    """The id of the container a root holds, when it holds one (the list in
+    `Trainer.losses`): the report joins that container's length series to
+    the holder. (The value itself stays under `_value` until the search
+    ends: the walk down from a holder starts there.)"""
+    value = root.get("_value")
+    try:
+        if type(value).__name__ in _CONTAINER_NAMES and type(value).__module__ in (
+                "builtins", "collections"):
+            root["container_id"] = id(value)
+    except Exception:
+        pass
 
 
 def _owns_dict(r, d):

@@ -8,7 +8,6 @@ and a broken channel switches the probe off for good in that process.
 """
 
 import atexit
-import gc
 import os
 import sys
 import time
@@ -19,15 +18,24 @@ except ImportError:  # pragma: no cover
     _thread = None
 
 from . import __version__
-from ._autograd import ALL_GRAPHS, GRAPH_KEYS
+from ._autograd import GRAPH_KEYS
 from ._channel import Channel
 
 _monotonic = time.monotonic
 _perf = time.perf_counter
-# The probe's work is charged in this thread's CPU time: wall time would also
-# charge it the moments the job waits for a CPU that other programs hold.
+# The probe's work is charged in wall time on the job's thread: it is what
+# the job loses, on a busy machine too (a census of 0.1 s of CPU that waits
+# for a CPU other programs hold stalls the job for longer, and is charged
+# so). What the steps after a census lose (its cache misses), and the step
+# messages, are measured in the thread's CPU time instead: a step's wall
+# time, and a 30-microsecond message's, also move with every other
+# program's scheduling, which is not the probe's doing.
 _cpu = time.thread_time
 _INF = float("inf")
+
+# The share of the job's time the probe may use, unless told otherwise
+# (`leakspy run --probe-budget`, which always passes it).
+DEFAULT_BUDGET = 0.01
 
 # One step message per 0.1 s at most, the monitor's own sampling interval: a
 # message costs the job a socket write and a wake-up of the monitor (tens of
@@ -35,10 +43,13 @@ _INF = float("inf")
 # per-step fit of 10 Hz samples.
 STEP_COALESCE_S = 0.1
 FIRST_CENSUS_STEPS = 3
-# What a census costs at torch's baseline after a first step (~0.1 s,
-# docs/probe.md): the first census waits until the budget has paid for it,
-# so a short or healthy job never spends more than its budget on the probe.
-FIRST_CENSUS_COST_S = 0.1
+# What the first census is expected to cost before one was timed: the upper
+# end of a census at torch's baseline after a first step (0.1-0.3 s on 2
+# busy cores, docs/probe.md). The first census waits until the budget has
+# paid for that much, so a short or healthy job never spends more than its
+# budget on the probe (at 1 %, 25 s of its time; a job that leaks gets a
+# burst long before).
+FIRST_CENSUS_COST_S = 0.25
 # What the optimizer hook and `leakspy.step()` cost per call, charged to the
 # budget by count: the upper end of python/tests/bench_probe.py's figures
 # (0.4-1.0 us), since timing each call would cost as much as the call.
@@ -48,14 +59,54 @@ STEP_COST_S = 1e-6
 # probe times this many steps after each census against the step time
 # before it and charges what they took beyond it.
 AFTER_STEPS = 30
-EXAMPLE_NODE_CAP = 100000  # nodes counted in a suspect's example graph
+# tracemalloc runs until each suspect should have made two new instances (at
+# the rate it rose between censuses: a figure every ten steps needs twenty),
+# TRACE_STEPS steps and TRACE_MIN_S at least (a reinforcement learner's
+# rollout, between two optimizer steps, makes what it keeps), TRACE_MAX_STEPS
+# and TRACE_MAX_S at most: it slows every allocation while it runs.
 TRACE_STEPS = 3
+TRACE_MIN_S = 1.0
+TRACE_MAX_STEPS = 1000
+TRACE_MAX_S = 3.0
 TRACE_TIMER_S = 1.0
 FIRST_TIMER_S = 1.0
 MIN_TIMER_GAP_S = 0.1
 MAX_GAP_S = 3600.0
-TRACE_FRAMES = 25
+# Frames kept per allocation: the innermost frame of the user's code is
+# within a few of where a kept object is made (a tensor in a forward call,
+# a figure in plt.subplots), and each frame kept costs every allocation.
+TRACE_FRAMES = 16
 MAX_FAILURES = 3
+
+# A burst: when the monitor sees memory grow as a leak does (its live fit
+# of RSS), it asks the probe to find out what grows. For a while the probe
+# may spend BURST_BUDGET of the job's time, with a census every
+# BURST_MIN_GAP_S at most (growth per step must have time to show between
+# two), until it has named a holder of the user's and looked up the line that
+# made what it holds, BURST_MAX_S has passed, or the burst's work reached
+# BURST_MAX_WORK_S.
+# Then the steady budget again, with the burst's overdraft forgiven (the
+# report says what it cost). A healthy job never sees one.
+BURST_BUDGET = 0.5
+BURST_MAX_S = 20.0
+BURST_MAX_WORK_S = 6.0
+BURST_MIN_GAP_S = 0.8
+BURST_EXTRA_CENSUSES = 2
+# A burst whose censuses name nothing ends after this many (a suspect needs
+# four in a row): what grows is not in Python objects, or nothing does; the
+# next one waits twice as long.
+BURST_FRUITLESS_CENSUSES = 6
+BURST_COOLDOWN_S = 120.0
+MAX_BURSTS = 4
+# The first census is warm-up (not compared with: imports and first-step
+# work add objects) when it comes within this many steps or seconds of the
+# loop's start; later, it is the baseline of every series.
+WARMUP_STEPS = 50
+WARMUP_S = 3.0
+# The last look (at exit, or when `leakspy attach` detaches) takes one more
+# census and searches holders for what rose at each of its last two
+# comparisons, unless the heap is too big for that to be quick.
+LAST_LOOK_MAX_OBJECTS = 3000000
 
 S = None  # the probe's state in this process, or None when off
 
@@ -90,19 +141,44 @@ class _State(object):
         # it measured on the job's threads, and the census credit those
         # seconds are paid from (`_settle`).
         self.spent = 0.0
+        self.parts = {"census": 0.0, "holders": 0.0, "sites": 0.0, "after": 0.0,
+                      "messages": 0.0, "last_look": 0.0}
         self.credit = 0.0
         self.expected = FIRST_CENSUS_COST_S
         self.acct_t = now
         self.acct_probe = 0.0
-        self.step_t = now  # end of the last census: the step rate between censuses
+        self.job_s = 0.0  # the job's own time (wall, less the probe's work)
+        # Bursts (BURST_BUDGET above).
+        self.burst_until = 0.0
+        self.burst_work0 = 0.0
+        self.burst_spent = 0.0
+        self.burst_named = False
+        self.burst_extra = 0  # censuses since the first holder was named
+        self.burst_censuses = 0
+        self.sent_in_burst = False  # a suspect (named or not) came in this burst
+        self.burst_cooldown = BURST_COOLDOWN_S
+        self.burst_ok_after = 0.0
+        self.bursts = 0
+        self.burst_reason = None
+        self.last_census_t = -_INF
+        self.look_wanted = False
+        self.looked = False
+        # Iterations: a step of an optimizer that already stepped since the
+        # last one starts the next (two optimizers stepping together are one
+        # iteration, not two).
+        self.iter_opts = set()
+        self.optimizers = 1
+        # Per-step CPU time of the stepping thread, between censuses.
+        self.step_t = _cpu()  # at the end of the last census
         self.step_n = 0
-        self.step_dt = None  # seconds per step before the last census
+        self.loop_t = None  # when the loop started (the third step)
+        self.step_dt = None  # CPU seconds per step before the last census
         self.after_left = 0  # steps after a census still to be timed
         self.after_t = 0.0
         self.after_excess = 0.0
         # What the last census cost on its own, and what the steps after it
         # lost (its cache misses): `expected` is their sum.
-        self.census_cpu = FIRST_CENSUS_COST_S
+        self.census_s = FIRST_CENSUS_COST_S
         self.after_cost = 0.0
         if census is None:
             census = os.environ.get("LEAKSPY_PROBE_CENSUS", "1").strip() != "0"
@@ -121,7 +197,11 @@ class _State(object):
         self.trace_pending = {}
         self.trace_ours = False
         self.trace_n = 0
+        self.trace_steps = TRACE_STEPS  # steps to trace for the pending keys
+        self.census_gap = 0  # steps between the last two censuses
+        self.burst_free = False  # the census that starts a burst is not owed
         self.trace_t = 0.0
+        self.trace_wall = 0.0
         self.trace_noted = False
         self.sent = {}  # suspect key -> message sent (to resend with created_at)
         # the timer thread (programs that never step)
@@ -135,9 +215,10 @@ class _State(object):
 
 def _budget(given=None):
     try:
-        b = float(os.environ.get("LEAKSPY_PROBE_BUDGET", "0.01") if given is None else given)
+        b = float(os.environ.get("LEAKSPY_PROBE_BUDGET", DEFAULT_BUDGET)
+                  if given is None else given)
     except (TypeError, ValueError):
-        return 0.01
+        return DEFAULT_BUDGET
     if not (b == b) or b <= 0:  # NaN or off
         return 0.0
     return min(b, 1.0)
@@ -309,29 +390,43 @@ def _step(c):
     c.n += 1
     now = _monotonic()
     if st.after_left:
-        _after_census_step(st, now)
+        _after_census_step(st)
     if now - c.sent_t >= STEP_COALESCE_S:
         c.sent_t = now
         c.sent_n = c.n
+        # (In CPU time: a message takes some tens of microseconds, and its
+        # wall time on a busy machine is mostly whether the scheduler
+        # happened to switch away in the middle of it.)
         t0 = _cpu()
         _send({"kind": "step", "pid": st.pid, "step": c.n, "source": c.source})
-        st.spent += _cpu() - t0
+        # What the monitor asks (a burst, a last look) comes at this pace.
+        _poll(st)
+        _charge(st, "messages", _cpu() - t0)
     if now >= st.due:
         _on_due(st, c)
 
 
-def _after_census_step(st, now):
-    st.after_excess += (now - st.after_t) - st.step_dt
-    st.after_t = now
+def _after_census_step(st):
+    t = _cpu()
+    st.after_excess += (t - st.after_t) - st.step_dt
+    st.after_t = t
     st.after_left -= 1
     if not st.after_left:
         # Noise can make a window come out faster than usual: never a refund.
         st.after_cost = max(st.after_excess, 0.0)
-        st.spent += st.after_cost
+        _charge(st, "after", st.after_cost)
         st.after_excess = 0.0
         # The next census waits until the credit covers this too: else every
         # census would overdraw the budget by what the steps after it lose.
-        st.expected = st.census_cpu + st.after_cost
+        st.expected = st.census_s + st.after_cost
+
+
+def _charge(st, part, seconds):
+    """Probe work of one kind, on the job's threads."""
+    st.spent += seconds
+    st.parts[part] += seconds
+    if st.burst_until:
+        st.burst_spent += seconds
 
 
 def _manual_step():
@@ -341,7 +436,7 @@ def _manual_step():
         pass
 
 
-_is_compiling = None  # torch.compiler.is_compiling, once torch.optim is in
+_is_compiling = None  # torch.compile traces: torch.compiler.is_compiling, once in
 
 
 def _optimizer_hook(optimizer, args, kwargs):
@@ -350,9 +445,90 @@ def _optimizer_hook(optimizer, args, kwargs):
         # not become part of a compiled graph.
         if _is_compiling is not None and _is_compiling():
             return
-        _step(S.opt)
+        st = S
+        if st is None:
+            return
+        it = st.iter_opts
+        oid = id(optimizer)
+        if oid in it:
+            it.clear()
+        it.add(oid)
+        if len(it) == 1:
+            _step(st.opt)
+        elif len(it) > st.optimizers:
+            st.optimizers = len(it)
     except Exception:
         pass
+
+
+def _poll(st):
+    """Reads what the monitor sent (non-blocking): a burst, a last look."""
+    for msg in st.channel.receive():
+        kind = msg.get("kind")
+        if kind == "burst":
+            _start_burst(st, msg.get("reason"))
+        elif kind == "look":
+            st.look_wanted = True
+            st.due = 0.0
+    if st.channel.dead:
+        _switch_off()
+
+
+def _start_burst(st, reason):
+    now = _monotonic()
+    if (not st.census_on or st.forked or st.burst_until or now < st.burst_ok_after
+            or st.bursts >= MAX_BURSTS):
+        return
+    st.bursts += 1
+    st.burst_until = now + BURST_MAX_S
+    st.burst_work0 = st.burst_spent
+    st.burst_named = False
+    st.burst_extra = 0
+    st.burst_censuses = 0
+    st.sent_in_burst = False
+    st.burst_reason = reason if isinstance(reason, str) else None
+    _settle(st, now)
+    # A census at once: the monitor saw the growth already.
+    st.credit = max(st.credit, st.expected)
+    st.burst_free = True
+    st.next_census = min(st.next_census, now)
+    st.due = 0.0
+    _note("info", "burst %d: %s; the probe spends up to %d %% of the job's time for at "
+          "most %d s to find what grows" % (st.bursts, st.burst_reason or "memory grows",
+                                           round(BURST_BUDGET * 100), BURST_MAX_S))
+
+
+def _end_burst(st, now, why):
+    if not st.burst_until:
+        return
+    _settle(st, now)
+    st.burst_until = 0.0
+    st.burst_ok_after = now + st.burst_cooldown
+    # Back to the steady budget; what the burst overspent is not owed.
+    st.credit = min(max(st.credit, 0.0), st.expected)
+    _schedule(st, now)
+    _note("info", "burst %d ended (%s) after %.2f s of probe work" % (
+        st.bursts, why, st.burst_spent - st.burst_work0))
+
+
+def _burst_check(st, now):
+    """After a census in a burst: has it done its job?"""
+    if now >= st.burst_until:
+        _end_burst(st, now, "time limit")
+    elif st.burst_spent - st.burst_work0 >= BURST_MAX_WORK_S:
+        _end_burst(st, now, "work limit")
+    elif not st.burst_named and st.burst_censuses >= BURST_FRUITLESS_CENSUSES and not (
+            st.sent_in_burst or st.trace_pending):
+        _end_burst(st, now, "nothing named")
+        st.burst_cooldown *= 2
+        st.burst_ok_after = now + st.burst_cooldown
+    elif st.burst_named and not st.trace_pending and (
+            st.burst_extra >= BURST_EXTRA_CENSUSES or not _unexplained(st.census)):
+        # What it was for is done: a holder named, the line that made what
+        # it holds looked up, and nothing else telling rising unnamed (or
+        # two more censuses to name it). More come from the steady
+        # censuses; the report fits every series.
+        _end_burst(st, now, "holder named")
 
 
 def _on_due(st, c):
@@ -363,8 +539,21 @@ def _on_due(st, c):
     if not st.busy.acquire(False):
         return  # a census is under way (another thread)
     try:
-        if st.trace_pending and (st.opt.n + st.man.n) - st.trace_n >= TRACE_STEPS:
-            _resolve_sites(st)
+        if st.trace_pending:
+            # (No census while tracemalloc runs: it would take ten times as long.)
+            traced = (st.opt.n + st.man.n) - st.trace_n
+            waited = _monotonic() - st.trace_wall
+            # What the traced steps lost so far counts against the burst's
+            # work: a lookup under a heavy tracemalloc must not overrun it.
+            lost = ((_cpu() - st.trace_t) - traced * st.step_dt
+                    if st.step_dt is not None else 0.0)
+            spent_out = st.burst_until and (
+                st.burst_spent - st.burst_work0 + lost >= BURST_MAX_WORK_S)
+            if (traced >= st.trace_steps and waited >= TRACE_MIN_S) or (
+                    traced >= TRACE_STEPS and (waited >= TRACE_MAX_S or spent_out)):
+                _resolve_sites(st)
+        elif st.look_wanted:
+            _last_look(st, c.source, c.n)
         elif c.n >= FIRST_CENSUS_STEPS and _census_paid(st):
             _census(st, c.source, c.n)
         _set_due(st)
@@ -378,24 +567,39 @@ def _probe_seconds(st):
     return st.spent + (st.opt.n + st.man.n) * STEP_COST_S
 
 
+def _burst_share(st, t0, t1):
+    """The part of [t0, t1] a burst covered."""
+    if not st.burst_until or t1 <= t0:
+        return 0.0
+    return max(min(t1, st.burst_until) - t0, 0.0) / (t1 - t0)
+
+
 def _settle(st, now):
     """Brings the census credit up to ``now``: the job's own time since the
-    last settlement earns ``budget`` of it, the probe's work since then
-    spends it. So over a run the probe's work stays within ``budget`` of the
+    last settlement earns the budget of it, the probe's work since then
+    spends it. So over a run the probe's work stays within the budget of the
     job's own time, whatever each census costs. The credit never exceeds
     one census, so a stretch without steps (evaluation, a long data load)
-    does not buy a burst of censuses afterwards."""
+    does not buy a burst of censuses afterwards. In a burst the wall clock
+    earns BURST_BUDGET: a leak is to be explained while it happens, on a
+    busy machine too."""
     probe = _probe_seconds(st)
     d_probe = probe - st.acct_probe
-    d_job = (now - st.acct_t) - d_probe
-    st.credit = min(st.credit + st.budget * d_job - d_probe, st.expected)
+    d_job = max(now - st.acct_t - d_probe, 0.0)
+    st.job_s += d_job
+    b = _burst_share(st, st.acct_t, now)
+    earned = d_job * (st.budget * (1.0 - b) + BURST_BUDGET * b)
+    st.credit = min(st.credit + earned - d_probe, st.expected)
     st.acct_t, st.acct_probe = now, probe
 
 
 def _schedule(st, now):
     """The next census: when the job's time will have paid for it."""
     owed = st.expected - st.credit
-    st.next_census = now + (owed / st.budget if owed > 0 else 0.0)
+    rate = BURST_BUDGET if st.burst_until else st.budget
+    st.next_census = now + (owed / rate if owed > 0 else 0.0)
+    if st.burst_until:
+        st.next_census = max(st.next_census, st.last_census_t + BURST_MIN_GAP_S)
 
 
 def _census_paid(st):
@@ -405,16 +609,17 @@ def _census_paid(st):
         # probe's start: imports and data loading came before. So is the
         # credit: the budget is a share of the training loop's time, and the
         # start-up earns nothing the loop would then pay for.
-        st.step_t, st.step_n = now, st.opt.n + st.man.n
+        st.step_t, st.step_n = _cpu(), st.opt.n + st.man.n
+        st.loop_t = now
         _settle(st, now)
         st.credit = min(st.credit, 0.0)
+        if not st.burst_until:
+            _schedule(st, now)
+    if st.burst_until and now >= st.burst_until:
+        _end_burst(st, now, "time limit")
     if now < st.next_census:
         return False
     _settle(st, now)
-    if st.census is None or st.census.n == 0:
-        # The first census is the loop's baseline, taken at once: the loop
-        # pays it back before the next one.
-        return True
     # Steps since the schedule was made cost a little: a census that is
     # nearly paid for waits, it does not run on credit.
     if st.credit < 0.98 * st.expected:
@@ -425,15 +630,21 @@ def _census_paid(st):
 
 def _send_cost(st, now):
     _send({"kind": "cost", "pid": st.pid, "probe_s": round(_probe_seconds(st), 6),
-           "wall_s": round(now - st.t_start, 6), "budget": st.budget,
-           "censuses": st.census.n if st.census is not None else 0})
+           "wall_s": round(now - st.t_start, 6), "job_s": round(st.job_s, 6),
+           "budget": st.budget, "censuses": st.census.n if st.census is not None else 0,
+           "parts": dict((k, round(v, 6)) for k, v in st.parts.items()),
+           "steps": round((st.opt.n + st.man.n) * STEP_COST_S, 6),
+           "bursts": st.bursts, "burst_s": round(st.burst_spent, 6),
+           "burst_budget": BURST_BUDGET, "optimizers": st.optimizers})
 
 
 def _set_due(st):
     if not st.census_on or not st.active:
         st.due = _INF
-    elif st.trace_pending or st.census is None or st.census.n == 0:
-        st.due = 0.0  # look at every step
+    elif st.trace_pending or st.look_wanted or st.step_n == 0:
+        # Look at every step (until the loop's start is marked at its third
+        # step: the budget is earned from there).
+        st.due = 0.0
     else:
         st.due = st.next_census
 
@@ -565,56 +776,121 @@ def _ensure_census(st):
     return True
 
 
-def _census(st, source, step):
+def _census(st, source, step, rises=None, look=None):
     if not _ensure_census(st):
         return
     n = st.opt.n + st.man.n
-    if n > st.step_n:
-        st.step_dt = (_monotonic() - st.step_t) / (n - st.step_n)
-    t0 = _perf()
     c0 = _cpu()
+    if n > st.step_n:
+        st.step_dt = (c0 - st.step_t) / (n - st.step_n)
+    st.census_gap = n - st.step_n if st.census is not None and st.census.n else 0
+    t0 = _perf()
+    warm = st.census.n == 0 and (
+        st.loop_t is None or n - st.step_n < WARMUP_STEPS or _monotonic() - st.loop_t < WARMUP_S)
     try:
         with _gc_paused():
-            fields, suspects = st.census.run(want_picks=True)
+            fields, suspects = st.census.run(want_picks=True, rises=rises, warmup=warm,
+                                             last=look is not None)
     except Exception as e:
-        st.spent += _cpu() - c0
+        _charge(st, "census", _perf() - t0)
         _census_failed(st, e)
         return
     cost = _perf() - t0
-    census_cpu = _cpu() - c0
+    _charge(st, "census", cost)
     msg = {"kind": "census", "pid": st.pid, "step": step, "source": source,
-           "cost_s": round(cost, 6), "n": st.census.n, "dropped": st.channel.take_dropped()}
+           "cost_s": round(cost, 6), "n": st.census.n, "dropped": st.channel.take_dropped(),
+           "warmup": st.census.n <= st.census.warm_n}
+    if st.burst_until:
+        msg["burst"] = st.bursts
+    if look is not None:
+        # A last look: "exit" (after the program's own end, when what its
+        # functions held is gone: not a point of the series) or "detach".
+        msg["look"] = look
     msg.update(fields)
     _send(msg)
     del fields
     if suspects:
+        h0 = _perf()
         try:
             _suspects(st, suspects, step)
         except Exception as e:
             _note("warn", "suspect search failed: %s" % _describe(e))
         del suspects
+        _charge(st, "holders", _perf() - h0)
     total = _perf() - t0
-    st.spent += _cpu() - c0
     # The next census is expected to cost what this one did without its
     # holder search (a search is rare; the credit pays it back), and what
     # the steps after the last one lost.
-    st.census_cpu = max(census_cpu, 1e-4)
-    st.expected = st.census_cpu + st.after_cost
+    st.census_s = max(cost, 1e-4)
+    st.expected = st.census_s + st.after_cost
     if total / st.budget > MAX_GAP_S:
         st.census_on = False
         _note("warn", "census disabled: budget exhausted (one census took %.1f s)" % total)
     now = _monotonic()
+    st.last_census_t = now
     _settle(st, now)
+    if st.burst_free:
+        # The census the monitor asked for was taken on trust (its cost
+        # unknown until now): the burst starts owing nothing.
+        st.burst_free = False
+        st.credit = max(st.credit, 0.0)
+    if st.burst_until:
+        st.burst_censuses += 1
+        if st.burst_named:
+            st.burst_extra += 1
+        _burst_check(st, now)
     _schedule(st, now)
-    st.step_t, st.step_n = now, st.opt.n + st.man.n
+    st.step_t, st.step_n = _cpu(), st.opt.n + st.man.n
     if st.trace_pending:
         # The traced steps are timed from here, after the census that
         # started tracing (its own time is charged above), and they stand
         # for the steps after it.
-        st.trace_t = now
+        st.trace_t = st.step_t
+        st.trace_wall = now
     elif step is not None and st.step_dt is not None:
-        st.after_t, st.after_left, st.after_excess = now, AFTER_STEPS, 0.0
+        st.after_t, st.after_left, st.after_excess = st.step_t, AFTER_STEPS, 0.0
     _send_cost(st, now)
+
+
+def _last_look(st, source, step, look="detach"):
+    """One more census, and holders for what rose at each of its last two
+    comparisons: at exit, or when the monitor is about to leave
+    (``leakspy attach``). What it finds is what the report gets."""
+    st.look_wanted = False
+    if st.looked or not st.census_on or st.census is None or st.census.n < 2:
+        # (Without two censuses before it, nothing can have risen twice.)
+        st.looked = True
+        _send({"kind": "looked", "pid": st.pid, "step": step})
+        return
+    st.looked = True
+    if look == "exit" and not _unexplained(st.census):
+        # Nothing rose at its last comparisons that is not named already:
+        # a census after the program's end would find nothing new.
+        _send({"kind": "looked", "pid": st.pid, "step": step})
+        return
+    if st.census.last_objects > LAST_LOOK_MAX_OBJECTS:
+        _send({"kind": "looked", "pid": st.pid, "step": step})
+        return
+    before = dict(st.parts)
+    _census(st, source, step, rises=2, look=look)
+    # Kept apart in the account: not work the budget scheduled.
+    for k in ("census", "holders"):
+        d = st.parts[k] - before[k]
+        st.parts[k] -= d
+        st.parts["last_look"] += d
+    _send({"kind": "looked", "pid": st.pid, "step": step})
+
+
+def _unexplained(census):
+    """Telling series (not the counts of a library's types, which move with
+    whatever holds them) that rose at their last comparison and have no
+    suspect yet."""
+    user = set()
+    for info in list(census._type_info.values()):
+        if info[4]:
+            user.add("type:" + info[2])
+    return [k for k in census.growth.runs
+            if k not in census.suspect_keys and (not k.startswith("type:") or k in user)]
 
 
 def _census_failed(st, e):
@@ -627,85 +903,80 @@ def _census_failed(st, e):
 
 
 def _suspects(st, suspects, step):
-    from ._holders import Searcher
+    from . import _explain
 
     census = st.census
     # Instances of types whose count rises (records, copies of an agent, its
     # optimizer) are passed through on the way up, not taken for roots.
     through_types = census.rising_types
     census.rising_types = set()
-    searcher = Searcher(st.libs, through_types)
-    groups = [s[3]["objects"] for s in suspects]
-    try:
-        with _gc_paused():
-            holders = searcher.search(groups)
-    finally:
-        searcher.close()
-    del groups
-    # Tensors that only an autograd graph holds (its saved tensors) are held
-    # by whatever holds the graph.
-    # (All graphs' holder first: the largest graph's is one tensor's.)
-    graph_holder = None
-    for keys in (ALL_GRAPHS, ("graph.largest",)):
-        for (key, _, _, _), holder in zip(suspects, holders):
-            if graph_holder is None and key in keys and holder is not None:
-                graph_holder = holder
+    known = None
     for key in GRAPH_KEYS:
-        if graph_holder is None and key in st.sent:
-            h = st.sent[key]["holder"]
-            if h.get("kind") not in (None, "unknown"):
-                graph_holder = h
-    for (key, per, count, info), holder in zip(suspects, holders):
-        bounded = False
-        if holder is None and graph_holder is not None and info.get("saved_by_graph"):
-            holder = dict(graph_holder)
-            holder["chain"] = [_type_of_first(info)] + ["graph"] + list(graph_holder["chain"])
-            holder.pop("_bounded", None)
-        if holder is not None:
-            bounded = holder.pop("_bounded", False)
+        h = (st.sent.get(key) or {}).get("holder") or {}
+        if known is None and h.get("kind") not in (None, "unknown"):
+            known = h
+    found = _explain.attribute(st.libs, suspects, through_types, known)
+    for (key, per, count, info), (holder, bounded, picked) in zip(suspects, found):
         if bounded:
             census.suppressed[key] = census.n + 10
             continue
-        if info["kind"] == "figures":
-            holder = {"kind": "pyplot",
-                      "path": "matplotlib.pyplot (figure never closed: plt.close(fig))",
-                      "container": None, "file": None, "line": None, "chain": ["Figure", "pyplot"]}
-        elif holder is None:
+        if holder is None:
             holder = {"kind": "unknown", "path": None, "container": None, "file": None,
                       "line": None, "chain": []}
-        what, example = _describe_key(st, key, info, count)
-        msg = {"kind": "suspect", "pid": st.pid, "step": step, "key": key, "what": what,
-               "per_census": round(float(per), 3), "count": count, "holder": _clean_holder(holder),
-               "created_at": None, "example": example}
+        k = _explain.parse(key)
+        obj = picked if picked is not None else (
+            info["objects"][0] if info["objects"] else None)
+        what, example = _explain.describe(k, obj, count)
+        del obj
+        msg = {"kind": "suspect", "pid": st.pid, "step": step, "key": key,
+               "what": _clean(what), "per_census": round(float(per), 3), "count": count,
+               "holder": _clean_holder(holder), "created_at": None, "example": example}
         census.suspect_keys.add(key)
+        st.sent_in_burst = True
+        if holder.get("kind") not in (None, "unknown") and not holder.get("library"):
+            st.burst_named = True
         st.sent[key] = msg
         _send(msg)
-        _trace_later(st, key, info)
+        if holder.get("library"):
+            pass  # an installed package's own bookkeeping: not the user's line
+        elif holder.get("container_id") and k.kind != "figures":
+            # The newest items of the container the holder holds are the
+            # leak's own instances: their creation site is the leak's line.
+            st.trace_pending[key] = holder["container_id"]
+        elif k.kind != "numpy" and key != "graph.largest":
+            # (No site for arrays, nor for the largest graph's tensor: it is
+            # often made before tracing starts, a total added to in place,
+            # and the biggest graph made while tracing may be another
+            # chain's: no site rather than a wrong one.)
+            st.trace_pending[key] = None
+        if key in st.trace_pending and st.census_gap:
+            # Trace long enough for two new instances, at the rate they came
+            # between the last censuses (items of the holder's container).
+            cid = st.trace_pending[key]
+            run = census.growth.runs.get(_explain.container_key(cid)) if cid else None
+            rate = (run[-1] - run[0]) / float(len(run) - 1) if run and len(run) > 1 else per
+            if rate > 0:
+                need = int(2.0 * st.census_gap / float(rate)) + 1
+                st.trace_steps = max(st.trace_steps,
+                                     min(max(need, TRACE_STEPS), TRACE_MAX_STEPS))
+    del found
     for s in suspects:
         s[3]["objects"] = []
     census.dirty = True
+    if st.trace_pending and st.exiting:
+        # Nothing made from now on is the leak's: no creation site at exit.
+        st.trace_pending = {}
     if st.trace_pending:
         _start_tracing(st)
 
 
-def _type_of_first(info):
-    objs = info.get("objects") or []
-    return type(objs[0]).__name__ if objs else "?"
-
-
-def _file_name(f):
-    """A source file as the report names it: a notebook cell's code as
-    ``Cell In[3]`` (``_ipython``), else its absolute path."""
-    from ._ipython import display_file
-
-    return display_file(f) or os.path.abspath(f)
-
-
 def _clean_holder(h):
+    from . import _explain
+
     out = {}
     for k, v in h.items():
         if k == "file" and isinstance(v, str) and v and v[0] != "<":
-            v = _file_name(v)
+            v = _explain.file_name(v)
         if isinstance(v, str):
             v = _clean(v)
         elif isinstance(v, list):
@@ -714,117 +985,7 @@ def _clean_holder(h):
     return out
 
 
-def _describe_key(st, key, info, count):
-    kind, _, rest = key.partition(":")
-    objs = info["objects"]
-    example = None
-    if objs:
-        example = _example(st, objs[0])
-    if kind == "type":
-        what = rest
-        if example and "dtype" in example:
-            what = "%s (%s, %s%s)" % (rest, example["dtype"], example.get("device", "?"),
-                                     ", grad_fn " + example["grad_fn"] if example.get("grad_fn")
-                                     else "")
-    elif kind == "tensors":
-        dev, dt, g = (rest.split("/") + ["?", "?", "?"])[:3]
-        label = {"grad": "with a grad_fn", "leaf": "requiring grad"}.get(g, "without grad")
-        what = "%s %s tensors %s" % (dev, dt, label)
-        if example and example.get("grad_fn"):
-            what += " (%s)" % example["grad_fn"]
-    elif kind in GRAPH_KEYS:
-        what = {"graph": "autograd graph nodes", "graph.history": "autograd history",
-                "graph.largest": "autograd nodes of the largest graph"}[kind]
-        if example and example.get("grad_fn"):
-            n = example.get("graph_nodes")
-            if isinstance(n, int) and n >= EXAMPLE_NODE_CAP:
-                n = "over %d" % EXAMPLE_NODE_CAP
-            what += " (root %s, %s nodes)" % (example["grad_fn"], n)
-    elif kind == "container":
-        c = objs[0] if objs else None
-        item = None
-        if c is not None:
-            item = _last_item(c)
-        what = "%s (len %d)" % (type(c).__name__ if c is not None else "container", count)
-        if item is not None:
-            what = "%s of %s (len %d)" % (type(c).__name__, type(item).__name__, count)
-        example = {"type": type(c).__name__ if c is not None else None, "len": count,
-                   "item_type": type(item).__name__ if item is not None else None}
-    elif kind == "modules":
-        what = "%s modules (nn.Module)" % rest
-    elif kind == "figures":
-        what = "open matplotlib figures"
-    elif kind == "numpy":
-        what = "numpy arrays"
-        if objs:
-            try:
-                a = objs[0]
-                example = {"type": type(a).__name__, "shape": [int(d) for d in a.shape],
-                           "dtype": str(a.dtype)}
-            except Exception:
-                pass
-    else:
-        what = key
-    return _clean(what), example
-
-
-def _last_item(c):
-    """The newest element of a container the census follows (exact built-in
-    types only: no user code runs)."""
-    try:
-        if isinstance(c, dict):
-            return next(reversed(c.values())) if c else None
-        if isinstance(c, (set, frozenset)):
-            return next(iter(c)) if c else None
-        return c[-1] if len(c) else None
-    except Exception:
-        return None
-
-
-def _example(st, o):
-    torch = sys.modules.get("torch")
-    try:
-        from ._census import _mro, _no_torch_function
-
-        if torch is not None and torch.Tensor in _mro(type(o)):
-            with _no_torch_function(torch):
-                gf = o.grad_fn
-                ex = {"type": type(o).__name__, "shape": [int(d) for d in o.shape],
-                      "dtype": str(o.dtype).replace("torch.", ""), "device": str(o.device),
-                      "grad_fn": type(gf).__name__ if gf is not None else None}
-                if gf is not None:
-                    ex["graph_nodes"] = _count_nodes(gf, EXAMPLE_NODE_CAP)
-                return ex
-    except Exception:
-        pass
-    try:
-        return {"type": type(o).__name__}
-    except Exception:
-        return None
-
-
-def _count_nodes(root, cap):
-    from ._autograd import walk
-
-    seen = set()
-    walk(root, seen, cap)
-    return len(seen)
-
-
 # -- creation sites (tracemalloc) ---------------------------------------------------
-
-
-def _trace_later(st, key, info):
-    spec = {"kind": info["kind"]}
-    k, _, rest = key.partition(":")
-    if k == "container":
-        spec["id"] = int(rest)
-    elif k == "numpy" or key == "graph.largest":
-        # (The largest graph's tensor is often made before tracing starts,
-        # a total added to in place, and the biggest graph made while
-        # tracing may be another chain's: no site rather than a wrong one.)
-        return
-    st.trace_pending[key] = spec
 
 
 def _start_tracing(st):
@@ -845,7 +1006,8 @@ def _start_tracing(st):
             st.trace_pending = {}
             return
     st.trace_n = st.opt.n + st.man.n
-    st.trace_t = _monotonic()
+    st.trace_t = _cpu()
+    st.trace_wall = _monotonic()
 
 
 def _stop_tracing(st):
@@ -863,19 +1025,26 @@ def _stop_tracing(st):
 def _resolve_sites(st):
     """A few steps after a suspect: where were its newest instances made?"""
     c0 = _cpu()
+    w0 = _perf()
     # The steps run under tracemalloc were slower: what they took beyond the
     # step time before the census is the probe's cost too.
-    window = _monotonic() - st.trace_t
+    window = c0 - st.trace_t
     steps = (st.opt.n + st.man.n) - st.trace_n
     if st.step_dt is not None and window > 0:
-        st.spent += min(max(window - steps * st.step_dt, 0.0), window)
+        _charge(st, "sites", min(max(window - steps * st.step_dt, 0.0), window))
     pending, st.trace_pending = st.trace_pending, {}
+    st.trace_steps = TRACE_STEPS
+    from . import _explain
+
     try:
         import tracemalloc
 
         if tracemalloc.is_tracing():
+            examples = dict((k, (st.sent.get(k) or {}).get("example")) for k in pending)
+            containers = dict((k, v) for k, v in pending.items() if v is not None)
             with _gc_paused():
-                sites = _sites(st, pending, tracemalloc)
+                sites = _explain.sites(st.libs, st.census, sorted(pending), tracemalloc,
+                                       examples, None, containers)
         else:
             sites = {}
     except Exception as e:
@@ -883,225 +1052,23 @@ def _resolve_sites(st):
         _note("warn", "creation sites failed: %s" % _describe(e))
     _stop_tracing(st)
     st.census.dirty = True
-    from ._holders import function_at
-
     for key, site in sorted(sites.items()):
         msg = st.sent.get(key)
         if msg is None or site is None:
             continue
-        f, line = site
+        f, line, function = _explain.site_of(site)
         msg = dict(msg)
-        msg["created_at"] = {"file": _clean(_file_name(f)), "line": line,
-                             "function": _clean(function_at(f, line))}
+        msg["created_at"] = {"file": _clean(f), "line": line, "function": _clean(function)}
         st.sent[key] = msg
         _send(msg)
-    st.spent += _cpu() - c0
+    _charge(st, "sites", _perf() - w0)
     now = _monotonic()
+    if st.burst_until:
+        _burst_check(st, now)
     next_census = st.next_census
     _settle(st, now)
     _schedule(st, now)
     st.next_census = max(st.next_census, next_census)
-
-
-SITE_CANDIDATES = 400
-
-
-def _sites(st, pending, tracemalloc):
-    """key -> (file, line): the most common user line among the tracebacks of
-    the newest instances of each pending key (a few hundred at most)."""
-    from itertools import compress, islice
-
-    from ._census import _CONTAINER_SET, _CellType, _mro, type_name
-    from ._holders import vote_site
-
-    libs = st.libs
-    torch = sys.modules.get("torch")
-    objs = gc.get_objects()
-    kinds = list(map(type, objs))
-    out = {}
-    types_present = set(kinds)
-    tensor_types = set()
-    module_types = set()
-    if torch is not None:
-        for t in types_present:
-            mro = _mro(t)
-            if torch.Tensor in mro:
-                tensor_types.add(t)
-            elif torch.nn.Module in mro:
-                module_types.add(t)
-    wanted = {}
-    for key in pending:
-        kind, _, rest = key.partition(":")
-        if kind == "type":
-            wanted[key] = {t for t in types_present if type_name(t) == rest}
-        elif kind == "tensors" or kind in GRAPH_KEYS:
-            wanted[key] = tensor_types
-        elif kind == "modules":
-            wanted[key] = {t for t in module_types if getattr(t, "__qualname__", None) == rest}
-        elif kind == "container":
-            wanted[key] = _CONTAINER_SET
-    user_types = set()
-    if any(k.startswith("container:") for k in pending):
-        # Dicts of plain values are untracked: reached as in the census.
-        user_types = {t for t in types_present if libs.is_user_type(t)}
-        wanted["_untracked_sources"] = user_types | {_CellType}
-    union = set()
-    for ts in wanted.values():
-        union.update(ts)
-    sel = list(compress(objs, map(union.__contains__, kinds)))
-    del objs, kinds
-    sel_types = list(map(type, sel))
-    by_id = None
-    for key, spec in pending.items():
-        kind, _, rest = key.partition(":")
-        cands = []
-        ts = wanted.get(key)
-        if kind == "type" and ts:
-            cands = compress(sel, map(ts.__contains__, sel_types))
-            if ts & tensor_types:
-                cands = _tensors_like(torch, cands, st.sent.get(key), SITE_CANDIDATES)
-            else:
-                cands = list(islice(cands, SITE_CANDIDATES))
-        elif kind == "tensors" or kind in GRAPH_KEYS:
-            all_t = compress(sel, map(tensor_types.__contains__, sel_types))
-            dev_dt_kind = rest.split("/") if kind == "tensors" else None
-            cands = _tensor_filter(torch, all_t, dev_dt_kind, kind in GRAPH_KEYS,
-                                   SITE_CANDIDATES)
-            # A chain's history is the biggest graphs'; all graphs together
-            # are the youngest tensors' with a graph, as for their holder.
-            if kind == "graph.history":
-                cands = _biggest_graphs(cands, 3)
-        elif kind == "modules" and ts:
-            cands = list(islice(compress(sel, map(ts.__contains__, sel_types)), SITE_CANDIDATES))
-        elif kind == "container":
-            if by_id is None:
-                conts = list(compress(sel, map(_CONTAINER_SET.__contains__, sel_types)))
-                conts.extend(st.census._untracked_dicts(sel, sel_types, user_types))
-                by_id = dict(zip(map(id, conts), conts))
-                del conts
-            c = by_id.get(spec.get("id"))
-            if c is not None:
-                cands = _newest_items(c, 20)
-            del c
-        elif kind == "figures":
-            cands = _figures()
-        # Items of a container vote before what they hold.
-        site = vote_site(tracemalloc, libs, cands, kind == "container")
-        del cands
-        if site is not None:
-            out[key] = site
-    del sel, sel_types, by_id
-    return out
-
-
-def _tensors_like(torch, cands, sent, cap):
-    """Among tensors of a rising type, those like the suspect's example."""
-    from itertools import islice
-
-    ex = (sent or {}).get("example") or {}
-    if not ex.get("dtype"):
-        return list(islice(cands, cap))
-    from ._census import _no_torch_function
-
-    out = []
-    with _no_torch_function(torch):
-        for t in cands:
-            try:
-                gf = t.requires_grad and not t.is_leaf
-                if (str(t.dtype).replace("torch.", "") == ex["dtype"]
-                        and gf == bool(ex.get("grad_fn"))):
-                    out.append(t)
-                    if len(out) >= cap:
-                        break
-            except Exception:
-                continue
-    return out
-
-
-def _tensor_filter(torch, tensors, dev_dt_kind, graph_only, cap):
-    from ._census import _no_torch_function
-
-    out = []
-    with _no_torch_function(torch):
-        for t in tensors:
-            try:
-                gf = t.requires_grad and not t.is_leaf
-                if graph_only:
-                    if not gf:
-                        continue
-                elif dev_dt_kind is not None:
-                    dev, dt, kind = (dev_dt_kind + ["?", "?", "?"])[:3]
-                    k = "grad" if gf else ("leaf" if t.requires_grad else "plain")
-                    if (k != kind or str(t.device) != dev
-                            or str(t.dtype).replace("torch.", "") != dt):
-                        continue
-                out.append(t)
-                if len(out) >= cap:
-                    break
-            except Exception:
-                continue
-    return out
-
-
-def _biggest_graphs(tensors, n):
-    """The roots whose walk reaches the most autograd nodes (shared nodes
-    counted once, for the first root that reaches them)."""
-    from ._autograd import grad_fn, walk
-
-    seen = set()
-    sized = []
-    for t in tensors:
-        root = grad_fn(t)
-        if root is None or root in seen:
-            continue
-        n0 = len(seen)
-        walk(root, seen, 100000)
-        sized.append((len(seen) - n0, t))
-    sized.sort(key=lambda p: -p[0])
-    return [t for _, t in sized[:n]]
-
-
-def _last_values(c, n):
-    """The last ``n`` items (values for a dict) of an exact built-in
-    container, newest first."""
-    from itertools import islice
-
-    try:
-        if isinstance(c, dict):
-            return list(islice(reversed(c.values()), n))
-        if isinstance(c, (list, tuple)) or type(c).__name__ == "deque":
-            k = len(c)
-            return [c[i] for i in range(k - 1, max(-1, k - 1 - n), -1)]
-    except Exception:
-        pass
-    return []
-
-
-def _newest_items(c, n):
-    """(level, object) for the newest elements of a container, then for what
-    those hold when they are containers themselves (records, episodes): the
-    element itself often comes from a free list, unknown to tracemalloc."""
-    out = []
-    level = [c]
-    for depth in (1, 2, 3):
-        nxt = []
-        for parent in level:
-            for v in _last_values(parent, n if depth == 1 else 5):
-                out.append((depth, v))
-                if type(v) in (list, tuple, dict):
-                    nxt.append(v)
-        level = nxt[:40]
-    return out
-
-
-def _figures():
-    try:
-        helpers = sys.modules.get("matplotlib._pylab_helpers")
-        if helpers is None:
-            return []
-        return [m.canvas.figure for m in list(helpers.Gcf.figs.values())][-20:]
-    except Exception:
-        return []
 
 
 # -- the timer thread (programs that never step) ---------------------------------------
@@ -1140,14 +1107,21 @@ def _timer_main(st, wake, exited):
                     or st.opt.n or st.man.n):
                 break
             now = _monotonic()
+            _poll(st)
+            if not st.active:
+                break
             due = (st.next_census if st.census is not None and st.census.n
-                   else st.t_start + FIRST_TIMER_S)
+                   else max(st.t_start + FIRST_TIMER_S, st.next_census))
             if st.trace_pending:
-                due = min(due, st.trace_t + TRACE_TIMER_S)
+                due = min(due, st.trace_wall + TRACE_TIMER_S)
+            elif st.look_wanted:
+                due = now
             wait = due - now
             if wait > 0:
                 st.timer_sleeping = True
-                wake.acquire(True, min(wait, 5.0))
+                # (Woken at least every second: the monitor may ask for a
+                # burst or a last look.)
+                wake.acquire(True, min(wait, 1.0))
                 st.timer_sleeping = False
                 continue
             n_modules = len(sys.modules)
@@ -1165,9 +1139,14 @@ def _timer_main(st, wake, exited):
                     break
                 if st.trace_pending:
                     _resolve_sites(st)
+                elif st.look_wanted:
+                    _last_look(st, "timer", None)
                 else:
                     _settle(st, _monotonic())
-                    _census(st, "timer", None)
+                    if st.credit >= 0.98 * st.expected:
+                        _census(st, "timer", None)
+                    else:
+                        _schedule(st, _monotonic())
                     st.next_census = max(st.next_census, _monotonic() + MIN_TIMER_GAP_S)
             finally:
                 st.busy.release()
@@ -1255,6 +1234,16 @@ def _at_exit():
             if c.n > c.sent_n:
                 c.sent_n = c.n
                 _send({"kind": "step", "pid": st.pid, "step": c.n, "source": c.source})
+        if (not st.forked and st.census_on and not st.looked and st.census is not None
+                and (st.opt.n or st.man.n) and st.busy.acquire(True, 2.0)):
+            try:
+                # (A creation site still being traced is looked up first.)
+                if st.trace_pending:
+                    _resolve_sites(st)
+                c = st.opt if st.opt.n else st.man
+                _last_look(st, c.source, c.n, "exit")
+            finally:
+                st.busy.release()
         _stop_tracing(st)
         if not st.forked:
             _send_cost(st, _monotonic())

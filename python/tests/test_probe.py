@@ -63,6 +63,7 @@ class Monitor:
         self.msgs = []  # (connection number, message)
         self.bad = []
         self.readers = []
+        self.socks = {}
         self.conns = 0
         self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.srv.bind(self.socket)
@@ -78,6 +79,7 @@ class Monitor:
                 return
             n = self.conns
             self.conns += 1
+            self.socks[n] = c
             t = threading.Thread(target=self._read, args=(c, n), daemon=True)
             t.start()
             self.readers.append(t)
@@ -103,6 +105,21 @@ class Monitor:
         c.close()
         if self.hang_up_after is not None:
             self.srv.close()
+
+    def send(self, msg, conn=0):
+        """Writes to a probe, as `leakspy run`'s monitor does (a burst, a
+        last look)."""
+        self.socks[conn].sendall((json.dumps(msg) + "\n").encode())
+
+    def wait_for(self, kind, timeout=60.0, **fields):
+        """The first message of ``kind`` (with ``fields``), waited for."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for m in self.messages(kind):
+                if all(m.get(k) == v for k, v in fields.items()):
+                    return m
+            time.sleep(0.02)
+        return None
 
     def env(self, probe=True, **extra):
         env = dict(os.environ)
@@ -175,6 +192,12 @@ def line_of(path, marker):
 
 def steps(mon, source, pid=None):
     return [m["step"] for m in mon.messages("step", pid) if m["source"] == source]
+
+
+def points(mon, pid=None):
+    """Censuses that are points of the series: not the last look the probe
+    takes at exit, after the program's own functions have returned."""
+    return [c for c in mon.messages("census", pid) if c.get("look") != "exit"]
 
 
 def suspects_by_key(mon, pid=None):
@@ -360,7 +383,7 @@ def test_losses_kept_on_a_trainer_are_found_with_holder_and_creation_site(monito
     cont = [s for k, s in sus.items() if k.startswith("container:")]
     assert cont and cont[0]["holder"]["path"] == "Trainer.losses"
     # The census carried the growing series.
-    last = monitor.messages("census")[-1]
+    last = points(monitor)[-1]
     grad = [t for t in last["tensors"] if t["grad_fn"]]
     assert grad and grad[0]["count"] > 100
     assert last["graph"]["nodes"] > last["graph"]["roots"] > 100
@@ -454,7 +477,7 @@ def test_holder_kinds_global_closure_local_attribute(monitor, python):
         [python, "-c", "import sys; print('%d.%d.' % sys.version_info[:2])"],
         stdout=subprocess.PIPE).stdout.decode().strip())
     assert steps(monitor, "manual")[-1] == n
-    censuses = monitor.messages("census")
+    censuses = points(monitor)
     assert len(censuses) >= 5
     assert all(c["tensors"] is None for c in censuses)  # no torch here
     sus = suspects_by_key(monitor)
@@ -510,22 +533,22 @@ def test_a_bounded_deque_that_fills_is_no_suspect(monitor):
             def __init__(self, i):
                 self.i = i
 
-        buffer = collections.deque(maxlen=150)
+        buffer = collections.deque(maxlen=600)
         t0 = time.monotonic()
         i = 0
-        while time.monotonic() - t0 < 1.5:
-            buffer.append(Transition(i))  # fills over about 150 steps, then flat
+        while time.monotonic() - t0 < 4.0:
+            buffer.append(Transition(i))  # fills over about 600 steps, then flat
             leakspy.step()
             i += 1
             time.sleep(0.003)
         print(len(buffer))
     """)
     check_ok(p)
-    assert p.stdout == b"150\n"
-    censuses = monitor.messages("census")
+    assert p.stdout == b"600\n"
+    censuses = points(monitor)
     counts = [c["types"].get("__main__.Transition") for c in censuses]
-    assert len(counts) >= 8 and counts[-1] == 150, json.dumps(counts)
-    assert counts.index(150) >= 4  # it rose over several censuses before it was full
+    assert len(counts) >= 8 and counts[-1] == 600, json.dumps(counts)
+    assert counts.index(600) >= 4  # it rose over several censuses before it was full
     assert monitor.messages("suspect") == [], json.dumps(monitor.messages("suspect"))
 
 
@@ -534,14 +557,14 @@ def test_a_program_that_never_steps_gets_timer_censuses(monitor):
         import time
         kept = []
         t0 = time.monotonic()
-        while time.monotonic() - t0 < 2.5:
+        while time.monotonic() - t0 < 5.0:
             kept.append(bytearray(10))
             kept.append([0])
             time.sleep(0.001)
         print("ok")
     """, env=monitor.env(LEAKSPY_PROBE_BUDGET="0.2"))
     check_ok(p)
-    censuses = monitor.messages("census")
+    censuses = points(monitor)
     assert len(censuses) >= 5
     assert all(c["source"] == "timer" and c["step"] is None for c in censuses)
     sus = suspects_by_key(monitor)
@@ -610,13 +633,13 @@ def test_a_graph_that_outgrows_the_walk_between_censuses_is_still_a_suspect(moni
                     timeout=120)
     check_ok(p)
     assert p.stdout == b"True\n"
-    nodes = [c["graph"]["nodes"] for c in monitor.messages("census")]
-    capped = [c["graph"].get("capped", False) for c in monitor.messages("census")]
+    nodes = [c["graph"]["nodes"] for c in points(monitor)]
+    capped = [c["graph"].get("capped", False) for c in points(monitor)]
     assert len(nodes) >= 4 and capped.index(True) == 2, (nodes, capped)
     sus = suspects_by_key(monitor)
     g = sus.get("graph")
     assert g is not None, sorted(sus)
-    assert g["step"] == monitor.messages("census")[2]["step"], g
+    assert g["step"] == points(monitor)[2]["step"], g
     h = g["holder"]
     assert (h["kind"], h["path"]) == ("local", "train:total"), g
 
@@ -632,7 +655,7 @@ def test_a_chain_past_the_walk_cap_from_the_first_census_is_named_by_its_history
     p = monitor.run(textwrap.dedent(CHAIN) + "print(train(1500, 250, 5).item() > 0)\n",
                     timeout=120)
     check_ok(p)
-    censuses = monitor.messages("census")
+    censuses = points(monitor)
     graphs = [c["graph"] for c in censuses]
     assert len(graphs) >= 5 and all(g.get("capped") for g in graphs), graphs
     hist = [g["history"] for g in graphs]
@@ -673,7 +696,7 @@ def test_a_big_graph_made_anew_each_step_keeps_no_history(monitor):
     print(train().item() > 0)
     """), timeout=120)
     check_ok(p)
-    graphs = [c["graph"] for c in monitor.messages("census")]
+    graphs = [c["graph"] for c in points(monitor)]
     assert len(graphs) >= 7 and all(g.get("capped") for g in graphs), graphs
     # (The first census has no earlier one to tell what outlived it.)
     assert all(g["history"] == 0 for g in graphs[1:]), graphs
@@ -706,7 +729,7 @@ def test_a_chain_beside_kept_graphs_is_named_by_its_own_holder(monitor):
     print(len(trainer.losses) > 0)
     """), env=monitor.env(LEAKSPY_PROBE_BUDGET="0.5"), timeout=120)
     check_ok(p)
-    graphs = [c["graph"] for c in monitor.messages("census")]
+    graphs = [c["graph"] for c in points(monitor)]
     assert all(not g.get("capped") for g in graphs), graphs
     largest = [g.get("largest", 0) for g in graphs]  # (no graph at all: none)
     assert largest == sorted(largest) and largest[-1] > largest[0], graphs
@@ -803,7 +826,7 @@ def test_a_long_pause_does_not_buy_a_burst_of_censuses(monitor):
         import time
         import leakspy
         kept = []
-        for i in range(10):
+        for i in range(20):
             kept.append([i])
             leakspy.step()
             time.sleep(0.05)
@@ -815,12 +838,192 @@ def test_a_long_pause_does_not_buy_a_burst_of_censuses(monitor):
         print("done")
     """, env=monitor.env(LEAKSPY_PROBE_BUDGET="0.5"))
     check_ok(p)
-    censuses = monitor.messages("census")
-    assert censuses and censuses[0]["step"] <= 10, [c["step"] for c in censuses]
+    censuses = points(monitor)
+    assert censuses and censuses[0]["step"] <= 20, [c["step"] for c in censuses]
     # 3 s at a 50 % budget would pay for dozens of these censuses; the credit
     # holds one, so the 300 quick steps after the pause see one or two.
-    after = [c["step"] for c in censuses if c["step"] > 10]
+    after = [c["step"] for c in censuses if c["step"] > 20]
     assert 1 <= len(after) <= 2, [c["step"] for c in censuses]
+
+
+# -- what the monitor asks: bursts and last looks ------------------------------------------
+
+
+BURST_SCRIPT = """
+    import sys, time
+    import torch
+    import torch.nn.functional as F
+
+
+    class Trainer:
+        def __init__(self):
+            self.model = torch.nn.Linear(16, 1)
+            self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01)
+            self.losses = []
+
+        def step(self):
+            loss = F.mse_loss(self.model(torch.randn(32, 16)), torch.zeros(32, 1))
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+            self.losses.append(loss)
+
+
+    trainer = Trainer()
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < float(sys.argv[1]):
+        trainer.step()
+        time.sleep(0.001)
+    print("done")
+"""
+
+
+def run_async(monitor, script, args, env):
+    """Starts ``script`` under the test's monitor, without waiting for it."""
+    path = os.path.abspath(os.path.join(monitor.dir, "..",
+                                        os.path.basename(monitor.dir) + "-script.py"))
+    with open(path, "w") as f:
+        f.write(textwrap.dedent(script))
+    monitor.script = path
+    return subprocess.Popen([sys.executable, path] + list(args), env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=os.path.dirname(path))
+
+
+@needs_torch
+def test_a_burst_the_monitor_asks_for_names_the_holder_at_the_default_budget(monitor):
+    env = monitor.env(LEAKSPY_PROBE_BUDGET="0.01")
+    p = run_async(monitor, BURST_SCRIPT, ["40"], env)
+    try:
+        assert monitor.wait_for("step", timeout=60) is not None, p.stderr.read()
+        monitor.send({"kind": "burst", "reason": "memory grows (test)"})
+        # At 1 % the first census would come 10 s in and a holder a minute
+        # later; the burst names it from a few censuses in a row.
+        sus = monitor.wait_for("suspect", timeout=60)
+        assert sus is not None, [m["kind"] for m in monitor.messages()]
+        # A bounded burst: it ends, and the probe goes back to its budget.
+        end = None
+        deadline = time.monotonic() + 60
+        while end is None and time.monotonic() < deadline:
+            end = next((m for m in monitor.messages("note")
+                        if "burst 1 ended" in m["message"]), None)
+            time.sleep(0.1)
+        assert end is not None, monitor.messages("note")
+    finally:
+        p.kill()
+        p.wait()
+    monitor.wait()
+    notes = [m["message"] for m in monitor.messages("note")]
+    assert any(n.startswith("burst 1: memory grows (test)") for n in notes), notes
+    named = [m for m in monitor.messages("suspect")
+             if (m["holder"] or {}).get("path") == "Trainer.losses"]
+    assert named, suspects_by_key(monitor)
+    # The container right under the holder is told by id: the report joins
+    # its length series to the holder.
+    assert any(m["holder"].get("container_id") for m in named), named
+    burst = [c for c in points(monitor) if c.get("burst") == 1]
+    assert len(burst) >= 3, points(monitor)
+    cost = monitor.messages("cost")[-1]
+    assert cost["bursts"] == 1 and 0 < cost["burst_s"] <= cost["probe_s"], cost
+    assert set(cost["parts"]) >= {"census", "holders", "messages"}, cost
+
+
+@needs_torch
+def test_no_burst_no_census_in_a_short_run_at_the_default_budget(monitor):
+    # The first census waits until the job's time has paid for it: 5 s of a
+    # 1 % budget do not pay for one, so a short healthy job pays nothing.
+    p = monitor.run(BURST_SCRIPT.replace("self.losses.append(loss)", "pass").replace(
+        "float(sys.argv[1])", "5.0"), env=monitor.env(LEAKSPY_PROBE_BUDGET="0.01"))
+    check_ok(p)
+    assert points(monitor) == [], points(monitor)
+
+
+def test_a_last_look_when_the_monitor_is_leaving(monitor):
+    script = """
+        import os, sys, time
+        import leakspy
+        history = []
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 30:
+            history.append([0.0] * 20)
+            leakspy.step()
+            time.sleep(0.002)
+    """
+    p = run_async(monitor, script, [], monitor.env(LEAKSPY_PROBE_BUDGET="0.3"))
+    try:
+        deadline = time.monotonic() + 60
+        while len(points(monitor)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(points(monitor)) >= 3, monitor.messages()
+        monitor.send({"kind": "look"})
+        looked = monitor.wait_for("looked", timeout=30)
+        assert looked is not None, [m["kind"] for m in monitor.messages()]
+    finally:
+        p.kill()
+        p.wait()
+    last = [c for c in monitor.messages("census") if c.get("look") == "detach"]
+    assert len(last) == 1, monitor.messages("census")
+    # The look names what rose at its last two comparisons.
+    sus = suspects_by_key(monitor)
+    assert any((m["holder"] or {}).get("path") == "__main__.history" for m in sus.values()), sus
+
+
+def test_ctrl_c_still_gets_a_last_look_at_exit(monitor):
+    # Three censuses: short of what a suspect needs. Ctrl-C
+    # (KeyboardInterrupt) ends the program; the traceback keeps its frames,
+    # and the last look at exit names what rose at its last comparisons.
+    p = monitor.run("""
+        import time
+        import leakspy
+        import leakspy._probe as probe
+
+
+        class Recorder:
+            def __init__(self):
+                self.rows = []
+
+
+        def main():
+            rec = Recorder()
+            while probe.S.census is None or probe.S.census.n < 3:
+                rec.rows.append([0.0] * 20)
+                leakspy.step()
+                time.sleep(0.002)
+            # More of the same, with no step (and so no census) to see it.
+            for _ in range(200):
+                rec.rows.append([0.0] * 20)
+            raise KeyboardInterrupt
+
+
+        main()
+    """, env=monitor.env(LEAKSPY_PROBE_BUDGET="0.3"))
+    assert p.returncode != 0 and b"KeyboardInterrupt" in p.stderr, p.stderr.decode()
+    exit_looks = [c for c in monitor.messages("census") if c.get("look") == "exit"]
+    assert len(exit_looks) == 1, monitor.messages("census")
+    named = [m for m in monitor.messages("suspect")
+             if (m["holder"] or {}).get("path") == "Recorder.rows"]
+    assert named and named[0]["step"] == exit_looks[0]["step"], suspects_by_key(monitor)
+
+
+@needs_torch
+def test_two_optimizers_stepping_together_count_one_iteration(monitor):
+    p = monitor.run("""
+        import torch
+        a, b = torch.nn.Linear(4, 1), torch.nn.Linear(4, 1)
+        oa = torch.optim.SGD(a.parameters(), lr=0.1)
+        ob = torch.optim.Adam(b.parameters(), lr=0.1)
+        for i in range(300):
+            for m, o in ((a, oa), (b, ob)):
+                o.zero_grad()
+                m(torch.randn(8, 4)).pow(2).mean().backward()
+                o.step()
+            if i % 3 == 0:  # b steps twice now and then: the second, an iteration
+                ob.step()
+        print("done")
+    """)
+    check_ok(p)
+    assert steps(monitor, "optimizer")[-1] == 300 + 100, steps(monitor, "optimizer")
+    assert monitor.messages("cost")[-1]["optimizers"] == 2
 
 
 # -- resilience ------------------------------------------------------------------------

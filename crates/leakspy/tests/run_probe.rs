@@ -48,7 +48,8 @@ fn run(dir: &Path, extra: &[&str], cmd: &[&str], env: &[(&str, &str)]) -> Ran {
 }
 
 /// A plain-Python loop with `leakspy.step()` (no torch): a module-global
-/// list of dicts grows every step.
+/// list of dicts grows every step, by some 16 KiB (a few MiB a second, on a
+/// busy machine too).
 const MANUAL_LOOP: &str = r#"
 import time
 import leakspy
@@ -58,8 +59,8 @@ history = []
 def main():
     t0 = time.monotonic()
     step = 0
-    while time.monotonic() - t0 < 6.0:
-        history.append({"step": step, "payload": [float(step)] * 200})
+    while time.monotonic() - t0 < 15.0:
+        history.append({"step": step, "payload": [float(step)] * 2000})
         step += 1
         leakspy.step()
         time.sleep(0.005)
@@ -72,12 +73,9 @@ main()
 fn manual_steps_census_and_a_global_holder_from_plain_python() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("loop.py"), MANUAL_LOOP).unwrap();
-    let r = run(
-        dir.path(),
-        &["--probe-budget", "0.3"],
-        &["python3", "loop.py"],
-        &[],
-    );
+    // At the defaults: the monitor's live fit sees the growth and the
+    // probe's burst names its holder.
+    let r = run(dir.path(), &[], &["python3", "loop.py"], &[]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     // The job's output is its own: nothing from the probe in it.
     assert!(r.stdout.starts_with("done "), "{:?}", r.stdout);
@@ -94,7 +92,7 @@ fn manual_steps_census_and_a_global_holder_from_plain_python() {
         .filter(|s| s.source == leakspy_trace::StepSource::Manual)
         .count();
     assert!(manual >= 20, "{manual} manual step events\n{}", r.stderr);
-    assert!(r.trace.census().count() >= 5, "{}", r.stderr);
+    assert!(r.trace.census().count() >= 3, "{}", r.stderr);
     let groups = r.report["growth"].as_array().unwrap();
     let g = groups
         .iter()

@@ -22,6 +22,9 @@ use ruff_text_size::{Ranged, TextRange};
 pub use diagnostic::{Applicability, Diagnostic, Edit, Fix};
 pub use fix::{apply_fixes, select_fixes, FixedSource};
 pub use registry::{Default as RuleDefault, Rule, RuleKind, RuleSet, UnknownSelector};
+pub use rules::helpers::{
+    RETAINED_AFTER_BACKWARD, RETAINED_UNTIL_FRAMEWORK_BACKWARD, RETAINED_WITHOUT_BACKWARD,
+};
 
 /// A syntax error: the file is reported and skipped, the others are still checked.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -26,7 +26,7 @@ pub use error::MonitorError;
 pub use gpu::{GpuSampler, NO_GPU_NOTE};
 pub use inject::{inject, InjectError, InjectMethod, Injected, Loader};
 pub use jitter::Jitter;
-pub use live::{theil_sen, LiveStatus};
+pub use live::{theil_sen, LiveLeak, LiveStatus};
 pub use metrics::{
     parse_metrics_addr, render as render_metrics, MetricsLabels, MetricsServer,
     DEFAULT_METRICS_ADDR,
@@ -34,7 +34,7 @@ pub use metrics::{
 pub use monitor::{
     probe_absent_reason, AttachOutcome, DetachReason, Monitor, MonitorConfig, RunOutcome,
 };
-pub use probe::{Inbound, ProbeConfig, ProbeMessage, ProbeServer};
+pub use probe::{Inbound, ProbeConfig, ProbeMessage, ProbeServer, DEFAULT_PROBE_BUDGET};
 pub use proc::{mem_available, ProcSampler};
 pub use relay::{relay_main, RELAY_ARG};
 pub use steps::{StepMark, StepMatcher};

@@ -23,12 +23,6 @@ pub const DEFAULT_METRICS_ADDR: &str = "127.0.0.1:9464";
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Longest request head read; a scrape's is a few hundred bytes.
 const MAX_REQUEST: usize = 8 * 1024;
-/// Growth over the live window above which a leak is suspected, as a
-/// fraction of the resident memory (and at least this many bytes).
-const SUSPECT_MIN_BYTES: f64 = 4.0 * 1024.0 * 1024.0;
-const SUSPECT_REL: f64 = 0.02;
-/// Seconds the live growth estimate spans (see live.rs).
-const LIVE_WINDOW_S: f64 = 120.0;
 
 /// What labels every series of this job: enough to tell jobs apart in a
 /// cluster's Prometheus.
@@ -344,16 +338,12 @@ pub fn render(st: &LiveStatus, labels: &MetricsLabels, verdict: Option<&str>) ->
         Some("bytes"),
         st.gpu_used.map(|g| g as f64),
     );
-    let suspected = st.growth_per_s.is_some_and(|g| {
-        let window = LIVE_WINDOW_S.min(st.elapsed.max(0.0));
-        g * window > SUSPECT_MIN_BYTES.max(SUSPECT_REL * st.rss as f64)
-    });
     gauge(
         &mut o,
         "leakspy_leak_suspected",
-        "1 while the recent growth exceeds max(4 MiB, 2% of RSS) over the live window; the verdict comes at the end.",
+        "1 while the live fit (the report's analysis of the run so far) finds memory growing with the work done as a leak does; the verdict comes at the end.",
         None,
-        Some(if suspected { 1.0 } else { 0.0 }),
+        Some(if st.suspected.is_some() { 1.0 } else { 0.0 }),
     );
     let _ = writeln!(o, "# TYPE leakspy_verdict stateset");
     let _ = writeln!(
@@ -413,6 +403,12 @@ mod tests {
                 },
             ],
             ranks: vec![(100, 0)],
+            suspected: Some(crate::LiveLeak {
+                slope: 2.0 * 1024.0 * 1024.0 / 20.0,
+                per: "step",
+                since: 30.0,
+            }),
+            holder: None,
         }
     }
 

@@ -31,6 +31,11 @@ use crate::MonitorError;
 
 /// How long to wait, after the child ended, for the last lines of its stdout.
 const STDOUT_DRAIN: Duration = Duration::from_secs(2);
+/// While the live fit suspects a leak and no holder is named, the probe is
+/// asked again this often (it keeps its own cooldown and limit).
+const BURST_AGAIN_S: f64 = 60.0;
+/// How long a detaching `leakspy attach` waits for the probe's last look.
+const LAST_LOOK_WAIT: Duration = Duration::from_secs(10);
 
 pub struct MonitorConfig {
     /// argv of the child.
@@ -143,6 +148,12 @@ pub struct Monitor {
     write_error: Option<String>,
     notes: Vec<String>,
     rollup_noted: bool,
+    /// When the probe was last asked for a burst (the live fit's suspicion).
+    burst_asked: Option<f64>,
+    /// Processes that answered a last look.
+    looked: Vec<u32>,
+    /// Probe events that did not read as their kind.
+    malformed_events: usize,
 }
 
 impl Monitor {
@@ -271,6 +282,9 @@ impl Monitor {
             write_error: None,
             notes: Vec::new(),
             rollup_noted: false,
+            burst_asked: None,
+            looked: Vec::new(),
+            malformed_events: 0,
             config,
         };
         // A header that cannot be written means no trace at all: stop the
@@ -366,6 +380,7 @@ impl Monitor {
         self.live.on_sample(&sample);
         self.emit(&Event::Sample(sample));
         self.samples += 1;
+        self.ask_for_burst(t);
         if t >= self.next_gpu {
             self.next_gpu = t + self.config.gpu_every.as_secs_f64();
             if let Some(gpu) = &self.gpu {
@@ -445,9 +460,28 @@ impl Monitor {
                     pid,
                 }));
             }
-            "census" => self.emit(&Event::Census(message)),
-            "suspect" => self.emit(&Event::Suspect(message)),
-            "cost" => self.emit(&Event::Cost(message)),
+            "census" => match typed(message) {
+                Some(c) => self.emit(&Event::Census(c)),
+                None => self.malformed_probe("census"),
+            },
+            "suspect" => match typed::<leakspy_trace::Suspect>(message) {
+                Some(s) => {
+                    if let Some(h) = s.holder.as_ref().filter(|h| h.is_named()) {
+                        self.live.on_holder(holder_words(h));
+                    }
+                    self.emit(&Event::Suspect(s));
+                }
+                None => self.malformed_probe("suspect"),
+            },
+            "looked" => {
+                if let Some(pid) = pid {
+                    self.looked.push(pid);
+                }
+            }
+            "cost" => match typed(message) {
+                Some(c) => self.emit(&Event::Cost(c)),
+                None => self.malformed_probe("cost"),
+            },
             "note" => {
                 let level = match message.get("level").and_then(serde_json::Value::as_str) {
                     Some("warn") => NoteLevel::Warn,
@@ -461,6 +495,90 @@ impl Monitor {
                 self.note_at(t, level, format!("probe{who}: {text}"));
             }
             _ => {}
+        }
+    }
+
+    /// A probe message of a known kind that does not read as one: counted
+    /// with the malformed lines, never fatal.
+    fn malformed_probe(&mut self, kind: &str) {
+        self.malformed_events += 1;
+        if self.malformed_events == 1 {
+            let t = self.t();
+            self.note_at(
+                t,
+                NoteLevel::Warn,
+                format!("a probe {kind} message with fields of the wrong type was skipped"),
+            );
+        }
+    }
+
+    /// The live fit suspects a leak: the probe is asked to find out what
+    /// grows (a burst of censuses), once, and again every
+    /// [`BURST_AGAIN_S`] while no holder is named.
+    fn ask_for_burst(&mut self, t: f64) {
+        let Some(leak) = self.live.suspected().or(self.live.rising()) else {
+            return;
+        };
+        let due = match self.burst_asked {
+            None => true,
+            Some(at) => self.live.status().holder.is_none() && t - at >= BURST_AGAIN_S,
+        };
+        let Some(probe) = self.probe.as_ref().filter(|_| due) else {
+            return;
+        };
+        let rate = format!(
+            "{}{}/{}",
+            if leak.slope >= 0.0 { "+" } else { "" },
+            leakspy_stats::fmt_bytes(leak.slope),
+            leak.per
+        );
+        let reason = format!("the monitor's live fit: memory grows {rate}");
+        let leak_since = leak.since;
+        let msg = serde_json::json!({"kind": "burst", "reason": reason});
+        let sent = self
+            .probe_pids
+            .iter()
+            .filter(|&&pid| probe.send_to(pid, &msg))
+            .count();
+        self.burst_asked = Some(t);
+        if sent > 0 {
+            self.note_at(
+                t,
+                NoteLevel::Info,
+                format!(
+                    "live fit: memory grows {rate} since {leak_since:.1} s; the probe was asked to find what grows"
+                ),
+            );
+        }
+    }
+
+    /// Asks every probe for a last look (a census, and holders for what
+    /// rose at its last two comparisons) and records what comes back, for
+    /// at most `wait`: the end of an attached recording, while the job
+    /// still runs.
+    fn last_look(&mut self, wait: Duration) {
+        // (A probe without a census has nothing to look with.)
+        let Some(probe) = self.probe.as_ref().filter(|p| p.config().census) else {
+            return;
+        };
+        let msg = serde_json::json!({"kind": "look"});
+        let asked: Vec<u32> = self
+            .probe_pids
+            .iter()
+            .copied()
+            .filter(|&pid| probe.send_to(pid, &msg))
+            .collect();
+        if asked.is_empty() {
+            return;
+        }
+        let deadline = Instant::now() + wait;
+        while Instant::now() < deadline && !asked.iter().all(|p| self.looked.contains(p)) {
+            let next = (Instant::now() + Duration::from_millis(100)).min(deadline);
+            self.wait_until(next);
+            if !self.attached.as_ref().is_some_and(still_alive) {
+                break;
+            }
+            self.sample();
         }
     }
 
@@ -686,6 +804,25 @@ pub fn probe_absent_reason(command: &[String]) -> Option<String> {
             list.join(" ")
         )
     })
+}
+
+/// A probe message as its typed event (`None`: not one).
+fn typed<T: serde::de::DeserializeOwned>(
+    message: serde_json::Map<String, serde_json::Value>,
+) -> Option<T> {
+    serde_json::from_value(serde_json::Value::Object(message)).ok()
+}
+
+/// A holder the probe named, in a few words for the status line.
+fn holder_words(h: &leakspy_trace::Holder) -> String {
+    match h.container.as_deref() {
+        Some(c) if !c.is_empty() && h.kind != "pyplot" => format!("{} ({c})", h.path),
+        _ => h.path.clone(),
+    }
+}
+
+fn still_alive(a: &attached::Attached) -> bool {
+    crate::attach::still_running(&a.config.process)
 }
 
 /// Whether the child has ended, leaving it unreaped (so its pid stays ours).

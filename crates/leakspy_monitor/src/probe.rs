@@ -2,7 +2,8 @@
 //! in a private 0700 folder, tells the child where it is (`PYTHONPATH` with a
 //! bootstrap `sitecustomize`), and receives the probe's JSON lines on a Unix
 //! stream socket in that folder, one connection per process (forked workers
-//! connect on their own).
+//! connect on their own). The monitor writes back on the same connection
+//! (a burst, a last look: [`ProbeServer::send_to`]), without ever waiting.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -31,6 +32,10 @@ const MAX_MESSAGE: u64 = 8 * 1024 * 1024;
 /// Most processes served at once (a fork bomb must not become a thread bomb).
 const MAX_CONNECTIONS: usize = 256;
 
+/// The share of the job's time the probe's work may take unless told
+/// otherwise (`--probe-budget`): 1 %.
+pub const DEFAULT_PROBE_BUDGET: f64 = 0.01;
+
 /// Probe settings passed to the child.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProbeConfig {
@@ -43,7 +48,7 @@ pub struct ProbeConfig {
 impl Default for ProbeConfig {
     fn default() -> Self {
         ProbeConfig {
-            budget: 0.01,
+            budget: DEFAULT_PROBE_BUDGET,
             census: true,
         }
     }
@@ -79,8 +84,11 @@ struct Shared {
     refused: AtomicUsize,
     malformed: AtomicUsize,
     /// A second handle on each open connection, to hang up on an attached
-    /// job that goes on running (its connections never close by themselves).
+    /// job that goes on running (its connections never close by themselves),
+    /// and to write to the probe.
     open: Mutex<HashMap<usize, UnixStream>>,
+    /// The connection of each process that said hello.
+    by_pid: Mutex<HashMap<u32, usize>>,
 }
 
 pub struct ProbeServer {
@@ -188,6 +196,30 @@ impl ProbeServer {
         walk(self.dir.path(), uid, gid)
     }
 
+    /// Writes one message to the probe of process `pid`, if it is
+    /// connected, without waiting: a probe that does not read (a socket
+    /// buffer full) loses it. Returns whether it went out.
+    pub fn send_to(&self, pid: u32, message: &Value) -> bool {
+        let Some(id) = self
+            .shared
+            .by_pid
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&pid).copied())
+        else {
+            return false;
+        };
+        let Ok(open) = self.shared.open.lock() else {
+            return false;
+        };
+        let Some(stream) = open.get(&id) else {
+            return false;
+        };
+        let mut line = message.to_string().into_bytes();
+        line.push(b'\n');
+        send_now(stream, &line)
+    }
+
     /// Connections accepted so far.
     pub fn connections(&self) -> usize {
         self.shared.connections.load(Ordering::Relaxed)
@@ -278,9 +310,12 @@ fn accept_loop(listener: UnixListener, shared: Arc<Shared>, start: Instant, tx: 
         let spawned = std::thread::Builder::new()
             .name("leakspy-probe-conn".into())
             .spawn(move || {
-                read_messages(stream, &conn_shared, start, &tx);
+                read_messages(stream, id, &conn_shared, start, &tx);
                 if let Ok(mut open) = conn_shared.open.lock() {
                     open.remove(&id);
+                }
+                if let Ok(mut by_pid) = conn_shared.by_pid.lock() {
+                    by_pid.retain(|_, c| *c != id);
                 }
                 conn_shared.active.fetch_sub(1, Ordering::AcqRel);
             });
@@ -290,8 +325,30 @@ fn accept_loop(listener: UnixListener, shared: Arc<Shared>, start: Instant, tx: 
     }
 }
 
+/// Writes all of `line` at once or nothing that matters: the socket is
+/// never waited for (a message the probe's buffer cannot take is lost).
+fn send_now(stream: &UnixStream, line: &[u8]) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: send(2) on a descriptor we own, from a buffer we own.
+    let n = unsafe {
+        libc::send(
+            stream.as_raw_fd(),
+            line.as_ptr().cast(),
+            line.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+    usize::try_from(n).is_ok_and(|n| n == line.len())
+}
+
 /// Reads one process's messages until it closes the connection.
-fn read_messages(stream: UnixStream, shared: &Shared, start: Instant, tx: &Sender<Inbound>) {
+fn read_messages(
+    stream: UnixStream,
+    id: usize,
+    shared: &Shared,
+    start: Instant,
+    tx: &Sender<Inbound>,
+) {
     let mut reader = BufReader::with_capacity(64 * 1024, stream);
     let mut line = Vec::new();
     loop {
@@ -317,6 +374,17 @@ fn read_messages(stream: UnixStream, shared: &Shared, start: Instant, tx: &Sende
         }
         match parse(&line) {
             Some(message) => {
+                if message.get("kind").and_then(Value::as_str) == Some("hello") {
+                    if let (Some(pid), Ok(mut by_pid)) = (
+                        message
+                            .get("pid")
+                            .and_then(Value::as_u64)
+                            .and_then(|p| u32::try_from(p).ok()),
+                        shared.by_pid.lock(),
+                    ) {
+                        by_pid.insert(pid, id);
+                    }
+                }
                 let t = start.elapsed().as_secs_f64();
                 if tx
                     .send(Inbound::Probe(ProbeMessage { t, message }))

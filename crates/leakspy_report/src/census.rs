@@ -6,45 +6,10 @@
 use std::collections::BTreeMap;
 
 use leakspy_stats::{fmt_bytes, theil_sen};
-use leakspy_trace::Trace;
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
-
-/// Who keeps the growing objects alive, as the probe named it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-pub struct Holder {
-    /// `attribute`, `global`, `closure`, `local`, `class_attribute`, `pyplot`, `unknown`.
-    #[serde(default)]
-    pub kind: String,
-    /// `Trainer.losses`, `module.name`, `function:var`, ...
-    #[serde(default)]
-    pub path: String,
-    /// Type of the container that holds them (`list`, `dict`, ...).
-    #[serde(default)]
-    pub container: Option<String>,
-    #[serde(default)]
-    pub file: Option<String>,
-    #[serde(default)]
-    pub line: Option<u64>,
-    /// Types from the object up to the root.
-    #[serde(default)]
-    pub chain: Vec<String>,
-    /// How to let go of what this holder keeps, when the probe knows a way particular to it
-    /// (IPython's output history: `%reset -f out`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hint: Option<String>,
-}
-
-/// A source line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-pub struct Location {
-    #[serde(default)]
-    pub file: String,
-    #[serde(default)]
-    pub line: u64,
-    #[serde(default)]
-    pub function: Option<String>,
-}
+use leakspy_trace::{Census, Suspect, Trace};
+pub use leakspy_trace::{Holder, Location};
+use serde::Serialize;
+use serde_json::Value;
 
 /// A finding of `check` on a file the probe named.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -83,6 +48,10 @@ pub struct Grower {
     pub holder: Option<Holder>,
     pub created_at: Option<Location>,
     pub example: Option<Value>,
+    /// How the growth is known: `fit` (the census series, fitted here) or
+    /// `probe` (the probe saw it rise at each of its last looks; too few
+    /// censuses for a fit of its own).
+    pub basis: &'static str,
 }
 
 /// Growers of one holder (or one lone grower), most important first.
@@ -94,6 +63,14 @@ pub struct GrowthGroup {
     pub growers: Vec<Grower>,
     /// Findings of `check` on the lines named.
     pub static_findings: Vec<StaticMatch>,
+    /// Where `created_at` comes from when the probe had none: the `check`
+    /// finding that names the holder (`check LS002`), whose line keeps what
+    /// grows.
+    pub site_from: Option<String>,
+    /// For a group whose holder the probe could not reach: what the `check`
+    /// finding on the line that made its objects says keeps them
+    /// (`self.hall_of_fame`, `pyplot`).
+    pub static_holder: Option<String>,
 }
 
 impl GrowthGroup {
@@ -111,8 +88,13 @@ impl GrowthGroup {
     }
 }
 
-impl Grower {
-    pub fn describe(&self) -> String {
+/// Words for the report.
+pub trait Describe {
+    fn describe(&self) -> String;
+}
+
+impl Describe for Grower {
+    fn describe(&self) -> String {
         // One agent copy per generation of 400 steps reads "+2.50 ... per
         // 1,000 steps", not "+2.50e-3 ... per step".
         let scale = per_scale(self.slope);
@@ -126,12 +108,18 @@ impl Grower {
             let sep = if scale > 1.0 { " per " } else { "/" };
             s.push_str(&format!(" ({}{sep}{per})", fmt_bytes(b * scale)));
         }
+        if self.basis == "probe" {
+            s.push_str(&format!(
+                " (rose at each of the probe's last {} looks)",
+                self.censuses
+            ));
+        }
         s
     }
 }
 
-impl Holder {
-    pub fn describe(&self) -> String {
+impl Describe for Holder {
+    fn describe(&self) -> String {
         let mut s = self.path.clone();
         if let Some(c) = self.container.as_deref().filter(|c| !c.is_empty()) {
             s.push_str(&format!(" ({c})"));
@@ -146,8 +134,8 @@ impl Holder {
     }
 }
 
-impl Location {
-    pub fn describe(&self) -> String {
+impl Describe for Location {
+    fn describe(&self) -> String {
         format!("{}:{}", self.file, self.line)
     }
 }
@@ -209,115 +197,151 @@ impl Track {
     }
 }
 
-/// Censuses of each process, in time order; the first one of each process
-/// (warm-up: imports, the first step's allocations) is left out of the fits,
-/// but for the autograd graphs alive at the step boundary, which set-up does
-/// not make (a graph can outgrow the probe's walk within two censuses).
-pub fn growth_groups(trace: &Trace) -> Vec<GrowthGroup> {
-    let mut by_pid: BTreeMap<u32, Vec<&Map<String, Value>>> = BTreeMap::new();
-    for c in trace.census() {
-        if let Some(pid) = c.get("pid").and_then(Value::as_u64) {
-            by_pid.entry(pid as u32).or_default().push(c);
+/// The probe's own bookkeeping is never the user's leak.
+fn probes_own(h: &Holder) -> bool {
+    h.path.starts_with("leakspy._")
+        || h.file
+            .as_deref()
+            .is_some_and(|f| f.contains("/leakspy-probe-"))
+}
+
+/// The suspects of each process and key, later ones adding what was learnt
+/// (a creation site).
+fn merged_suspects(trace: &Trace) -> BTreeMap<(u32, String), Suspect> {
+    let mut out: BTreeMap<(u32, String), Suspect> = BTreeMap::new();
+    for s in trace.suspects() {
+        if s.holder.as_ref().is_some_and(probes_own) {
+            continue;
+        }
+        match out.get_mut(&(s.pid, s.key.clone())) {
+            None => {
+                out.insert((s.pid, s.key.clone()), s.clone());
+            }
+            Some(e) => {
+                e.t = s.t;
+                if s.holder.is_some() {
+                    e.holder.clone_from(&s.holder);
+                }
+                if s.created_at.is_some() {
+                    e.created_at.clone_from(&s.created_at);
+                }
+                if s.example.is_some() {
+                    e.example.clone_from(&s.example);
+                }
+                if s.what.is_some() {
+                    e.what.clone_from(&s.what);
+                }
+                if s.per_census.is_some() {
+                    e.per_census = s.per_census;
+                }
+            }
         }
     }
-    let mut suspects: BTreeMap<(u32, String), Map<String, Value>> = BTreeMap::new();
-    for s in trace.suspects() {
-        let (Some(pid), Some(key)) = (
-            s.get("pid").and_then(Value::as_u64),
-            s.get("key").and_then(Value::as_str),
-        ) else {
-            continue;
-        };
-        // The probe's own bookkeeping is never the user's leak.
-        let own = s.get("holder").is_some_and(|h| {
-            h.get("path")
-                .and_then(Value::as_str)
-                .is_some_and(|p| p.starts_with("leakspy._"))
-                || h.get("file")
-                    .and_then(Value::as_str)
-                    .is_some_and(|f| f.contains("/leakspy-probe-"))
-        });
-        if own {
-            continue;
-        }
-        // A later suspect of the same key adds what was learnt (creation site).
-        let entry = suspects.entry((pid as u32, key.to_string())).or_default();
-        for (k, v) in s {
-            if !v.is_null() {
-                entry.insert(k.clone(), v.clone());
-            }
+    out
+}
+
+/// Censuses of each process, in time order; the warm-up census (the first,
+/// unless the probe says it came well into the job) is left out of the
+/// fits, but for the autograd graphs alive at the step boundary, which
+/// set-up does not make (a graph can outgrow the probe's walk within two
+/// censuses); so is a last look after the program's own end.
+pub fn growth_groups(trace: &Trace) -> Vec<GrowthGroup> {
+    let mut by_pid: BTreeMap<u32, Vec<&Census>> = BTreeMap::new();
+    for c in trace.census() {
+        by_pid.entry(c.pid).or_default().push(c);
+    }
+    let suspects = merged_suspects(trace);
+    let mut pids: Vec<u32> = by_pid.keys().copied().collect();
+    for (pid, _) in suspects.keys() {
+        if !pids.contains(pid) {
+            pids.push(*pid);
         }
     }
 
     let mut groups: Vec<GrowthGroup> = Vec::new();
-    for (pid, mut cs) in by_pid {
-        cs.sort_by(|a, b| t_of(a).total_cmp(&t_of(b)));
+    for pid in pids {
+        let mut cs = by_pid.remove(&pid).unwrap_or_default();
+        cs.sort_by(|a, b| a.t.total_cmp(&b.t));
+        let first_t = cs.first().map(|c| c.t);
+        // A last look after the program's own end sees what its functions
+        // held already gone: it named holders, it is no point of a series.
+        cs.retain(|c| c.look.as_deref() != Some("exit"));
         // Timer censuses come only before a process's first step: where it
         // steps, they are warm-up, and the growth is fitted per step.
-        let has_step = |c: &Map<String, Value>| c.get("step").is_some_and(Value::is_u64);
-        if cs.iter().filter(|c| has_step(c)).count() >= 2 {
-            cs.retain(|c| has_step(c));
+        if cs.iter().filter(|c| c.step.is_some()).count() >= 2 {
+            cs.retain(|c| c.step.is_some());
         }
-        let stepped = cs.iter().all(|c| has_step(c));
+        let stepped = !cs.is_empty() && cs.iter().all(|c| c.step.is_some());
         let per = if stepped { "step" } else { "s" };
-        let tracks = tracks_of(&cs, stepped);
+        let tracks = tracks_of(&cs, stepped, first_t);
         let mut growers: Vec<Grower> = tracks
-            .into_iter()
-            .filter_map(|(key, tr)| fit(pid, &key, &tr, per))
+            .iter()
+            .filter_map(|(key, tr)| fit(pid, key, tr, per))
             .collect();
+        let held = |s: &Suspect| s.holder.as_ref().is_some_and(Holder::is_named);
         for g in &mut growers {
             if let Some(s) = suspects.get(&(pid, g.key.clone())) {
-                g.holder = s
-                    .get("holder")
-                    .and_then(|h| serde_json::from_value(h.clone()).ok());
-                g.created_at = s
-                    .get("created_at")
-                    .and_then(|h| serde_json::from_value(h.clone()).ok());
-                g.example = s.get("example").cloned();
-                if let Some(w) = s.get("what").and_then(Value::as_str) {
-                    // The probe knows the container's item type and the
-                    // graph's root: say it instead of the generic label.
-                    let w = match w.rfind(" (len ") {
-                        Some(i) if w.ends_with(')') => &w[..i],
-                        _ => w,
-                    };
-                    if g.key.starts_with("container:") {
-                        g.what = format!("items in one {w}");
-                    } else if g.key.starts_with("graph") {
-                        let detail = w
-                            .strip_prefix("autograd graph nodes")
-                            .or_else(|| w.strip_prefix("autograd history"))
-                            .or_else(|| w.strip_prefix("autograd nodes of the largest graph"))
-                            .unwrap_or(w)
-                            .trim();
-                        if !detail.is_empty() {
-                            g.what = format!("{} {detail}", g.what);
-                        }
-                    }
-                }
+                join_suspect(g, s);
+            }
+        }
+        // The container a named holder holds (`Trainer.losses`, a list) is
+        // that holder's: its length is the same leak counted in items.
+        let by_container: Vec<(u64, Holder, Option<Location>)> = suspects
+            .iter()
+            .filter(|((p, _), s)| *p == pid && held(s))
+            .filter_map(|(_, s)| {
+                let h = s.holder.clone()?;
+                Some((h.container_id?, h, s.created_at.clone()))
+            })
+            .collect();
+        for g in growers.iter_mut().filter(|g| g.holder.is_none()) {
+            let id = g
+                .key
+                .strip_prefix("container:")
+                .and_then(|i| i.parse::<u64>().ok());
+            if let Some((_, h, c)) = id.and_then(|id| by_container.iter().find(|b| b.0 == id)) {
+                g.holder = Some(h.clone());
+                g.created_at = g.created_at.clone().or_else(|| c.clone());
             }
         }
         // A suspect keyed differently from the series (the probe saw the
         // type, the fit found its tensor group) still names the holder of
         // that family of series.
         for g in growers.iter_mut().filter(|g| g.holder.is_none()) {
-            // (All graphs' two series, "graph" and "graph.history", are one
-            // family; the largest graph is one tensor's, held on its own.)
-            let family_of = |k: &str| match k {
-                "graph.largest" => k.to_string(),
-                _ => k.split([':', '.']).next().unwrap_or_default().to_string(),
-            };
             let family = family_of(&g.key);
-            let found = suspects.iter().find(|((p, k), s)| {
-                *p == pid && family_of(k) == family && s.get("holder").is_some()
-            });
+            let found = suspects
+                .iter()
+                .find(|((p, k), s)| *p == pid && family_of(k) == family && s.holder.is_some());
             if let Some((_, s)) = found {
-                g.holder = s
-                    .get("holder")
-                    .and_then(|h| serde_json::from_value(h.clone()).ok());
-                g.created_at = s
-                    .get("created_at")
-                    .and_then(|h| serde_json::from_value(h.clone()).ok());
+                g.holder.clone_from(&s.holder);
+                g.created_at.clone_from(&s.created_at);
+            }
+        }
+        // A holder the probe named is never lost: when its series has too
+        // few censuses for a fit here (a short run, a graph past the walk's
+        // cap), what the probe saw stands, said as such.
+        for ((p, key), s) in &suspects {
+            if *p != pid || !held(s) || growers.iter().any(|g| &g.key == key) {
+                continue;
+            }
+            let path = s.holder.as_ref().map(|h| h.path.as_str());
+            if growers
+                .iter()
+                .any(|g| g.holder.as_ref().map(|h| h.path.as_str()) == path)
+            {
+                continue; // the holder is named by another of its series
+            }
+            let tr = tracks.get(key);
+            // More censuses than the probe had may tell otherwise: a series
+            // that stopped rising, or fell, overrules its early call.
+            let contradicted = tr.is_some_and(|tr| {
+                tr.capped == 0
+                    && tr.y.len() >= 2
+                    && (tr.y.windows(2).any(|w| w[1] < w[0])
+                        || tr.y[tr.y.len() - 1] <= tr.y[tr.y.len() - 2])
+            });
+            if !contradicted {
+                growers.push(probe_grower(pid, key, s, tr, per));
             }
         }
         groups.extend(group(pid, growers));
@@ -326,21 +350,101 @@ pub fn growth_groups(trace: &Trace) -> Vec<GrowthGroup> {
     groups
 }
 
-fn t_of(c: &Map<String, Value>) -> f64 {
-    c.get("t").and_then(Value::as_f64).unwrap_or(0.0)
+/// The family of a series key, for a suspect keyed differently: all
+/// graphs' two series ("graph" and "graph.history") are one; the largest
+/// graph is one tensor's, held on its own.
+fn family_of(k: &str) -> String {
+    match k {
+        "graph.largest" => k.to_string(),
+        _ => k.split([':', '.']).next().unwrap_or_default().to_string(),
+    }
 }
 
-fn num(v: Option<&Value>) -> Option<f64> {
-    v.and_then(Value::as_f64)
+/// What the probe said about a series: who holds it, where it is made,
+/// and its words (the container's item type, the graph's root).
+fn join_suspect(g: &mut Grower, s: &Suspect) {
+    g.holder.clone_from(&s.holder);
+    g.created_at.clone_from(&s.created_at);
+    g.example.clone_from(&s.example);
+    let Some(w) = s.what.as_deref() else {
+        return;
+    };
+    // The probe knows the container's item type and the graph's root: say
+    // it instead of the generic label.
+    let w = match w.rfind(" (len ") {
+        Some(i) if w.ends_with(')') => &w[..i],
+        _ => w,
+    };
+    if g.key.starts_with("container:") {
+        g.what = format!("items in one {w}");
+    } else if g.key.starts_with("graph") {
+        let detail = w
+            .strip_prefix("autograd graph nodes")
+            .or_else(|| w.strip_prefix("autograd history"))
+            .or_else(|| w.strip_prefix("autograd nodes of the largest graph"))
+            .unwrap_or(w)
+            .trim();
+        if !detail.is_empty() {
+            g.what = format!("{} {detail}", g.what);
+        }
+    }
 }
 
-fn tracks_of(cs: &[&Map<String, Value>], stepped: bool) -> BTreeMap<String, Track> {
+/// A grower from the probe's own judgement: its series rose at each of the
+/// probe's last looks, but the censuses here are too few to fit (or the
+/// series left the census: a graph past the walk's cap).
+fn probe_grower(pid: u32, key: &str, s: &Suspect, tr: Option<&Track>, per: &str) -> Grower {
+    let what = s.what.clone().unwrap_or_else(|| key.to_string());
+    let what = match what.rfind(" (len ") {
+        Some(i) if what.ends_with(')') => what[..i].to_string(),
+        _ => what,
+    };
+    let what = if key.starts_with("container:") {
+        format!("items in one {what}")
+    } else {
+        what
+    };
+    // Per step where the track gives the steps between its points.
+    let (slope, first, last, n) = match tr {
+        Some(tr) if tr.x.len() >= 2 && tr.x[tr.x.len() - 1] > tr.x[0] => {
+            let n = tr.x.len();
+            (
+                (tr.y[n - 1] - tr.y[0]) / (tr.x[n - 1] - tr.x[0]),
+                tr.y[0],
+                tr.y[n - 1],
+                n,
+            )
+        }
+        _ => (0.0, 0.0, s.count.unwrap_or(0.0), 0),
+    };
+    Grower {
+        pid,
+        key: key.to_string(),
+        what,
+        unit: "objects".to_string(),
+        slope,
+        lo: slope,
+        hi: slope,
+        per: per.to_string(),
+        bytes_slope: None,
+        first,
+        last,
+        censuses: n.max(3),
+        holder: s.holder.clone(),
+        created_at: s.created_at.clone(),
+        example: s.example.clone(),
+        basis: "probe",
+    }
+}
+
+fn tracks_of(cs: &[&Census], stepped: bool, first_t: Option<f64>) -> BTreeMap<String, Track> {
     let mut tracks: BTreeMap<String, Track> = BTreeMap::new();
     let mut graph_capped = 0;
     // Containers whose series the probe started from the last census's
     // length (`prev`): (key, that census's x, the length, where it started).
     let mut starts: Vec<(String, f64, f64, f64)> = Vec::new();
     let mut last_x: Option<f64> = None;
+    let mut last_warm = true;
     let mut put = |key: String, what: &dyn Fn() -> String, unit, x, y, bytes| {
         let tr = tracks.entry(key).or_insert_with(|| Track {
             what: what(),
@@ -349,44 +453,47 @@ fn tracks_of(cs: &[&Map<String, Value>], stepped: bool) -> BTreeMap<String, Trac
         });
         tr.push(x, y, bytes);
     };
-    for (i, c) in cs.iter().enumerate() {
+    for c in cs {
         let x = if stepped {
-            num(c.get("step")).unwrap_or(0.0)
+            c.step.unwrap_or(0) as f64
         } else {
-            t_of(c)
+            c.t
         };
-        // (The first census is warm-up: never a series' first point.)
-        let before = last_x.replace(x).filter(|_| i >= 2);
+        // The first census is warm-up unless the probe says it came well
+        // into the job (older probes did not say: it was).
+        let warm = c.warmup.unwrap_or(Some(c.t) == first_t);
+        // (A warm-up census is never a series' first point.)
+        let before = last_x.replace(x).filter(|_| !last_warm);
+        last_warm = warm;
         // The autograd graphs alive at the step boundary are not made by
         // set-up: their series start at the first census, as the probe's do
         // (a `total += loss` chain can pass the walk's cap by the third).
-        if let Some(g) = c.get("graph").and_then(Value::as_object) {
+        if let Some(g) = &c.graph {
             // A walk that hit the probe's cap counted a lower bound: left
             // out, or a graph that kept growing past it would look flat.
-            let capped = g.get("capped").and_then(Value::as_bool) == Some(true);
-            graph_capped += usize::from(capped);
-            if let Some(n) = num(g.get("nodes")).filter(|_| !capped) {
+            graph_capped += usize::from(g.capped);
+            if !g.capped {
                 put(
                     "graph".into(),
                     &|| "autograd graph nodes alive at the step boundary".into(),
                     "nodes",
                     x,
-                    n,
-                    num(g.get("saved_bytes")),
+                    g.nodes,
+                    Some(g.saved_bytes),
                 );
-            }
-            if let Some(n) = num(g.get("largest")).filter(|_| !capped) {
-                put(
-                    "graph.largest".into(),
-                    &|| "autograd nodes of the largest graph alive at the step boundary".into(),
-                    "nodes",
-                    x,
-                    n,
-                    None,
-                );
+                if let Some(n) = g.largest {
+                    put(
+                        "graph.largest".into(),
+                        &|| "autograd nodes of the largest graph alive at the step boundary".into(),
+                        "nodes",
+                        x,
+                        n,
+                        None,
+                    );
+                }
             }
             // No cap to speak of: one hop per step chained.
-            if let Some(n) = num(g.get("history")) {
+            if let Some(n) = g.history {
                 put(
                     "graph.history".into(),
                     &|| {
@@ -401,117 +508,80 @@ fn tracks_of(cs: &[&Map<String, Value>], stepped: bool) -> BTreeMap<String, Trac
                 );
             }
         }
-        if i == 0 {
+        if warm {
             continue; // warm-up: imports, the first step's allocations
         }
-        if let Some(types) = c.get("types").and_then(Value::as_object) {
-            for (name, n) in types {
-                if name.starts_with("leakspy.") {
-                    continue;
-                }
-                if let Some(n) = n.as_f64() {
-                    put(
-                        format!("type:{name}"),
-                        &|| format!("{name} objects"),
-                        "objects",
-                        x,
-                        n,
-                        None,
-                    );
-                }
+        for (name, &n) in &c.types {
+            if name.starts_with("leakspy.") {
+                continue;
             }
+            put(
+                format!("type:{name}"),
+                &|| format!("{name} objects"),
+                "objects",
+                x,
+                n,
+                None,
+            );
         }
-        for t in c
-            .get("tensors")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let s = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or("?").to_string();
-            let flag = |k: &str| t.get(k).and_then(Value::as_bool).unwrap_or(false);
-            let (device, dtype) = (s("device"), s("dtype"));
-            let kind = if flag("grad_fn") {
-                "grad"
-            } else if flag("requires_grad") {
-                "leaf"
-            } else {
-                "plain"
-            };
+        for t in &c.tensors {
+            let kind = t.kind();
             let label = match kind {
                 "grad" => "with a grad_fn",
                 "leaf" => "requiring grad",
                 _ => "without grad",
             };
-            if let Some(n) = num(t.get("count")) {
+            let (device, dtype) = (&t.device, &t.dtype);
+            put(
+                format!("tensors:{device}/{dtype}/{kind}"),
+                &|| format!("{device} {dtype} tensors {label}"),
+                "tensors",
+                x,
+                t.count,
+                Some(t.bytes),
+            );
+        }
+        if let Some(m) = &c.modules {
+            for (class, &n) in &m.by_class {
                 put(
-                    format!("tensors:{device}/{dtype}/{kind}"),
-                    &|| format!("{device} {dtype} tensors {label}"),
-                    "tensors",
+                    format!("modules:{class}"),
+                    &|| format!("{class} modules (nn.Module)"),
+                    "modules",
                     x,
                     n,
-                    num(t.get("bytes")),
+                    None,
                 );
             }
         }
-        if let Some(m) = c.get("modules").and_then(Value::as_object) {
-            for (class, n) in m
-                .get("by_class")
-                .and_then(Value::as_object)
-                .into_iter()
-                .flatten()
-            {
-                if let Some(n) = n.as_f64() {
-                    put(
-                        format!("modules:{class}"),
-                        &|| format!("{class} modules (nn.Module)"),
-                        "modules",
-                        x,
-                        n,
-                        None,
-                    );
-                }
-            }
+        if let Some(a) = &c.numpy {
+            put(
+                "numpy".into(),
+                &|| "numpy arrays".into(),
+                "arrays",
+                x,
+                a.count,
+                Some(a.bytes),
+            );
         }
-        if let Some(a) = c.get("numpy").and_then(Value::as_object) {
-            if let Some(n) = num(a.get("count")) {
-                put(
-                    "numpy".into(),
-                    &|| "numpy arrays".into(),
-                    "arrays",
-                    x,
-                    n,
-                    num(a.get("bytes")),
-                );
-            }
-        }
-        for k in c
-            .get("containers")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let (Some(id), Some(len)) = (k.get("id").and_then(Value::as_u64), num(k.get("len")))
-            else {
-                continue;
+        for k in &c.containers {
+            let ty = if k.kind.is_empty() {
+                "container"
+            } else {
+                k.kind.as_str()
             };
-            let ty = k
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or("container")
-                .to_string();
-            if let (Some(bx), Some(p)) = (before, num(k.get("prev"))) {
-                starts.push((format!("container:{id}"), bx, p, x));
+            if let (Some(bx), Some(p)) = (before, k.prev) {
+                starts.push((format!("container:{}", k.id), bx, p, x));
             }
             put(
-                format!("container:{id}"),
+                format!("container:{}", k.id),
                 &|| format!("items in one {ty}"),
                 "items",
                 x,
-                len,
+                k.len,
                 None,
             );
         }
-        if let Some(n) = num(c.get("figures")) {
+        if let Some(n) = c.figures {
             put(
                 "figures".into(),
                 &|| "open matplotlib figures".into(),
@@ -521,14 +591,20 @@ fn tracks_of(cs: &[&Map<String, Value>], stepped: bool) -> BTreeMap<String, Trac
                 None,
             );
         }
-        if let Some(cuda) = c.get("cuda").and_then(Value::as_object) {
-            for (k, what) in [
-                ("allocated", "CUDA memory allocated by tensors"),
-                ("reserved", "CUDA memory reserved by the caching allocator"),
+        if let Some(cuda) = &c.cuda {
+            for (k, what, v) in [
+                (
+                    "allocated",
+                    "CUDA memory allocated by tensors",
+                    cuda.allocated,
+                ),
+                (
+                    "reserved",
+                    "CUDA memory reserved by the caching allocator",
+                    cuda.reserved,
+                ),
             ] {
-                if let Some(v) = num(cuda.get(k)) {
-                    put(format!("cuda.{k}"), &|| what.into(), "bytes", x, v, None);
-                }
+                put(format!("cuda.{k}"), &|| what.into(), "bytes", x, v, None);
             }
         }
     }
@@ -613,6 +689,7 @@ fn fit(pid: u32, key: &str, tr: &Track, per: &str) -> Option<Grower> {
         holder: None,
         created_at: None,
         example: None,
+        basis: "fit",
     })
 }
 
@@ -670,6 +747,7 @@ fn short_rise_fit(
         holder: None,
         created_at: None,
         example: None,
+        basis: "fit",
     })
 }
 
@@ -699,6 +777,8 @@ fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
             created_at,
             growers: gs,
             static_findings: Vec::new(),
+            site_from: None,
+            static_holder: None,
         });
     }
     // matplotlib's own objects multiply with the figures left open.
@@ -747,6 +827,8 @@ fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
             created_at: g.created_at.clone(),
             growers: vec![g],
             static_findings: Vec::new(),
+            site_from: None,
+            static_holder: None,
         });
     }
     out
@@ -778,7 +860,14 @@ fn rank(g: &Grower) -> f64 {
 }
 
 fn importance(g: &GrowthGroup) -> f64 {
-    let held = if g.holder.is_some() { 1e15 } else { 0.0 };
+    // A library's own root (pyplot's figure registry, a cache of an installed
+    // package) comes after the user's: it is where the user's leak shows up
+    // in someone else's bookkeeping, or that bookkeeping's own growth.
+    let held = match &g.holder {
+        Some(h) if !h.library => 2e15,
+        Some(_) => 1e15,
+        None => 0.0,
+    };
     // Between holders whose best series are of the same kind, one that
     // outlives the loop (an attribute, a global) beats a frame local, which
     // is often a loop variable pointing into the real container. Smaller
@@ -800,6 +889,8 @@ mod tests {
             kind: kind.into(),
             path: path.into(),
             container: None,
+            container_id: None,
+            library: false,
             file: None,
             line: None,
             chain: Vec::new(),
@@ -825,8 +916,11 @@ mod tests {
                 holder: Some(holder),
                 created_at: None,
                 example: None,
+                basis: "fit",
             }],
             static_findings: Vec::new(),
+            site_from: None,
+            static_holder: None,
         }
     }
 
@@ -935,8 +1029,12 @@ mod tests {
             "{:?}",
             g.growers[0]
         );
-        // Without the earlier length, three points are too few to fit.
-        assert!(container_groups(false).is_empty());
+        // Without the earlier length, three points are too few to fit: the
+        // probe's word stands, said as such.
+        let groups = container_groups(false);
+        assert_eq!(groups.len(), 1, "{groups:?}");
+        assert_eq!(groups[0].growers[0].basis, "probe");
+        assert_eq!(groups[0].holder.as_ref().unwrap().path, "Env.episodes");
     }
 
     #[test]
@@ -957,6 +1055,7 @@ mod tests {
             holder: None,
             created_at: None,
             example: None,
+            basis: "fit",
         };
         assert_eq!(
             g(2.5e-3, Some(37.0)).describe(),
@@ -1026,9 +1125,17 @@ mod tests {
         let g = &groups[0].growers[0];
         assert_eq!((g.key.as_str(), g.censuses), ("graph.history", 3));
         assert!((g.slope - 500.0).abs() < 1e-6, "{}", g.slope);
-        // Two censuses are not enough, nor three that do not rise at each.
+        // Two censuses are not enough for a fit (the probe's word stands,
+        // as its own), nor three that do not rise at each.
         let two = &graphs[..2];
-        assert!(growth_groups(&graph_trace(two, "graph.history")).is_empty());
+        let groups = growth_groups(&graph_trace(two, "graph.history"));
+        assert!(
+            groups
+                .iter()
+                .flat_map(|g| &g.growers)
+                .all(|g| g.basis == "probe"),
+            "{groups:?}"
+        );
         let flat = [(100, graphs[0].1), (200, graphs[1].1), (300, graphs[1].1)];
         assert!(growth_groups(&graph_trace(&flat, "graph.history")).is_empty());
     }

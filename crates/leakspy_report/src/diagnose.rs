@@ -113,6 +113,17 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
             }
         }
     }
+    // Killed by the OOM killer after memory grew by more than a leak needs:
+    // a leak, whatever its last moments look like (the kernel reclaiming
+    // pages as the limit nears flattens the tail).
+    if findings.is_empty() {
+        if let Some((_, r, _)) = rss {
+            if let Some(f) = oom_after_growth(r, &exit) {
+                findings.push(f);
+                corroborated = true;
+            }
+        }
+    }
     let verdict = if !findings.is_empty() {
         Verdict::Leak
     } else {
@@ -149,10 +160,30 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     }
 
     notes.extend(non_leak_notes(trace, &growth, verdict));
+    // One story: under a no-leak verdict, what the probe saw grow is not a
+    // leak either (its evidence would have made it one); said as a note,
+    // not listed as what grows.
+    if verdict == Verdict::NoLeak && !growth.is_empty() {
+        let held: Vec<String> = growth
+            .iter()
+            .filter(|g| g.holder.as_ref().is_some_and(|h| h.is_named()))
+            .take(3)
+            .map(crate::census::GrowthGroup::headline)
+            .collect();
+        if !held.is_empty() {
+            notes.push(format!(
+                "the probe saw {} — memory does not grow with it: too little to matter, or a \
+                 record of the run (a log, a history), not a leak",
+                held.join("; ")
+            ));
+        }
+        growth.clear();
+    }
     match basis {
         Basis::Step => notes.push(format!(
-            "growth fitted per step: {} step events",
-            trace.step_count()
+            "growth fitted per step ({} step events): {}",
+            trace.step_count(),
+            step_meaning(trace, &clock)
         )),
         Basis::Second if clock.len() == 0 => notes
             .push("no step events recorded: growth is fitted per second of run time".to_string()),
@@ -273,7 +304,11 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
         },
         series: analysed.into_iter().map(|(_, r, _)| r).collect(),
         ranks: Vec::new(),
+        no_holder: None,
     };
+    if d.verdict == Verdict::Leak {
+        d.no_holder = no_holder_reason(trace, &d.growth, &d.probe);
+    }
     let ranks = crate::ranks::rank_rows(trace, &d, "", opts);
     // A job without ranks gets no table (its one row would repeat the verdict).
     if ranks.iter().any(|r| r.rank.is_some()) {
@@ -362,9 +397,14 @@ fn census_corroborated(r: &SeriesReport, growth: &[crate::census::GrowthGroup]) 
         return None;
     }
     let g = r.per_step.as_ref().or(r.per_second.as_ref())?;
-    if !(g.slope > 0.0 && r.growth >= r.threshold) {
+    if g.slope <= 0.0 {
         return None;
     }
+    // RSS grew by what a leak needs: any heavy series held by a named root
+    // that still grows says what it is. RSS grew less (freed heap being
+    // refilled, a short run): the series must have been fitted on censuses
+    // enough to stand on its own.
+    let rss_grew = r.growth >= r.threshold;
     let heavy_key = |k: &str| {
         k == "graph"
             || k == "graph.history"
@@ -376,11 +416,14 @@ fn census_corroborated(r: &SeriesReport, growth: &[crate::census::GrowthGroup]) 
             || k.starts_with("cuda.")
     };
     let group = growth.iter().find(|grp| {
-        grp.holder.is_some()
+        grp.holder
+            .as_ref()
+            .is_some_and(|h| h.is_named() && !h.library)
             && grp.growers.iter().any(|gr| {
                 gr.lo > 0.0
+                    && (rss_grew || (gr.basis == "fit" && gr.censuses >= 5))
                     && (heavy_key(&gr.key)
-                        || gr.bytes_slope.is_some_and(|b| b >= 0.1 * g.lo.max(0.0)))
+                        || (rss_grew && gr.bytes_slope.is_some_and(|b| b >= 0.1 * g.lo.max(0.0))))
             })
     })?;
     let mut evidence = r.evidence.clone();
@@ -409,6 +452,131 @@ fn census_corroborated(r: &SeriesReport, growth: &[crate::census::GrowthGroup]) 
     })
 }
 
+/// A leak finding on RSS when the OOM killer ended a run whose memory grew
+/// by more than a leak needs: the kernel reclaiming pages near the limit
+/// can flatten the last samples, which are then no evidence of a plateau.
+fn oom_after_growth(r: &SeriesReport, exit: &ExitInfo) -> Option<Finding> {
+    if !exit.oom_killed || r.verdict == Verdict::Leak {
+        return None;
+    }
+    let g = r.per_step.as_ref().or(r.per_second.as_ref())?;
+    let rise = r.peak - r.first;
+    if !(g.slope > 0.0 && (r.growth >= r.threshold || rise >= r.threshold)) {
+        return None;
+    }
+    let mut evidence = r.evidence.clone();
+    evidence.push(format!(
+        "killed by the OOM killer after memory rose {} (a leak needs {}): the run's last \
+         moments ({}) are the kernel reclaiming memory at the limit, not a plateau",
+        fmt_bytes(rise),
+        fmt_bytes(r.threshold),
+        r.shape_text
+    ));
+    Some(Finding {
+        what: r.what.clone(),
+        series: r.key.clone(),
+        per_step: r.per_step.clone(),
+        per_second: r.per_second.clone(),
+        evidence,
+        holder: None,
+        location: None,
+        grows: None,
+        static_findings: None,
+    })
+}
+
+/// What "a step" counted: the unit every "per step" of the report is in.
+fn step_meaning(trace: &Trace, clock: &StepClock) -> String {
+    use leakspy_trace::StepSource;
+    let mut sources = std::collections::BTreeSet::new();
+    for s in trace.steps() {
+        sources.insert(match s.source {
+            StepSource::Optimizer => "optimizer",
+            StepSource::Manual => "manual",
+            StepSource::Regex => "regex",
+            StepSource::Other => "other",
+        });
+    }
+    let optimizers = trace
+        .costs()
+        .filter_map(|c| c.optimizers)
+        .max()
+        .unwrap_or(1);
+    let n = clock.steps_done().unwrap_or(0);
+    if sources.contains("regex") {
+        return format!(
+            "a step is a line of the job's output that matched --step-regex ({n} of them)"
+        );
+    }
+    if sources.contains("optimizer") && !sources.contains("manual") {
+        return if optimizers > 1 {
+            format!(
+                "a step is one training iteration: {optimizers} optimizers step in each, counted \
+                 once ({n} iterations)"
+            )
+        } else {
+            format!("a step is one optimizer.step() ({n} of them)")
+        };
+    }
+    if sources.contains("manual") && !sources.contains("optimizer") {
+        return format!("a step is one call of leakspy.step() ({n} of them)");
+    }
+    format!("a step is one optimizer step or leakspy.step() call ({n} in the busiest process)")
+}
+
+/// Why a leak has no holder named, and what to do about it.
+fn no_holder_reason(
+    trace: &Trace,
+    growth: &[crate::census::GrowthGroup],
+    probe: &ProbeInfo,
+) -> Option<String> {
+    if growth
+        .iter()
+        .any(|g| g.holder.as_ref().is_some_and(|h| h.is_named()))
+    {
+        return None;
+    }
+    let duration = trace.duration();
+    if probe.processes.is_empty() {
+        return Some(
+            "no in-process probe reported in this run (only /proc figures): `leakspy run` puts \
+             it in Python jobs that import `site`"
+                .to_string(),
+        );
+    }
+    let censuses = probe.cost.as_ref().map_or(probe.censuses as u64, |c| {
+        c.censuses.max(probe.censuses as u64)
+    });
+    if censuses == 0 {
+        return Some(format!(
+            "no census in {duration:.0} s: the probe looks once its budget has paid for it (about \
+             25 s of training at 1 %) or when memory grows like a leak; run longer"
+        ));
+    }
+    if censuses < 4 {
+        return Some(format!(
+            "{censuses} census{} in {duration:.0} s: a holder is named from 4 censuses that rise in \
+             a row; run longer",
+            if censuses == 1 { "" } else { "es" }
+        ));
+    }
+    let unknown = trace
+        .suspects()
+        .filter(|s| s.holder.as_ref().is_some_and(|h| !h.is_named()))
+        .filter_map(|s| s.what.clone())
+        .next();
+    Some(match unknown {
+        Some(what) => format!(
+            "the probe saw {what} grow but no holder within reach: held from C (an extension's \
+             cache), by a reference cycle, or only by a running frame"
+        ),
+        None => format!(
+            "{censuses} censuses found no Python objects growing with the memory: it grows outside \
+             them (native allocations, an extension's buffers); a native profiler (memray) can tell"
+        ),
+    })
+}
+
 /// Why a series that does not leak looks the way it does.
 fn shape_notes(name: &str, r: &SeriesReport, a: &SeriesAnalysis, basis: Basis) -> Vec<String> {
     let at = |x: f64| match basis_of(r, basis) {
@@ -427,11 +595,27 @@ fn shape_notes(name: &str, r: &SeriesReport, a: &SeriesAnalysis, basis: Basis) -
         _ => 0.0,
     };
     let warm = a.warmup_rise >= a.threshold.max(2.0 * explained);
+    // Per step, start-up is the first steps (lazy imports, the optimizer's
+    // state; imports before the first step are not in the fit at all): a
+    // rise that went on past them and then stopped is something filling
+    // up. Per second, start-up includes the imports, which can take long.
+    let startup = match (a.warmup_end, a.minima.xs.first(), a.minima.xs.last()) {
+        (Some(end), Some(&x0), Some(&x1)) if basis_of(r, basis) == Basis::Step => {
+            end - x0 <= (0.02 * (x1 - x0)).max(10.0)
+        }
+        _ => true,
+    };
     match a.shape {
-        Shape::Flat | Shape::Sawtooth if warm => notes.push(format!(
+        Shape::Flat | Shape::Sawtooth if warm && startup => notes.push(format!(
             "{name} rose {} in the {} then stayed flat: warm-up, not a leak",
             fmt_bytes(a.warmup_rise),
             first(a.warmup_end.unwrap_or(0.0))
+        )),
+        Shape::Flat | Shape::Sawtooth if warm => notes.push(format!(
+            "{name} rose {} up to {}, then stayed flat: it fills, then stays flat — bounded (a \
+             buffer or a cache reaching its size), not a leak",
+            fmt_bytes(a.warmup_rise),
+            at(a.warmup_end.unwrap_or(0.0))
         )),
         _ if warm => notes.push(format!(
             "{name} rose {} during warm-up (up to {}): imports and first-step work, left out of the fit",
@@ -600,34 +784,40 @@ fn probe_info(trace: &Trace) -> ProbeInfo {
 }
 
 fn probe_cost(trace: &Trace) -> Option<crate::model::ProbeCost> {
-    let mut probe_s = 0.0;
-    let mut share: f64 = 0.0;
-    let mut budget = None;
-    let mut censuses = 0;
+    let mut cost = crate::model::ProbeCost {
+        probe_s: 0.0,
+        share: 0.0,
+        budget: None,
+        censuses: 0,
+        parts: std::collections::BTreeMap::new(),
+        bursts: 0,
+        burst_s: 0.0,
+        burst_budget: None,
+    };
     let mut any = false;
     for c in trace.costs() {
-        let field = |k: &str| c.get(k).and_then(serde_json::Value::as_f64);
-        let (Some(p), Some(wall)) = (field("probe_s"), field("wall_s")) else {
-            continue;
-        };
+        let (p, wall) = (c.probe_s, c.wall_s);
         if !(p.is_finite() && wall.is_finite() && p >= 0.0 && wall > p) {
             continue;
         }
         any = true;
-        probe_s += p;
-        share = share.max(p / (wall - p));
-        budget = budget.or(field("budget"));
-        censuses += c
-            .get("censuses")
-            .and_then(serde_json::Value::as_u64)
-            .unwrap_or(0);
+        cost.probe_s += p;
+        cost.share = cost.share.max(p / (wall - p));
+        cost.budget = cost.budget.or(c.budget);
+        cost.censuses += c.censuses.unwrap_or(0);
+        for (k, v) in &c.parts {
+            if v.is_finite() && *v > 0.0 {
+                *cost.parts.entry(k.clone()).or_default() += v;
+            }
+        }
+        if let Some(s) = c.steps.filter(|s| s.is_finite() && *s > 0.0) {
+            *cost.parts.entry("steps".into()).or_default() += s;
+        }
+        cost.bursts += c.bursts.unwrap_or(0);
+        cost.burst_s += c.burst_s.filter(|s| s.is_finite()).unwrap_or(0.0);
+        cost.burst_budget = cost.burst_budget.or(c.burst_budget);
     }
-    any.then_some(crate::model::ProbeCost {
-        probe_s,
-        share,
-        budget,
-        censuses,
-    })
+    any.then_some(cost)
 }
 
 /// What grows but is not a leak, said plainly so nobody chases it.
@@ -638,9 +828,7 @@ fn non_leak_notes(
 ) -> Vec<String> {
     let mut notes = Vec::new();
     let grows = |key: &str| growth.iter().flat_map(|g| &g.growers).any(|g| g.key == key);
-    let cuda_seen = trace
-        .census()
-        .any(|c| c.get("cuda").is_some_and(|v| v.is_object()));
+    let cuda_seen = trace.census().any(|c| c.cuda.is_some());
     if cuda_seen && !grows("cuda.allocated") {
         let reserved = cuda_rise(trace, "reserved");
         let gpu_used_rises = gpu_rise(trace) > 0.0;
@@ -662,7 +850,14 @@ fn non_leak_notes(
 fn cuda_rise(trace: &Trace, key: &str) -> f64 {
     let vals: Vec<f64> = trace
         .census()
-        .filter_map(|c| c.get("cuda")?.get(key)?.as_f64())
+        .filter_map(|c| {
+            let cuda = c.cuda?;
+            Some(if key == "reserved" {
+                cuda.reserved
+            } else {
+                cuda.allocated
+            })
+        })
         .collect();
     match (vals.get(1), vals.last()) {
         (Some(a), Some(b)) if vals.len() >= 3 => b - a,
@@ -725,4 +920,159 @@ fn copy_on_read_note(trace: &Trace, verdict: Verdict) -> Option<String> {
             }
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = r#"{"kind":"header","format":"leakspy-trace","version":1,"leakspy_version":"0.1.0","t":0.0,"started_at":0.0,"command":["python","train.py"],"cwd":"/tmp","hostname":"h","pid":7,"sample_interval_s":0.1}"#;
+    const MIB: f64 = 1048576.0;
+
+    /// A 60-s run of 100 steps a second whose RSS is `rss(t)`, with optional
+    /// extra lines (censuses, suspects, an exit).
+    fn trace(rss: impl Fn(f64) -> f64, extra: &[String], exit: &str) -> Trace {
+        let mut lines = vec![HEADER.to_string()];
+        for i in 0..600 {
+            let t = i as f64 * 0.1;
+            lines.push(format!(
+                r#"{{"kind":"sample","t":{t},"procs":[{{"pid":7,"rss":{r}}}],"total":{{"rss":{r},"anon":{r}}}}}"#,
+                r = rss(t) as u64
+            ));
+            if i % 2 == 0 {
+                lines.push(format!(
+                    r#"{{"kind":"step","t":{},"step":{},"source":"optimizer","pid":7}}"#,
+                    t + 0.05,
+                    i * 10
+                ));
+            }
+        }
+        lines.extend(extra.iter().cloned());
+        lines.push(exit.to_string());
+        leakspy_trace::parse_trace(&lines.join("\n")).unwrap()
+    }
+
+    const EXIT_OK: &str = r#"{"kind":"exit","t":60.0,"code":0,"status":0}"#;
+
+    /// Six censuses 10 s apart in which the graphs held by `Trainer.losses`
+    /// grow by 2000 nodes each, and the suspect naming them.
+    fn held_graphs() -> Vec<String> {
+        let mut v: Vec<String> = (1..=6)
+            .map(|i| {
+                format!(
+                    r#"{{"kind":"census","t":{},"pid":7,"step":{},"n":{i},"warmup":{},"graph":{{"roots":{},"nodes":{},"saved_bytes":0}}}}"#,
+                    i * 10,
+                    i * 1000,
+                    i == 1,
+                    i * 100,
+                    i * 2000
+                )
+            })
+            .collect();
+        v.push(r#"{"kind":"suspect","t":45.0,"pid":7,"step":4000,"key":"graph","what":"autograd graph nodes","holder":{"kind":"attribute","path":"Trainer.losses","container":"list","chain":["Tensor","list","Trainer"]}}"#.to_string());
+        v
+    }
+
+    #[test]
+    fn the_probes_evidence_decides_a_close_call() {
+        // RSS rises 3 MiB in a minute, under the 2 % of 700 MiB a leak needs
+        // by itself; the probe saw graphs held by a named root grow at
+        // every census.
+        let t = trace(|t| 700.0 * MIB + t * 0.05 * MIB, &held_graphs(), EXIT_OK);
+        let d = diagnose(&t, &DiagnoseOptions::default());
+        assert_eq!(d.verdict, Verdict::Leak, "{:#?}", d.findings);
+        assert_eq!(
+            d.findings[0].holder.as_ref().unwrap()["path"],
+            "Trainer.losses"
+        );
+        assert!(
+            d.findings[0]
+                .evidence
+                .iter()
+                .any(|e| e.starts_with("in-process census")),
+            "{:?}",
+            d.findings[0].evidence
+        );
+        // The same RSS without the probe's word is not a leak.
+        let t = trace(|t| 700.0 * MIB + t * 0.05 * MIB, &[], EXIT_OK);
+        assert_ne!(
+            diagnose(&t, &DiagnoseOptions::default()).verdict,
+            Verdict::Leak
+        );
+    }
+
+    #[test]
+    fn what_grows_under_no_leak_is_a_note_not_a_list() {
+        // Flat memory; a list of floats held by the trainer grows (a log).
+        let mut extra: Vec<String> = (1..=6)
+            .map(|i| {
+                format!(
+                    r#"{{"kind":"census","t":{},"pid":7,"step":{},"n":{i},"warmup":{},"containers":[{{"id":5,"type":"list","len":{}}}]}}"#,
+                    i * 10,
+                    i * 1000,
+                    i == 1,
+                    i * 50
+                )
+            })
+            .collect();
+        extra.push(r#"{"kind":"suspect","t":45.0,"pid":7,"step":4000,"key":"container:5","what":"list of float (len 200)","holder":{"kind":"attribute","path":"Trainer.log_history","container":"list","chain":["list","Trainer"]}}"#.to_string());
+        let t = trace(|_| 700.0 * MIB, &extra, EXIT_OK);
+        let d = diagnose(&t, &DiagnoseOptions::default());
+        assert_eq!(d.verdict, Verdict::NoLeak);
+        assert!(d.growth.is_empty(), "{:#?}", d.growth);
+        assert!(
+            d.notes
+                .iter()
+                .any(|n| n.contains("Trainer.log_history") && n.contains("not a leak")),
+            "{:?}",
+            d.notes
+        );
+    }
+
+    #[test]
+    fn an_oom_kill_after_growth_is_a_leak_whatever_the_tail() {
+        // 90 MiB in 50 s, then flat for the last 10 s as the kernel reclaims.
+        let rss = |t: f64| 300.0 * MIB + t.min(50.0) * 1.8 * MIB;
+        let killed = r#"{"kind":"exit","t":60.0,"signal":9,"status":137,"oom_killed":true}"#;
+        let d = diagnose(&trace(rss, &[], killed), &DiagnoseOptions::default());
+        assert_eq!(d.verdict, Verdict::Leak, "{}", d.summary);
+        assert!(d.findings[0]
+            .evidence
+            .iter()
+            .any(|e| e.contains("OOM killer")));
+        let plain = diagnose(&trace(rss, &[], EXIT_OK), &DiagnoseOptions::default());
+        assert_ne!(plain.verdict, Verdict::Leak, "{}", plain.summary);
+    }
+
+    #[test]
+    fn a_buffer_that_fills_after_start_up_is_bounded_not_warm_up() {
+        // Flat, then 120 MiB over steps 6000 to 16000, then flat to the end.
+        let rss = |t: f64| 700.0 * MIB + ((t - 6.0).clamp(0.0, 10.0) * 12.0 * MIB);
+        let d = diagnose(&trace(rss, &[], EXIT_OK), &DiagnoseOptions::default());
+        assert_ne!(d.verdict, Verdict::Leak, "{}", d.summary);
+        assert!(
+            d.notes.iter().any(|n| n.contains("fills, then stays flat")),
+            "{:?}",
+            d.notes
+        );
+    }
+
+    #[test]
+    fn a_leak_without_a_holder_says_why() {
+        let rss = |t: f64| 700.0 * MIB + t * 2.0 * MIB;
+        let census = r#"{"kind":"census","t":30.0,"pid":7,"step":3000,"n":1}"#.to_string();
+        let probe = r#"{"kind":"probe","t":0.5,"pid":7}"#.to_string();
+        let cost = r#"{"kind":"cost","t":30.0,"pid":7,"probe_s":0.1,"wall_s":30.0,"censuses":1}"#
+            .to_string();
+        let d = diagnose(
+            &trace(rss, &[probe, census, cost], EXIT_OK),
+            &DiagnoseOptions::default(),
+        );
+        assert_eq!(d.verdict, Verdict::Leak);
+        let why = d.no_holder.expect("a reason");
+        assert!(
+            why.starts_with("1 census in 60 s") && why.contains("run longer"),
+            "{why}"
+        );
+    }
 }

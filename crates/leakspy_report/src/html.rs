@@ -8,6 +8,7 @@ use std::fmt::Write;
 use leakspy_stats::{fmt_bytes, fmt_value, step_rates, ValueUnit, Verdict};
 use leakspy_trace::Trace;
 
+use crate::census::Describe;
 use crate::chart::{Chart, Line, XAxis, YAxis};
 use crate::diagnose::{fmt_rate, fmt_rate_value};
 use crate::extract::{memory_series, Series, StepClock};
@@ -216,12 +217,19 @@ pub fn render_html(d: &Diagnosis, trace: &Trace) -> String {
 /// with its fix on a line of its own.
 fn growth_section(out: &mut String, d: &Diagnosis) {
     if d.growth.is_empty() {
+        if let Some(why) = &d.no_holder {
+            let _ = writeln!(
+                out,
+                "<section id=\"growth\"><h2>What grows (in-process probe)</h2><p>Holder not found: {}</p></section>",
+                escape(why)
+            );
+        }
         return;
     }
     out.push_str("<section id=\"growth\"><h2>What grows (in-process probe)</h2>");
     for (i, g) in d.growth.iter().enumerate() {
-        let (who, sub) = match &g.holder {
-            Some(h) => {
+        let (who, sub) = match (&g.holder, &g.static_holder) {
+            (Some(h), _) if h.is_named() => {
                 let container = h
                     .container
                     .as_deref()
@@ -238,12 +246,23 @@ fn growth_section(out: &mut String, d: &Diagnosis) {
                     .as_deref()
                     .map(|t| format!(" &#183; free it: {}", prose(t)))
                     .unwrap_or_default();
+                let library = if h.library { ", a library's own" } else { "" };
                 (
                     format!("held by <code>{}</code>{container}{at}", escape(&h.path)),
-                    format!("{} &#183; pid {}{hint}", escape(&h.kind), g.pid),
+                    format!("{}{library} &#183; pid {}{hint}", escape(&h.kind), g.pid),
                 )
             }
-            None => ("holder not found".to_string(), format!("pid {}", g.pid)),
+            (_, Some(kept)) => (
+                format!(
+                    "kept by <code>{}</code> on the line that made them",
+                    escape(kept)
+                ),
+                format!(
+                    "the probe found no root; the static check names it &#183; pid {}",
+                    g.pid
+                ),
+            ),
+            _ => ("holder not found".to_string(), format!("pid {}", g.pid)),
         };
         let _ = write!(
             out,
@@ -267,9 +286,19 @@ fn growth_section(out: &mut String, d: &Diagnosis) {
                 .as_deref()
                 .map(|f| format!(" in <code>{}()</code>", escape(f)))
                 .unwrap_or_default();
+            let kept = g
+                .site_from
+                .as_deref()
+                .map(|f| {
+                    format!(
+                        " <span class=\"evidence\">(kept there: {})</span>",
+                        escape(f)
+                    )
+                })
+                .unwrap_or_default();
             let _ = write!(
                 out,
-                "<h4>Made at</h4><p>{}{func}</p>",
+                "<h4>Made at</h4><p>{}{func}{kept}</p>",
                 loc(&c.file, Some(c.line))
             );
         }

@@ -4,7 +4,10 @@
 
 use std::collections::HashMap;
 
-use leakspy_lint::{check_source, Applicability, RuleSet};
+use leakspy_lint::{
+    check_source, Applicability, RuleSet, RETAINED_AFTER_BACKWARD,
+    RETAINED_UNTIL_FRAMEWORK_BACKWARD, RETAINED_WITHOUT_BACKWARD,
+};
 
 use crate::census::{GrowthGroup, StaticMatch};
 
@@ -63,8 +66,97 @@ fn attach(groups: &mut [GrowthGroup], cwd: &str) {
             }
         }
         matched.sort_by(|a, b| (a.file.as_str(), a.line).cmp(&(b.file.as_str(), b.line)));
+        // Both ways. The probe named the holder but not the line: the
+        // finding about the holder is on the line that keeps what grows.
+        if g.created_at.is_none() && g.holder.as_ref().is_some_and(|h| h.is_named()) {
+            if let Some(m) = matched
+                .iter()
+                .find(|m| name.as_ref().is_some_and(|n| mentions(&m.message, n)))
+            {
+                g.created_at = Some(crate::census::Location {
+                    file: m.file.clone(),
+                    line: m.line,
+                    function: None,
+                });
+                g.site_from = Some(format!("check {}", m.rule));
+            }
+        }
+        // The probe could not reach a holder: a finding on the line that
+        // made the objects says what keeps them.
+        if !g.holder.as_ref().is_some_and(|h| h.is_named()) {
+            g.static_holder = g.created_at.as_ref().and_then(|c| {
+                matched
+                    .iter()
+                    .filter(|m| m.file == c.file && m.line == c.line)
+                    .find_map(|m| kept_by(&m.rule, &m.message))
+            });
+        }
+        // What the probe saw decides what the kept graphs hold: saved bytes
+        // growing with them are activations no `.backward()` freed (a
+        // framework may call it where the file does not, or not at all).
+        if let Some(saved) = g
+            .growers
+            .iter()
+            .find(|gr| gr.key == "graph")
+            .and_then(|gr| gr.bytes_slope)
+        {
+            for m in &mut matched {
+                m.message = runtime_retained(&m.message, saved);
+            }
+        }
         g.static_findings = matched;
     }
+}
+
+/// A finding's words about what a kept graph holds, as the run showed it: the
+/// file alone cannot tell whether a framework calls `.backward()`, the run can.
+fn runtime_retained(message: &str, saved_per_step: f64) -> String {
+    // What the run agrees with stays as the file said it.
+    let (wrong, seen) = if saved_per_step > 0.0 {
+        (
+            [RETAINED_AFTER_BACKWARD, RETAINED_UNTIL_FRAMEWORK_BACKWARD],
+            format!(
+                "with its saved activations: at run time they grew {}/step (no `.backward()` \
+                 freed them)",
+                leakspy_stats::fmt_bytes(saved_per_step)
+            ),
+        )
+    } else {
+        (
+            [RETAINED_WITHOUT_BACKWARD, RETAINED_UNTIL_FRAMEWORK_BACKWARD],
+            "its chain of autograd nodes: at run time no saved activations grew \
+             (`.backward()` freed them)"
+                .to_string(),
+        )
+    };
+    wrong
+        .iter()
+        .fold(message.to_string(), |m, from| m.replace(from, &seen))
+}
+
+/// What a finding says keeps the objects: the container or name its
+/// message starts with (`self.hall_of_fame` of "`self.hall_of_fame` keeps a
+/// deep copy ..."), or pyplot for a figure never closed.
+fn kept_by(rule: &str, message: &str) -> Option<String> {
+    if rule == "LS012" {
+        return Some("pyplot (a figure never closed)".to_string());
+    }
+    let inner = message.strip_prefix('`')?.split('`').next()?;
+    let target: String = inner
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.')
+        .collect();
+    let target = target
+        .rsplit_once('.')
+        .filter(|(_, m)| {
+            matches!(
+                *m,
+                "append" | "extend" | "insert" | "add" | "update" | "setdefault" | "put" | "push"
+            )
+        })
+        .map_or(target.as_str(), |(base, _)| base);
+    (!target.is_empty() && target.contains(|c: char| c.is_alphabetic()))
+        .then(|| format!("`{target}` (check {rule})"))
 }
 
 /// The variable part of a holder path: `losses` of `Trainer.losses`, `total`
@@ -129,6 +221,40 @@ mod tests {
         assert_eq!(holder_name("train:total_loss"), "total_loss");
         assert_eq!(holder_name("make_logger.<locals>.log.<metrics>"), "metrics");
         assert_eq!(holder_name("history"), "history");
+    }
+
+    #[test]
+    fn what_a_finding_says_keeps_the_objects() {
+        assert_eq!(
+            kept_by(
+                "LS015",
+                "`self.hall_of_fame` keeps a deep copy of `x` on every call"
+            )
+            .as_deref(),
+            Some("`self.hall_of_fame` (check LS015)")
+        );
+        assert_eq!(
+            kept_by("LS002", "`self.losses.append(loss)` stores a value").as_deref(),
+            Some("`self.losses` (check LS002)")
+        );
+        assert!(kept_by("LS012", "`plt.subplots()` opens")
+            .unwrap()
+            .starts_with("pyplot"));
+        assert_eq!(kept_by("LS102", "no backticks here"), None);
+    }
+
+    #[test]
+    fn the_run_says_what_kept_graphs_hold() {
+        let m = format!("`self.l` holds one graph per step ({RETAINED_AFTER_BACKWARD}) forever");
+        let fixed = runtime_retained(&m, 2048.0);
+        assert!(
+            fixed.contains("saved activations: at run time they grew 2.00 KiB/step"),
+            "{fixed}"
+        );
+        let m = format!("`self.l` holds one graph ({RETAINED_WITHOUT_BACKWARD})");
+        assert!(runtime_retained(&m, 0.0).contains("no saved activations grew"));
+        // What the run agrees with stays as it was.
+        assert_eq!(runtime_retained(&m, 100.0), m);
     }
 
     #[test]

@@ -185,6 +185,16 @@ pub struct ProbeCost {
     /// Censuses the probe took, all processes together (its own count: the
     /// reader thins census events of long traces).
     pub censuses: u64,
+    /// `probe_s` by kind of work (`census`, `holders`, `sites`, `after`:
+    /// what the steps after a census lost, `messages`, `steps`: the step
+    /// hook, `last_look`), all processes together.
+    pub parts: std::collections::BTreeMap<String, f64>,
+    /// Bursts the monitor asked for (memory grew as a leak does), and the
+    /// probe work done during them (part of `probe_s`).
+    pub bursts: u64,
+    pub burst_s: f64,
+    /// The share of the job's time a burst may take.
+    pub burst_budget: Option<f64>,
 }
 
 impl ProbeCost {
@@ -195,12 +205,57 @@ impl ProbeCost {
             .budget
             .map(|b| format!(" (budget {})", fmt_percent(b)))
             .unwrap_or_default();
-        format!(
+        let mut s = format!(
             "{censuses} census{}, {:.2} s of probe work on the job's threads: {} of the job's own time{budget}",
             if censuses == 1 { "" } else { "es" },
             self.probe_s,
             fmt_percent(self.share),
+        );
+        if self.bursts > 0 {
+            s.push_str(&format!(
+                "; {:.2} s of it in {} burst{} after memory grew like a leak (up to {} while it lasts)",
+                self.burst_s,
+                self.bursts,
+                if self.bursts == 1 { "" } else { "s" },
+                fmt_percent(self.burst_budget.unwrap_or(0.0))
+            ));
+        }
+        s
+    }
+
+    /// What each kind of work cost, largest first ("census 0.41 s, holder
+    /// search 0.12 s, ...").
+    pub fn parts_text(&self) -> Option<String> {
+        let mut parts: Vec<(&str, f64)> = self
+            .parts
+            .iter()
+            .filter(|(_, v)| **v >= 0.0005)
+            .map(|(k, v)| (part_name(k), *v))
+            .collect();
+        if parts.is_empty() {
+            return None;
+        }
+        parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+        Some(
+            parts
+                .iter()
+                .map(|(k, v)| format!("{k} {v:.2} s"))
+                .collect::<Vec<_>>()
+                .join(", "),
         )
+    }
+}
+
+fn part_name(k: &str) -> &str {
+    match k {
+        "census" => "censuses",
+        "holders" => "holder searches",
+        "sites" => "creation sites",
+        "after" => "steps slowed after censuses",
+        "messages" => "step messages",
+        "steps" => "step hook",
+        "last_look" => "last look",
+        other => other,
     }
 }
 
@@ -260,4 +315,6 @@ pub struct Diagnosis {
     pub series: Vec<SeriesReport>,
     /// Each rank of a torchrun/DDP job fitted on its own (empty without ranks).
     pub ranks: Vec<crate::ranks::RankRow>,
+    /// A leak whose holder the probe could not name: why, and what to do.
+    pub no_holder: Option<String>,
 }

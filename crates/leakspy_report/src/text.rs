@@ -6,6 +6,7 @@ use std::fmt::Write;
 use leakspy_stats::{fmt_bytes, fmt_value, ValueUnit, Verdict};
 use leakspy_trace::Trace;
 
+use crate::census::Describe;
 use crate::diagnose::{fmt_rate, fmt_rate_value};
 use crate::diff::{Comparison, DiffSide};
 use crate::model::{Diagnosis, Growth};
@@ -53,6 +54,9 @@ pub fn render_text(d: &Diagnosis, trace: &Trace) -> String {
     }
     if let Some(c) = &d.probe.cost {
         let _ = writeln!(out, "  probe: {}", c.describe());
+        if let Some(parts) = c.parts_text() {
+            let _ = writeln!(out, "  probe work: {parts}");
+        }
     }
     if !d.findings.is_empty() {
         let _ = writeln!(out, "findings:");
@@ -92,10 +96,17 @@ pub fn render_text(d: &Diagnosis, trace: &Trace) -> String {
 /// with its series, creation site and the static findings on its lines.
 fn render_growth(out: &mut String, d: &Diagnosis) {
     if d.growth.is_empty() {
+        if let Some(why) = &d.no_holder {
+            let _ = writeln!(out, "what grows (in-process probe):");
+            let _ = writeln!(out, "  holder not found: {why}");
+        }
         return;
     }
     let several = d.growth.iter().any(|g| g.pid != d.growth[0].pid);
     let _ = writeln!(out, "what grows (in-process probe):");
+    if let Some(why) = &d.no_holder {
+        let _ = writeln!(out, "  no holder named: {why}");
+    }
     for (i, g) in d.growth.iter().take(MAX_GROUPS).enumerate() {
         let pid = if several {
             format!(" [pid {}]", g.pid)
@@ -103,15 +114,29 @@ fn render_growth(out: &mut String, d: &Diagnosis) {
             String::new()
         };
         match &g.holder {
-            Some(h) => {
-                let _ = writeln!(out, "  {}. held by {}{pid}", i + 1, h.describe());
+            Some(h) if h.is_named() => {
+                let lib = if h.library {
+                    " (a library's own object)"
+                } else {
+                    ""
+                };
+                let _ = writeln!(out, "  {}. held by {}{lib}{pid}", i + 1, h.describe());
                 if let Some(hint) = &h.hint {
                     let _ = writeln!(out, "     free it: {hint}");
                 }
             }
-            None => {
-                let _ = writeln!(out, "  {}. holder not found{pid}", i + 1);
-            }
+            _ => match &g.static_holder {
+                Some(h) => {
+                    let _ = writeln!(
+                        out,
+                        "  {}. holder not found by the probe; kept by {h} on the line that made them{pid}",
+                        i + 1
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "  {}. holder not found{pid}", i + 1);
+                }
+            },
         }
         for gr in g.growers.iter().take(4) {
             let _ = writeln!(out, "     - {}", gr.describe());
@@ -122,7 +147,14 @@ fn render_growth(out: &mut String, d: &Diagnosis) {
                 .as_deref()
                 .map(|f| format!(" in {f}()"))
                 .unwrap_or_default();
-            let _ = writeln!(out, "     made at {}{func}", c.describe());
+            match &g.site_from {
+                Some(from) => {
+                    let _ = writeln!(out, "     kept at {} ({from})", c.describe());
+                }
+                None => {
+                    let _ = writeln!(out, "     made at {}{func}", c.describe());
+                }
+            }
         }
         for m in &g.static_findings {
             let fix = match (&m.fix, m.safe_fix) {

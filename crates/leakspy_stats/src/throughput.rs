@@ -33,8 +33,12 @@ pub fn throughput_trend(events: &[(f64, f64)], confidence: f64) -> Option<Throug
         return None;
     }
     let trend = theil_sen(&ts, &rates, confidence)?;
-    let start_rate = trend.at(trend.x_start);
-    let end_rate = trend.at(trend.x_end);
+    // The rates seen at the start and the end (medians of the first and
+    // last quarter of the bins), not the fitted line's ends: a line through
+    // a rate that collapsed at the end can pass below zero.
+    let q = (rates.len() / 4).max(1);
+    let start_rate = crate::theil_sen::median(&rates[..q]);
+    let end_rate = crate::theil_sen::median(&rates[rates.len() - q..]);
     let change = if start_rate > 0.0 {
         (end_rate - start_rate) / start_rate
     } else {
@@ -96,6 +100,22 @@ mod tests {
         let tr = throughput_trend(&ev, 0.95).unwrap();
         assert!(tr.falling, "{tr:?}");
         assert!(tr.change < -0.5, "{tr:?}");
+    }
+
+    #[test]
+    fn a_rate_that_collapses_is_never_negative() {
+        // 50 steps/s, then a machine so busy that steps crawl at the end.
+        let mut ev = Vec::new();
+        let (mut t, mut s) = (0.0, 0.0);
+        for i in 0..400 {
+            let dt = if i < 300 { 0.02 } else { 2.0 };
+            t += dt;
+            s += 1.0;
+            ev.push((t, s));
+        }
+        let tr = throughput_trend(&ev, 0.95).unwrap();
+        assert!(tr.end_rate > 0.0 && tr.start_rate > 40.0, "{tr:?}");
+        assert!(tr.change > -1.0, "{tr:?}");
     }
 
     #[test]

@@ -81,6 +81,10 @@ pub struct VerdictOptions {
     pub warmup_fraction: f64,
     /// Never trim more than this fraction as warm-up.
     pub max_warmup_fraction: f64,
+    /// A fit that explains less of the variance than this is no evidence
+    /// of a leak, however significant its slope (a machine so busy that
+    /// memory moves with the scheduler, not the work).
+    pub min_r2: f64,
     /// Growth is "slowing" when the second half's whole 95 % interval lies
     /// below this fraction of the run's slope.
     pub late_ratio_slowing: f64,
@@ -102,6 +106,7 @@ impl Default for VerdictOptions {
             min_growth_rel: 0.02,
             warmup_fraction: 0.10,
             max_warmup_fraction: 0.5,
+            min_r2: 0.5,
             late_ratio_slowing: 0.75,
             flat_tail_min: 0.25,
             unit: ValueUnit::Bytes,
@@ -276,7 +281,7 @@ pub fn analyze(xs: &[f64], ys: &[f64], opts: &VerdictOptions) -> SeriesAnalysis 
         }
     } else if a.growth < 0.0 {
         (Verdict::NoLeak, Shape::Shrinking)
-    } else if t.lo <= 0.0 {
+    } else if t.lo <= 0.0 || t.r2 < opts.min_r2 {
         (Verdict::Inconclusive, Shape::Noisy)
     } else {
         match a.late_trend {
@@ -320,6 +325,11 @@ pub fn analyze(xs: &[f64], ys: &[f64], opts: &VerdictOptions) -> SeriesAnalysis 
             fmt_value(a.swing, u)
         ),
         Shape::Shrinking => "shrinking".to_string(),
+        Shape::Noisy if t.lo > 0.0 && t.r2 < opts.min_r2 => format!(
+            "noisy: the fitted line explains too little (R² {:.2}, below {:.2}): memory moves \
+             with something other than the work (a busy machine)",
+            t.r2, opts.min_r2
+        ),
         Shape::Noisy => "noisy: the slope's interval includes zero".to_string(),
         Shape::TooShort => unreachable!(),
     };
@@ -427,6 +437,16 @@ fn warmup_end(win: &Windowed, opts: &VerdictOptions) -> usize {
     } else {
         median(&late_rates)
     };
+    // A steady leak whose late windows are mostly flat (the allocator
+    // refilling freed heap) has a small typical change: a jump must also
+    // stand well above the second half's mean rate to be start-up work
+    // (warm-up that then flattens leaves that rate near zero).
+    let mid = k / 2;
+    let mean_rate = if xs[k - 1] > xs[mid] {
+        ((ys[k - 1] - ys[mid]) / (xs[k - 1] - xs[mid])).max(0.0)
+    } else {
+        0.0
+    };
     let mut end = base;
     for j in 0..k - 1 {
         if xs[j + 1] > cap_x {
@@ -434,7 +454,7 @@ fn warmup_end(win: &Windowed, opts: &VerdictOptions) -> usize {
         }
         let d = ys[j + 1] - ys[j];
         let dx = xs[j + 1] - xs[j];
-        if d > (5.0 * typical * dx).max(opts.min_growth_abs) {
+        if d > (5.0 * typical.max(mean_rate) * dx).max(opts.min_growth_abs) {
             end = end.max(j + 1);
         }
     }

@@ -22,13 +22,13 @@ pub enum Event {
     /// events, so the probe can add fields without a format change.
     Probe(serde_json::Map<String, serde_json::Value>),
     /// Object census of one process at a step boundary (the probe).
-    Census(serde_json::Map<String, serde_json::Value>),
+    Census(crate::Census),
     /// Something the probe saw grow, with its holder and creation site.
-    Suspect(serde_json::Map<String, serde_json::Value>),
+    Suspect(crate::Suspect),
     /// The probe's own accounting in one process: the seconds its work took
     /// on the job's threads (`probe_s`) against the seconds since it started
     /// (`wall_s`), after each census and at exit.
-    Cost(serde_json::Map<String, serde_json::Value>),
+    Cost(crate::Cost),
     Note(Note),
     Exit(Exit),
     /// `leakspy attach` stopped recording a job that it did not start.
@@ -43,10 +43,13 @@ impl Event {
             Event::Sample(s) => s.t,
             Event::Gpu(g) => g.t,
             Event::Step(s) => s.t,
-            Event::Probe(m) | Event::Census(m) | Event::Suspect(m) | Event::Cost(m) => m
+            Event::Probe(m) => m
                 .get("t")
                 .and_then(serde_json::Value::as_f64)
                 .unwrap_or(0.0),
+            Event::Census(c) => c.t,
+            Event::Suspect(s) => s.t,
+            Event::Cost(c) => c.t,
             Event::Note(n) => n.t,
             Event::Exit(e) => e.t,
             Event::Detach(d) => d.t,

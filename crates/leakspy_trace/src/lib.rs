@@ -8,6 +8,7 @@
 
 mod error;
 mod event;
+mod probe_events;
 mod reader;
 mod writer;
 
@@ -15,6 +16,10 @@ pub use error::TraceError;
 pub use event::{
     AttachInfo, CgroupSample, Detach, Event, Exit, GpuDevice, GpuProc, GpuSample, Header,
     MemTotals, Note, NoteLevel, ProcSample, Sample, Step, StepSource, FORMAT_NAME, FORMAT_VERSION,
+};
+pub use probe_events::{
+    Census, ContainerLen, Cost, CudaCensus, GraphCensus, Holder, Location, ModuleCensus,
+    NumpyCensus, Suspect, TensorGroup,
 };
 pub use reader::{
     parse_trace, parse_trace_bytes, read_trace, read_trace_from, read_trace_from_with,

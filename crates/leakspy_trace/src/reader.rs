@@ -126,24 +126,24 @@ impl Trace {
         })
     }
 
-    /// Census events as raw JSON objects (without `kind`).
-    pub fn census(&self) -> impl Iterator<Item = &serde_json::Map<String, Value>> + '_ {
+    /// Census events of the probe.
+    pub fn census(&self) -> impl Iterator<Item = &crate::Census> + '_ {
         self.events.iter().filter_map(|e| match e {
             Event::Census(m) => Some(m),
             _ => None,
         })
     }
 
-    /// The probe's last accounting of each process (`cost` events), raw.
-    pub fn costs(&self) -> impl Iterator<Item = &serde_json::Map<String, Value>> + '_ {
+    /// The probe's last accounting of each process (`cost` events).
+    pub fn costs(&self) -> impl Iterator<Item = &crate::Cost> + '_ {
         self.events.iter().filter_map(|e| match e {
             Event::Cost(m) => Some(m),
             _ => None,
         })
     }
 
-    /// Suspect events as raw JSON objects (without `kind`).
-    pub fn suspects(&self) -> impl Iterator<Item = &serde_json::Map<String, Value>> + '_ {
+    /// Suspect events of the probe.
+    pub fn suspects(&self) -> impl Iterator<Item = &crate::Suspect> + '_ {
         self.events.iter().filter_map(|e| match e {
             Event::Suspect(m) => Some(m),
             _ => None,
@@ -458,9 +458,9 @@ impl ReadState {
                 e @ Event::Step(_) => self.steps.push(line, e),
                 e @ Event::Gpu(_) => self.gpu.push(line, e),
                 e @ Event::Census(_) => self.census.push(line, e),
-                Event::Cost(m) => {
-                    let pid = m.get("pid").and_then(Value::as_u64);
-                    self.costs.insert(pid, (line, Event::Cost(m)));
+                Event::Cost(c) => {
+                    let pid = c.pid.map(u64::from);
+                    self.costs.insert(pid, (line, Event::Cost(c)));
                 }
                 e => self.others.push((line, e)),
             }

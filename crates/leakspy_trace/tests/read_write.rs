@@ -69,12 +69,13 @@ fn written_events_read_back_equal() {
             level: NoteLevel::Info,
             message: "no NVIDIA GPU/driver: GPU memory not sampled".into(),
         }),
-        Event::Census(
-            serde_json::json!({"t": 0.3, "objects": {"Tensor": 3}})
-                .as_object()
-                .unwrap()
-                .clone(),
-        ),
+        Event::Census(leakspy_trace::Census {
+            t: 0.3,
+            pid: 7,
+            objects: Some(1000),
+            types: [("torch.Tensor".to_string(), 3.0)].into_iter().collect(),
+            ..Default::default()
+        }),
         Event::Exit(Exit {
             t: 0.4,
             code: None,
@@ -95,24 +96,29 @@ fn written_events_read_back_equal() {
     assert_eq!(trace.step_count(), 1);
     assert_eq!(trace.exit().unwrap().status, 137);
     assert_eq!(trace.census().count(), 1);
-    assert_eq!(trace.census().next().unwrap()["objects"]["Tensor"], 3);
+    assert_eq!(trace.census().next().unwrap().types["torch.Tensor"], 3.0);
     assert_eq!(trace.duration(), 0.4);
 }
 
 #[test]
-fn census_keeps_kind_out_of_raw_map_and_writes_it_once() {
-    let line = serde_json::to_string(&Event::Census(
-        serde_json::json!({"t": 1.0, "n": 2})
-            .as_object()
-            .unwrap()
-            .clone(),
-    ))
-    .unwrap();
+fn probe_events_keep_fields_they_do_not_know_and_write_kind_once() {
+    // A newer probe's field, and the null an older one writes for "not
+    // looked at", read without loss.
+    let text = r#"{"kind":"census","t":1.0,"pid":7,"n":2,"tensors":null,"graph":{"nodes":5,"roots":1,"saved_bytes":0,"spin":3},"new_field":{"a":1}}"#;
+    let trace = parse_trace(&format!("{HEADER_LINE}\n{text}\n")).unwrap();
+    assert!(trace.warnings.is_empty(), "{:?}", trace.warnings);
+    let c = trace.census().next().unwrap();
+    assert_eq!((c.n, c.tensors.len()), (Some(2), 0));
+    assert_eq!(c.graph.as_ref().unwrap().nodes, 5.0);
+    assert_eq!(c.extra["new_field"]["a"], 1);
+    assert!(!c.extra.contains_key("kind"));
+    let line = serde_json::to_string(&Event::Census(c.clone())).unwrap();
     assert_eq!(line.matches("\"kind\"").count(), 1, "{line}");
-    let trace = parse_trace(&format!("{HEADER_LINE}\n{line}\n")).unwrap();
-    let raw = trace.census().next().unwrap();
-    assert!(!raw.contains_key("kind"));
-    assert_eq!(raw["n"], 2);
+    assert!(line.contains("\"new_field\":{\"a\":1}"), "{line}");
+    let suspect = r#"{"kind":"suspect","t":2.0,"pid":7,"key":"graph","holder":{"kind":"unknown","path":null,"container":null,"file":null,"line":null,"chain":[]},"created_at":null}"#;
+    let trace = parse_trace(&format!("{HEADER_LINE}\n{suspect}\n")).unwrap();
+    let s = trace.suspects().next().expect("the suspect reads");
+    assert!(!s.holder.as_ref().unwrap().is_named());
 }
 
 #[test]
@@ -132,7 +138,7 @@ fn only_the_latest_cost_of_each_process_is_kept() {
     let trace = parse_trace(&text).unwrap();
     let kept: Vec<(u64, f64)> = trace
         .costs()
-        .map(|c| (c["pid"].as_u64().unwrap(), c["probe_s"].as_f64().unwrap()))
+        .map(|c| (u64::from(c.pid.unwrap()), c.probe_s))
         .collect();
     assert_eq!(kept, [(7, 0.03), (8, 0.04)]);
     assert!(trace.warnings.is_empty() && trace.unknown_kinds.is_empty());

@@ -29,8 +29,9 @@ pub struct RecordArgs {
     /// no permission to trace the job is needed then).
     #[arg(long)]
     pub no_probe: bool,
-    /// Fraction of the job's wall time the probe's object census may use.
-    #[arg(long, value_name = "FRACTION", default_value_t = 0.01)]
+    /// Fraction of the job's time the probe's work may use (a short burst
+    /// takes more when memory grows as a leak does: docs/probe.md).
+    #[arg(long, value_name = "FRACTION", default_value_t = leakspy_monitor::DEFAULT_PROBE_BUDGET)]
     pub probe_budget: f64,
     /// Steps only from the probe: no object census, holders or creation sites.
     #[arg(long)]

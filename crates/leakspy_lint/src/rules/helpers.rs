@@ -14,6 +14,18 @@ use crate::semantic::located::{
 use crate::semantic::mutation::Mutation;
 use crate::semantic::value::Value;
 
+/// What a stored graph-carrying value keeps once `.backward()` ran through it.
+pub const RETAINED_AFTER_BACKWARD: &str =
+    "its chain of autograd nodes; `.backward()` freed the activations";
+/// ... and when no `.backward()` did (the run report corrects either with
+/// what the probe saw: a framework may call backward where the file does not).
+pub const RETAINED_WITHOUT_BACKWARD: &str =
+    "with every saved activation: no `.backward()` frees them";
+/// ... and in a framework's step hook, whose returned loss the framework backpropagates.
+pub const RETAINED_UNTIL_FRAMEWORK_BACKWARD: &str =
+    "every saved activation until the framework's `.backward()` frees them, its chain of \
+     autograd nodes after";
+
 /// What a stored graph-carrying value keeps alive. After `.backward()` the saved activations
 /// are freed and the chain of autograd nodes remains; without it, whole activations stay.
 pub(crate) fn retained(checker: &Checker, value: &Value) -> &'static str {
@@ -32,12 +44,11 @@ pub(crate) fn retained(checker: &Checker, value: &Value) -> &'static str {
         || checker.block_facts().calls_backward
         || loop_trains
     {
-        "its chain of autograd nodes; `.backward()` freed the activations"
+        RETAINED_AFTER_BACKWARD
     } else if framework_step {
-        "every saved activation until the framework's `.backward()` frees them, its chain of \
-         autograd nodes after"
+        RETAINED_UNTIL_FRAMEWORK_BACKWARD
     } else {
-        "with every saved activation: no `.backward()` frees them"
+        RETAINED_WITHOUT_BACKWARD
     }
 }
 

@@ -6,7 +6,7 @@ use ruff_python_ast::{ExprCall, Stmt, StmtClassDef, StmtFunctionDef};
 use crate::checker::Checker;
 use crate::registry::Rule;
 
-pub(crate) mod helpers;
+pub mod helpers;
 pub(crate) mod ls001_accumulate_graph_tensor;
 pub(crate) mod ls002_store_graph_tensor;
 pub(crate) mod ls003_clone_is_not_detach;

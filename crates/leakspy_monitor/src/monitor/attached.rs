@@ -201,6 +201,14 @@ impl Monitor {
             )));
         }
         self.record(&mut on_status);
+        if self
+            .attached
+            .as_ref()
+            .is_some_and(|a| a.stop != Some(DetachReason::Ended))
+        {
+            // The job goes on: what the probe can still learn, it learns now.
+            self.last_look(super::LAST_LOOK_WAIT);
+        }
         let (reason, pid, injected) = {
             let a = self.attached.as_ref().expect("attached");
             (

@@ -65,6 +65,17 @@ pub fn line(st: &LiveStatus) -> String {
         None if st.growth_per_s.is_some() => parts.push("no OOM in sight".into()),
         None => {}
     }
+    if let Some(l) = &st.suspected {
+        let sign = if l.slope >= 0.0 { "+" } else { "" };
+        parts.push(format!(
+            "leak suspected: {sign}{}/{}",
+            bytes(l.slope),
+            l.per
+        ));
+    }
+    if let Some(h) = &st.holder {
+        parts.push(format!("held by {h}"));
+    }
     parts.join(" | ")
 }
 
@@ -92,6 +103,12 @@ mod tests {
             headroom: Some(3 << 30),
             time_to_oom_s: Some(14_981.0),
             gpu_used: Some(2 << 30),
+            suspected: Some(leakspy_monitor::LiveLeak {
+                slope: 60.0 * 1024.0,
+                per: "step",
+                since: 12.0,
+            }),
+            holder: Some("Trainer.losses (list)".into()),
             ..Default::default()
         };
         let flat = LiveStatus {

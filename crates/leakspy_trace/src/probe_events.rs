@@ -1,0 +1,310 @@
+//! The in-process probe's events (`docs/probe.md`, "Messages"): the
+//! contract between the Python probe and the report. Every field the
+//! probe may leave out is optional; fields this version does not know are
+//! kept in `extra` and written back unchanged, so a newer probe's additions
+//! survive a trip through an older monitor.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Object census of one process at a step boundary (or on a timer in a
+/// process that never steps).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Census {
+    #[serde(default)]
+    pub t: f64,
+    pub pid: u32,
+    /// Steps counted in this process when it ran (absent on a timer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u64>,
+    /// `optimizer`, `manual` or `timer`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Number of the census in its process (1 for the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n: Option<u64>,
+    /// Wall seconds the census took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_s: Option<f64>,
+    /// Messages the probe dropped since the last census (a full socket).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped: Option<u64>,
+    /// Whether it is warm-up (not a point of any series). Absent from older
+    /// probes, whose first census was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<bool>,
+    /// A last look: `exit` (after the program's own end: what its functions
+    /// held is gone, so not a point of any series) or `detach`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub look: Option<String>,
+    /// The number of the burst it was taken in, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<u64>,
+    /// Objects the cyclic collector tracks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objects: Option<u64>,
+    /// Objects per type (`module.qualname`).
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub types: BTreeMap<String, f64>,
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub tensors: Vec<TensorGroup>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph: Option<GraphCensus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modules: Option<ModuleCensus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numpy: Option<NumpyCensus>,
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub containers: Vec<ContainerLen>,
+    /// Open matplotlib figures (pyplot imported).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub figures: Option<f64>,
+    /// torch's caching allocator (CUDA initialised).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda: Option<CudaCensus>,
+    /// Fields this version does not know.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Census {
+    /// Whether this census is a point of the census series: not warm-up
+    /// (`first`: whether it is its process's first, for older probes that
+    /// did not say) and not a look after the program's end.
+    pub fn is_point(&self, first: bool) -> bool {
+        !self.warmup.unwrap_or(first) && self.look.as_deref() != Some("exit")
+    }
+}
+
+/// Tensors of one device, dtype and kind.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TensorGroup {
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub device: String,
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub dtype: String,
+    #[serde(default)]
+    pub requires_grad: bool,
+    #[serde(default)]
+    pub grad_fn: bool,
+    #[serde(default)]
+    pub count: f64,
+    /// Storage bytes, each storage counted once.
+    #[serde(default)]
+    pub bytes: f64,
+}
+
+impl TensorGroup {
+    /// `grad`, `leaf` or `plain`: the third part of its series key.
+    pub fn kind(&self) -> &'static str {
+        if self.grad_fn {
+            "grad"
+        } else if self.requires_grad {
+            "leaf"
+        } else {
+            "plain"
+        }
+    }
+}
+
+/// The autograd graphs alive at the step boundary.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GraphCensus {
+    /// Tensors with a `grad_fn`.
+    #[serde(default)]
+    pub roots: f64,
+    /// Distinct autograd nodes reachable from them (up to the walk's cap).
+    #[serde(default)]
+    pub nodes: f64,
+    /// Bytes of the tensors those nodes saved for backward.
+    #[serde(default)]
+    pub saved_bytes: f64,
+    /// Nodes of the largest one graph (below the cap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub largest: Option<f64>,
+    /// The walk stopped at its cap: `nodes` is a lower bound.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub capped: bool,
+    /// With `capped`: nodes made since the oldest node the graphs keep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<f64>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub saved_partial: bool,
+}
+
+/// `nn.Module` instances.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModuleCensus {
+    #[serde(default)]
+    pub count: f64,
+    #[serde(default)]
+    pub param_bytes: f64,
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub by_class: BTreeMap<String, f64>,
+}
+
+/// numpy arrays reached from the user's containers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct NumpyCensus {
+    #[serde(default)]
+    pub count: f64,
+    #[serde(default)]
+    pub bytes: f64,
+}
+
+/// One container followed by id.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContainerLen {
+    pub id: u64,
+    #[serde(default, rename = "type", deserialize_with = "null_as_empty")]
+    pub kind: String,
+    #[serde(default)]
+    pub len: f64,
+    /// Where its rising series starts: its length at the census before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev: Option<f64>,
+}
+
+/// torch's caching allocator on the current device.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CudaCensus {
+    #[serde(default)]
+    pub allocated: f64,
+    #[serde(default)]
+    pub reserved: f64,
+}
+
+/// Something that grew at every census lately, with who holds it. A later
+/// suspect of the same process and key adds what was learnt (its creation
+/// site).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Suspect {
+    #[serde(default)]
+    pub t: f64,
+    pub pid: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u64>,
+    /// The census series (`graph`, `tensors:cpu/float32/grad`, `container:<id>`...).
+    pub key: String,
+    /// What grows, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub what: Option<String>,
+    /// Growth per census when it qualified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_census: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<Holder>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<Location>,
+    /// One instance, described (type, shape, dtype, grad_fn...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub example: Option<Value>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Who keeps the growing objects alive, as the probe named it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Holder {
+    /// `attribute`, `global`, `closure`, `local`, `class_attribute`, `pyplot`, `unknown`.
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub kind: String,
+    /// `Trainer.losses`, `module.name`, `function:var`, ...
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub path: String,
+    /// Type of the container that holds them (`list`, `dict`, ...).
+    #[serde(default)]
+    pub container: Option<String>,
+    /// The id of that container in its process (its `container:<id>` series).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_id: Option<u64>,
+    #[serde(default)]
+    pub file: Option<String>,
+    #[serde(default)]
+    pub line: Option<u64>,
+    /// Types from the object up to the root.
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub chain: Vec<String>,
+    /// A library's own root (a registry, a cache of an installed package),
+    /// named for want of one of the user's code.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub library: bool,
+    /// How to let go of what this holder keeps, when the probe knows a way particular to it
+    /// (IPython's output history: `%reset -f out`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+impl Holder {
+    /// Whether the probe named a root (not `unknown`).
+    pub fn is_named(&self) -> bool {
+        self.kind != "unknown" && !self.path.is_empty()
+    }
+}
+
+/// `null` reads as the default (the probe writes `null` for "not looked").
+fn null_as_empty<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+/// A source line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Location {
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub file: String,
+    #[serde(default)]
+    pub line: u64,
+    #[serde(default)]
+    pub function: Option<String>,
+}
+
+/// The probe's own accounting in one process: each one sums up all before
+/// it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cost {
+    #[serde(default)]
+    pub t: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// CPU seconds of probe work on the job's threads.
+    #[serde(default)]
+    pub probe_s: f64,
+    /// Seconds since the probe started.
+    #[serde(default)]
+    pub wall_s: f64,
+    /// The job's own time as the budget counts it (its CPU time, at most
+    /// the wall clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub censuses: Option<u64>,
+    /// `probe_s` by kind of work: `census`, `holders`, `sites`, `after`,
+    /// `messages`, `last_look` (the step hook is `steps`).
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub parts: BTreeMap<String, f64>,
+    /// The step hook, counted at its measured cost per call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<f64>,
+    /// Bursts the monitor asked for, and the probe work they took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bursts: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst_budget: Option<f64>,
+    /// Most optimizers seen stepping in one iteration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optimizers: Option<u64>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
