@@ -9,8 +9,9 @@
 #
 #     bash bench/gpu_check.sh [SECONDS]     # from a checkout; 40 s a run by default
 #
-# Needs .venv with a CUDA build of torch, and target/release/leakspy (built
-# with cargo when missing). Expected: the leak is LEAK, held by
+# Needs a Python with a CUDA build of torch (.venv's, or PYTHON=...), and a
+# leakspy binary (target/release/leakspy, built with cargo when missing, or
+# LEAKSPY=...). Expected: the leak is LEAK, held by
 # Trainer.kept (list), made in Trainer.step; CUDA allocated grows with
 # reserved; NVML shows the job's process growing. The healthy loop is not a
 # leak and nothing is held; reserved may sit above allocated (the caching
@@ -19,8 +20,8 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-40}
-py="$root/.venv/bin/python"
-bin="$root/target/release/leakspy"
+py="${PYTHON:-$root/.venv/bin/python}"
+bin="${LEAKSPY:-$root/target/release/leakspy}"
 if [[ ! -x "$bin" ]]; then
   (cd "$root" && cargo build --release -q -p leakspy)
 fi

@@ -187,15 +187,16 @@ fn html_report_renders_in_headless_chromium() {
     }
 }
 
-/// A project whose leak the report explains: a file a few folders down, a
-/// trace whose probe names its holder there, and the `check` finding (with
-/// its fix) that the report joins to it.
+/// A project whose leak the report explains: a file a few folders down (a
+/// trainer and the loop that steps it: `check` reports only what runs every
+/// step), a trace whose probe names its holder there, and the `check` finding
+/// (with its fix) that the report joins to it.
 fn leaking_project(dir: &Path) -> PathBuf {
     let src = dir.join("src/models/distributed_training_loop.py");
     std::fs::create_dir_all(src.parent().unwrap()).unwrap();
     std::fs::write(
         &src,
-        "import torch\nimport torch.nn.functional as F\n\n\nclass Trainer:\n    def __init__(self, model, optimizer):\n        self.model = model\n        self.optimizer = optimizer\n        self.losses = []\n\n    def train_step(self, x, y):\n        loss = F.mse_loss(self.model(x), y)\n        self.optimizer.zero_grad()\n        loss.backward()\n        self.optimizer.step()\n        self.losses.append(loss)\n",
+        "import torch\nimport torch.nn.functional as F\n\n\nclass Trainer:\n    def __init__(self, model, optimizer):\n        self.model = model\n        self.optimizer = optimizer\n        self.losses = []\n\n    def train_step(self, x, y):\n        loss = F.mse_loss(self.model(x), y)\n        self.optimizer.zero_grad()\n        loss.backward()\n        self.optimizer.step()\n        self.losses.append(loss)\n\n\ndef train(model, optimizer, loader):\n    trainer = Trainer(model, optimizer)\n    for x, y in loader:\n        trainer.train_step(x, y)\n",
     )
     .unwrap();
     let file = src.display().to_string();

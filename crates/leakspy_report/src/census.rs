@@ -792,6 +792,25 @@ fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
         out[i].growers.extend(mpl);
         without = other;
     }
+    // The CUDA allocator's totals are bytes, not objects: where one held
+    // group keeps CUDA tensors, they are that leak seen from the device.
+    let on_cuda: Vec<usize> = out
+        .iter()
+        .enumerate()
+        .filter(|(_, grp)| {
+            grp.growers
+                .iter()
+                .any(|g| g.key.starts_with("tensors:cuda"))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    if let [i] = on_cuda[..] {
+        let (cuda, other): (Vec<Grower>, Vec<Grower>) = without
+            .into_iter()
+            .partition(|g| g.key.starts_with("cuda."));
+        out[i].growers.extend(cuda);
+        without = other;
+    }
     // A series without a holder whose objects are made in the same function
     // as a held group's is the same leak seen from another side (the graph
     // behind the held losses, their tensors): it joins that group.
@@ -961,6 +980,33 @@ mod tests {
             ));
         }
         growth_groups(&leakspy_trace::parse_trace(&lines.join("\n")).unwrap())
+    }
+
+    #[test]
+    fn the_cuda_allocators_growth_joins_the_group_that_keeps_cuda_tensors() {
+        let mut lines = vec![HEADER.to_string()];
+        for i in 1..=6u64 {
+            let mib = 1u64 << 20;
+            lines.push(format!(
+                r#"{{"kind":"census","pid":7,"t":{i},"step":{},"source":"optimizer","tensors":[{{"device":"cuda:0","dtype":"float32","requires_grad":true,"grad_fn":true,"count":{},"bytes":{}}}],"cuda":{{"allocated":{},"reserved":{}}}}}"#,
+                i * 100,
+                i * 100,
+                i * 100 * mib,
+                (64 + i * 100) * mib,
+                (96 + i * 100) * mib
+            ));
+        }
+        lines.push(
+            r#"{"kind":"suspect","pid":7,"t":9.0,"step":600,"key":"tensors:cuda:0/float32/grad","what":"x","holder":{"kind":"attribute","path":"Trainer.kept","chain":["Tensor","list","Trainer"]}}"#
+                .to_string(),
+        );
+        let groups = growth_groups(&leakspy_trace::parse_trace(&lines.join("\n")).unwrap());
+        assert_eq!(groups.len(), 1, "{groups:#?}");
+        let keys: Vec<&str> = groups[0].growers.iter().map(|g| g.key.as_str()).collect();
+        assert!(
+            keys.contains(&"cuda.allocated") && keys.contains(&"cuda.reserved"),
+            "{keys:?}"
+        );
     }
 
     #[test]
