@@ -35,13 +35,11 @@ import tempfile
 import threading
 import time
 
-# A watched cell is a short visit someone waits for at the desk (the
-# budget docs/attach.md gives for one): the probe may spend a fifth of the
-# cell's time on its censuses, so that what grows, and who holds it, is named
-# within the cell's first ten seconds or so. At 10 % a 20-s cell on a loaded
-# two-core machine sometimes got three censuses, one short of a suspect.
-# `leakspy run` keeps 1 %, for jobs that run for hours: `watch(budget=0.01)`.
-DEFAULT_BUDGET = 0.2
+# A watch's budget is `leakspy run`'s unless the user names one (`budget=None`
+# passes no --probe-budget, and the monitor's handoff says what it chose): a
+# healthy cell pays about 1 %, and a leaking one gets the burst of censuses the
+# monitor asks for when it sees memory grow, which names the holder within
+# seconds.
 # The monitor's start: /proc reads and the probe's folder, under a second
 # on an idle machine; generous for a loaded one.
 HANDOFF_WAIT_S = 30.0
@@ -93,7 +91,7 @@ class Watch(object):
     report``), ``error`` (why there is no report, if so)."""
 
     def __init__(self, budget=None, census=True, live=True, show=True):
-        self.budget = DEFAULT_BUDGET if budget is None else budget
+        self.budget = budget
         self.census = census
         self.live = live
         self.show = show
@@ -154,10 +152,10 @@ class Watch(object):
 
     def _start(self):
         try:
-            budget = float(self.budget)
+            budget = None if self.budget is None else float(self.budget)
         except (TypeError, ValueError):
             budget = -1.0
-        if not (0.0 < budget <= 1.0):
+        if budget is not None and not (0.0 < budget <= 1.0):
             self._give_up("leakspy.watch: budget must be a fraction of the time in (0, 1], "
                           "got %r; the code runs unwatched" % (self.budget,))
             return
@@ -174,7 +172,9 @@ class Watch(object):
         cmd = [binary, "attach", str(os.getpid()), "--probe-handoff", handoff,
                "--trace", self.trace, "--report-json", join(self._dir, "report.json"),
                "--report-html", join(self._dir, "report.html"),
-               "--probe-budget", repr(budget), "--quiet"]
+               "--quiet"]
+        if budget is not None:
+            cmd += ["--probe-budget", repr(budget)]
         if not self.census:
             cmd.append("--no-census")
         self._log = open(join(self._dir, "leakspy.log"), "wb")
@@ -325,7 +325,7 @@ def watch(budget=None, census=True, live=True, show=True):
     """Watches the code it wraps in this process (a context manager or a
     decorator): a live line while it runs, then leakspy's diagnosis (in a
     notebook under the cell). ``budget``: the share of the time the probe's
-    censuses may take (20 % by default). Nothing is raised into the code."""
+    work may take (default: `leakspy run`'s, 1 %). Nothing is raised into the code."""
     return Watch(budget=budget, census=census, live=live, show=show)
 
 

@@ -237,19 +237,19 @@ fn results_kept_in_out_are_named_with_how_to_free_them() {
     let (text, html, report) = nb.report(stop);
     assert_eq!(report["verdict"], "leak", "{text}");
     // The output history is named among what grows, with the tensors (or graphs) it keeps.
+    // (The history's dict and the entry whose graphs grow may be named apart.)
     let group = report["growth"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|g| g["holder"]["kind"] == "ipython_output")
-        .unwrap_or_else(|| panic!("the output history is not named:\n{text}"));
-    assert!(
-        group["growers"].as_array().unwrap().iter().any(|g| {
-            let key = g["key"].as_str().unwrap();
-            key.starts_with("tensors:") || key.starts_with("graph")
-        }),
-        "{text}"
-    );
+        .find(|g| {
+            g["holder"]["kind"] == "ipython_output"
+                && g["growers"].as_array().unwrap().iter().any(|g| {
+                    let key = g["key"].as_str().unwrap();
+                    key.starts_with("tensors:") || key.starts_with("graph")
+                })
+        })
+        .unwrap_or_else(|| panic!("the output history is not named with its tensors:\n{text}"));
     let top = &group["holder"];
     let path = top["path"].as_str().unwrap();
     assert!(path.starts_with("IPython's output history Out["), "{text}");
@@ -310,8 +310,9 @@ fn leakspy_attach_names_the_holder_in_a_running_kernel() {
     let dir = tempfile::tempdir().unwrap();
     let start = Instant::now();
     let mut cmd = Command::new(torch_python());
+    // The cell trains longer than the attach watches, at leakspy's defaults.
     cmd.arg(fixtures().join("attach_kernel.py"))
-        .arg("16")
+        .arg("30")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -335,15 +336,7 @@ fn leakspy_attach_names_the_holder_in_a_running_kernel() {
     std::thread::sleep(Duration::from_secs(1));
     let report = dir.path().join("attach.json");
     let output = Command::new(assert_cmd::cargo::cargo_bin("leakspy"))
-        .args([
-            "attach",
-            pid,
-            "--duration",
-            "11",
-            "--probe-budget",
-            "0.2",
-            "-q",
-        ])
+        .args(["attach", pid, "--duration", "20", "-q"])
         .arg("--trace")
         .arg(dir.path().join("attach.jsonl"))
         .arg("--report-json")
