@@ -458,6 +458,17 @@ fn warmup_end(win: &Windowed, opts: &VerdictOptions) -> usize {
             end = end.max(j + 1);
         }
     }
+    // Warm-up is start-up: what it trims must have risen faster than what
+    // follows. A steady leak with a few stair steps (the allocator taking a
+    // new arena, the probe's own burst slowing the steps) rises before its
+    // last step as it does after: that is the leak, not warm-up.
+    if end > base && xs[k - 1] > xs[end] && xs[end] > x0 {
+        let before = (ys[end] - ys[0]) / (xs[end] - x0);
+        let after = (ys[k - 1] - ys[end]) / (xs[k - 1] - xs[end]);
+        if after > 0.0 && before < 2.0 * after {
+            end = base;
+        }
+    }
     end
 }
 

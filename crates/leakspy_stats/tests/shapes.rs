@@ -159,6 +159,32 @@ fn leak_after_warm_up_is_a_leak() {
 }
 
 #[test]
+fn stair_steps_of_a_steady_leak_are_not_warm_up() {
+    // 0.2 MiB per step from the first step, and four stair steps of 12 MiB
+    // in the first third (a new arena, a burst of the probe slowing the
+    // steps): the rise before the last stair is the leak's own rate.
+    let xs: Vec<f64> = (0..1500).map(f64::from).collect();
+    let ys: Vec<f64> = xs
+        .iter()
+        .map(|&s| {
+            let stairs = [120.0, 240.0, 330.0, 470.0]
+                .iter()
+                .filter(|&&at| s >= at)
+                .count() as f64;
+            700.0 * MIB + 0.2 * MIB * s + 12.0 * MIB * stairs
+        })
+        .collect();
+    let a = analyze(&xs, &ys, &VerdictOptions::per_step());
+    assert_eq!(a.verdict, Verdict::Leak, "{:#?}", a.evidence);
+    let trimmed = a.warmup_end.unwrap();
+    assert!(
+        trimmed < 200.0,
+        "warm-up up to step {trimmed}: {:#?}",
+        a.evidence
+    );
+}
+
+#[test]
 fn slow_leak_on_a_big_baseline_per_step() {
     // 8 GiB resident, 0.5 MiB per step over 2000 steps: 1 GiB in all.
     let xs: Vec<f64> = (0..2000).map(f64::from).collect();
