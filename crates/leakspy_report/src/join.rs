@@ -111,10 +111,14 @@ fn attach(groups: &mut [GrowthGroup], cwd: &str) {
 /// A finding's words about what a kept graph holds, as the run showed it: the
 /// file alone cannot tell whether a framework calls `.backward()`, the run can.
 fn runtime_retained(message: &str, saved_per_step: f64) -> String {
-    // What the run agrees with stays as the file said it.
-    let (wrong, seen) = if saved_per_step > 0.0 {
+    // What the run agrees with stays as the file said it. Saved activations
+    // that grow are the process's, of every kept graph: they settle what the
+    // file could not tell (a framework's backward) but never overrule a
+    // `.backward()` the file runs through this value. None growing anywhere
+    // means no kept graph holds them.
+    let (wrong, seen): (&[&str], String) = if saved_per_step > 0.0 {
         (
-            [RETAINED_AFTER_BACKWARD, RETAINED_UNTIL_FRAMEWORK_BACKWARD],
+            &[RETAINED_UNTIL_FRAMEWORK_BACKWARD],
             format!(
                 "with its saved activations: at run time they grew {}/step (no `.backward()` \
                  freed them)",
@@ -123,7 +127,7 @@ fn runtime_retained(message: &str, saved_per_step: f64) -> String {
         )
     } else {
         (
-            [RETAINED_WITHOUT_BACKWARD, RETAINED_UNTIL_FRAMEWORK_BACKWARD],
+            &[RETAINED_WITHOUT_BACKWARD, RETAINED_UNTIL_FRAMEWORK_BACKWARD],
             "its chain of autograd nodes: at run time no saved activations grew \
              (`.backward()` freed them)"
                 .to_string(),
@@ -245,12 +249,18 @@ mod tests {
 
     #[test]
     fn the_run_says_what_kept_graphs_hold() {
-        let m = format!("`self.l` holds one graph per step ({RETAINED_AFTER_BACKWARD}) forever");
+        let m = format!(
+            "`self.l` holds one graph per step ({RETAINED_UNTIL_FRAMEWORK_BACKWARD}) forever"
+        );
         let fixed = runtime_retained(&m, 2048.0);
         assert!(
             fixed.contains("saved activations: at run time they grew 2.00 KiB/step"),
             "{fixed}"
         );
+        // Another kept graph's activations do not overrule a backward the
+        // file runs through this value.
+        let m = format!("`self.l` holds one graph per step ({RETAINED_AFTER_BACKWARD}) forever");
+        assert_eq!(runtime_retained(&m, 2048.0), m);
         let m = format!("`self.l` holds one graph ({RETAINED_WITHOUT_BACKWARD})");
         assert!(runtime_retained(&m, 0.0).contains("no saved activations grew"));
         // What the run agrees with stays as it was.
