@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 
 use leakspy_lint::{
-    check_source, Applicability, RuleSet, RETAINED_AFTER_BACKWARD,
-    RETAINED_UNTIL_FRAMEWORK_BACKWARD, RETAINED_WITHOUT_BACKWARD,
+    check_source, Applicability, RuleSet, RETAINED_UNTIL_FRAMEWORK_BACKWARD,
+    RETAINED_WITHOUT_BACKWARD,
 };
 
 use crate::census::{GrowthGroup, StaticMatch};
@@ -218,6 +218,7 @@ fn check_file(file: &str, cwd: &str) -> Vec<StaticMatch> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use leakspy_lint::RETAINED_AFTER_BACKWARD;
 
     #[test]
     fn holder_names() {
