@@ -60,17 +60,7 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
                 }
             }
         }
-        findings.push(Finding {
-            what: r.what.clone(),
-            series: r.key.clone(),
-            per_step: r.per_step.clone(),
-            per_second: r.per_second.clone(),
-            evidence,
-            holder: None,
-            location: None,
-            grows: None,
-            static_findings: None,
-        });
+        findings.push(Finding::of_series(r, evidence));
     }
 
     let mut growth = crate::census::growth_groups(trace);
@@ -434,11 +424,6 @@ fn census_corroborated(r: &SeriesReport, growth: &[crate::census::GrowthGroup]) 
         r.shape_text
     ));
     Some(Finding {
-        what: r.what.clone(),
-        series: r.key.clone(),
-        per_step: r.per_step.clone(),
-        per_second: r.per_second.clone(),
-        evidence,
         holder: group
             .holder
             .as_ref()
@@ -448,7 +433,7 @@ fn census_corroborated(r: &SeriesReport, growth: &[crate::census::GrowthGroup]) 
             .as_ref()
             .and_then(|c| serde_json::to_value(c).ok()),
         grows: Some(group.headline()),
-        static_findings: None,
+        ..Finding::of_series(r, evidence)
     })
 }
 
@@ -472,17 +457,7 @@ fn oom_after_growth(r: &SeriesReport, exit: &ExitInfo) -> Option<Finding> {
         fmt_bytes(r.threshold),
         r.shape_text
     ));
-    Some(Finding {
-        what: r.what.clone(),
-        series: r.key.clone(),
-        per_step: r.per_step.clone(),
-        per_second: r.per_second.clone(),
-        evidence,
-        holder: None,
-        location: None,
-        grows: None,
-        static_findings: None,
-    })
+    Some(Finding::of_series(r, evidence))
 }
 
 /// What "a step" counted: the unit every "per step" of the report is in.

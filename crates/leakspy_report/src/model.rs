@@ -126,6 +126,24 @@ pub struct Finding {
     pub static_findings: Option<serde_json::Value>,
 }
 
+impl Finding {
+    /// A leak of one memory series, told by `evidence`; the probe and
+    /// `check` fill in the rest.
+    pub fn of_series(r: &SeriesReport, evidence: Vec<String>) -> Self {
+        Finding {
+            what: r.what.clone(),
+            series: r.key.clone(),
+            per_step: r.per_step.clone(),
+            per_second: r.per_second.clone(),
+            evidence,
+            holder: None,
+            location: None,
+            grows: None,
+            static_findings: None,
+        }
+    }
+}
+
 /// How the run ended.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExitInfo {
