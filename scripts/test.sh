@@ -46,7 +46,7 @@ stage "cargo test" cargo test --workspace --locked --no-fail-fast
 # The Python package's own tests (the probe: real interpreters, a real socket; assert_no_leak
 # and the pytest plugin; `pip install .` into a fresh venv). PYTHONPATH puts this checkout's
 # package ahead of a copy `scripts/demo.sh` may have installed into the venv.
-stage "pytest python/tests" env PYTHONPATH="$root/python" "$LEAKSPY_PYTHON" -m pytest python/tests -q -p no:cacheprovider
+stage "pytest python/tests bench/tests" env PYTHONPATH="$root/python" "$LEAKSPY_PYTHON" -m pytest python/tests bench/tests -q -p no:cacheprovider
 
 echo
 # Every failed test, by name: cargo's "test NAME ... FAILED" lines (with the binary they ran

@@ -24,7 +24,6 @@ import concurrent.futures
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -33,7 +32,8 @@ import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-PACKAGES = os.path.join(HERE, "packages.txt")
+# LEAKSPY_CORPUS_PACKAGES: another list, for tests of the fetch itself.
+PACKAGES = os.environ.get("LEAKSPY_CORPUS_PACKAGES") or os.path.join(HERE, "packages.txt")
 JUDGEMENTS = os.path.join(HERE, "judgements.txt")
 
 
@@ -63,26 +63,43 @@ def tree_name(name, version):
 
 
 def unpack(archive, dest):
-    """Only the `.py` files: what `check` reads, and nothing a later tool might pick up."""
-    tmp = dest + ".part"
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
-    if archive.endswith((".tar.gz", ".tgz", ".tar.bz2")):
-        with tarfile.open(archive) as tar:
-            members = [m for m in tar.getmembers() if m.isfile() and m.name.endswith(".py")]
-            tar.extractall(tmp, members=members, filter="data")
-        # An sdist holds one folder, NAME-VERSION/: its contents are the tree.
-        entries = os.listdir(tmp)
-        root = os.path.join(tmp, entries[0]) if len(entries) == 1 else tmp
-    else:
-        with zipfile.ZipFile(archive) as z:
-            for n in z.namelist():
-                if n.endswith(".py") and not n.startswith("/") and ".." not in n.split("/"):
-                    z.extract(n, tmp)
-        root = tmp
-    shutil.rmtree(dest, ignore_errors=True)
-    os.rename(root, dest)
-    shutil.rmtree(tmp, ignore_errors=True)
+    """Only the `.py` files: what `check` reads, and nothing a later tool might pick up.
+
+    Safe when several processes fetch at once (two test binaries on a cold cache): each
+    unpacks into its own temporary folder (outside `src/`, which `check` walks) and renames it
+    into place; the first rename wins and the others throw their copy away."""
+    scratch = os.path.join(os.path.dirname(os.path.dirname(dest)), "tmp")
+    os.makedirs(scratch, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=scratch, prefix=os.path.basename(dest) + "-") as tmp:
+        if archive.endswith((".tar.gz", ".tgz", ".tar.bz2")):
+            with tarfile.open(archive) as tar:
+                members = [m for m in tar.getmembers() if m.isfile() and m.name.endswith(".py")]
+                tar.extractall(tmp, members=members, filter="data")
+            # An sdist holds one folder, NAME-VERSION/: its contents are the tree.
+            entries = os.listdir(tmp)
+            root = os.path.join(tmp, entries[0]) if len(entries) == 1 else tmp
+        else:
+            with zipfile.ZipFile(archive) as z:
+                for n in z.namelist():
+                    if n.endswith(".py") and not n.startswith("/") and ".." not in n.split("/"):
+                        z.extract(n, tmp)
+            root = tmp
+        if root == tmp:
+            # The temporary folder itself is removed on exit: move its contents to a folder
+            # of their own first.
+            inner = os.path.join(tmp, ".tree")
+            os.makedirs(inner)
+            for e in os.listdir(tmp):
+                if e != ".tree":
+                    os.rename(os.path.join(tmp, e), os.path.join(inner, e))
+            root = inner
+        try:
+            os.rename(root, dest)
+        except OSError:
+            # Another process put the same tree in place first (rename onto a non-empty
+            # folder fails): theirs is as good as ours.
+            if not os.path.isdir(dest):
+                raise
 
 
 def fetch_one(name, version, dist, cache):
@@ -95,7 +112,9 @@ def fetch_one(name, version, dist, cache):
         # The package's own sdist; its build requirements (pip prepares its metadata) come as
         # wheels, so nothing is compiled.
         only = ["--no-binary", name] if dist == "sdist" else ["--only-binary", ":all:"]
-        with tempfile.TemporaryDirectory(dir=cache) as tmp:
+        scratch = os.path.join(cache, "tmp")
+        os.makedirs(scratch, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=scratch) as tmp:
             proc = subprocess.run(
                 [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
                  "--disable-pip-version-check", *only, "-d", tmp, f"{name}=={version}"],
@@ -103,8 +122,13 @@ def fetch_one(name, version, dist, cache):
             if proc.returncode != 0:
                 raise RuntimeError(f"pip download {name}=={version} ({dist}) failed:\n"
                                    f"{proc.stdout[-3000:]}")
-            for f in os.listdir(tmp):
-                shutil.move(os.path.join(tmp, f), os.path.join(dists, f))
+            (got,) = os.listdir(tmp)
+            try:
+                # Atomic: a process listing `dists` sees no archive or a whole one.
+                os.rename(os.path.join(tmp, got), os.path.join(dists, got))
+            except OSError:
+                if not os.listdir(dists):
+                    raise
     (archive,) = [os.path.join(dists, f) for f in os.listdir(dists)]
     unpack(archive, dest)
     return dest

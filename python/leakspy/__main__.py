@@ -9,30 +9,50 @@ import sys
 import sysconfig
 
 
+def _within(path, folder):
+    try:
+        return os.path.commonpath([os.path.realpath(path), os.path.realpath(folder)]) == \
+            os.path.realpath(folder)
+    except ValueError:
+        return False
+
+
 def find_leakspy_bin():
-    """Path of the ``leakspy`` binary that ``pip install`` put beside this package."""
+    """Path of the ``leakspy`` binary that ``pip install`` put beside this package.
+
+    Only the install this copy of the package came from counts: a copy imported from a
+    checkout (``PYTHONPATH=python``) has no binary beside it, even when the interpreter's
+    environment holds another install's."""
     exe = "leakspy" + (sysconfig.get_config_var("EXE") or "")
-    candidates = [sysconfig.get_path("scripts")]
+    here = os.path.dirname(os.path.abspath(__file__))
+    schemes = [None]
     # `pip install --user` puts scripts in the user scheme.
     if sys.version_info >= (3, 10):
-        user_scheme = sysconfig.get_preferred_scheme("user")
+        schemes.append(sysconfig.get_preferred_scheme("user"))
     elif os.name == "nt":
-        user_scheme = "nt_user"
+        schemes.append("nt_user")
     else:
-        user_scheme = "posix_user"
-    try:
-        candidates.append(sysconfig.get_path("scripts", scheme=user_scheme))
-    except KeyError:
-        pass
+        schemes.append("posix_user")
+    candidates = []
+    for scheme in schemes:
+        kw = {} if scheme is None else {"scheme": scheme}
+        try:
+            libs = {sysconfig.get_path("purelib", **kw), sysconfig.get_path("platlib", **kw)}
+            scripts = sysconfig.get_path("scripts", **kw)
+        except KeyError:
+            continue
+        if any(_within(here, lib) for lib in libs if lib):
+            candidates.append(scripts)
     # A target install (`pip install --target DIR`) keeps bin/ next to the package.
-    candidates.append(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bin"))
+    candidates.append(os.path.join(os.path.dirname(here), "bin"))
     for d in candidates:
         path = os.path.join(d, exe)
         if os.path.isfile(path) and os.access(path, os.X_OK):
             return path
     raise FileNotFoundError(
         "the leakspy binary was not found beside the leakspy package (looked in: %s); "
-        "reinstall with `pip install leakspy`" % ", ".join(candidates)
+        "install leakspy with its binary: `pip install .` in a leakspy checkout, or "
+        "`pip install dist/leakspy-*.whl` after `maturin build --release`" % ", ".join(candidates)
     )
 
 

@@ -162,7 +162,8 @@ class Watch(object):
         binary = find_binary()
         if binary is None:
             self._give_up("leakspy: the leakspy binary was not found beside the leakspy "
-                          "package nor on PATH (reinstall with `pip install leakspy`); "
+                          "package nor on PATH (install leakspy with its binary into this "
+                          "environment: `pip install .` in a leakspy checkout); "
                           "the code runs unwatched")
             return
         self._dir = tempfile.mkdtemp(prefix="leakspy-watch-")
