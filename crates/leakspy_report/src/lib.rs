@@ -15,11 +15,13 @@ mod join;
 mod json;
 mod model;
 mod paths;
+mod proof;
+mod proof_html;
 mod ranks;
 mod text;
 
-pub use census::{Grower, GrowthGroup, Holder, Location, StaticMatch};
-pub use diagnose::diagnose;
+pub use census::{Describe, Grower, GrowthGroup, Holder, Location, StaticMatch};
+pub use diagnose::{diagnose, fmt_rate as fmt_growth};
 pub use diff::{compare, Comparison, DiffSide, DiffVerdict};
 pub use html::{render_html, render_ranks_html};
 pub use join::attach_static_findings;
@@ -28,5 +30,11 @@ pub use model::{
     Basis, DiagnoseOptions, Diagnosis, ExitInfo, Finding, Fit, Growth, ProbeInfo, RunInfo,
     SeriesReport, ThroughputReport,
 };
+pub use paths::resolve as resolve_source;
+pub use proof::{
+    burst_step, holder_words, prove, steps_done, FixProof, FixVerdict, HolderAfter, HolderOutcome,
+    Leg, Work,
+};
+pub use proof_html::render_fix_html;
 pub use ranks::{merge_rank_rows, rank_rows, RankRow};
-pub use text::{render_diff_text, render_ranks_text, render_text};
+pub use text::{render_diff_text, render_proof_text, render_ranks_text, render_text};

@@ -10,6 +10,7 @@ use crate::census::Describe;
 use crate::diagnose::{fmt_rate, fmt_rate_value};
 use crate::diff::{Comparison, DiffSide};
 use crate::model::{Diagnosis, Growth};
+use crate::proof::{FixProof, FixVerdict, HolderAfter, Work};
 use crate::ranks::RankRow;
 
 /// The diagnosis for a terminal (plain text, no colour codes).
@@ -267,6 +268,86 @@ pub fn render_diff_text(c: &Comparison) -> String {
     }
     if let Some(r) = c.ratio {
         let _ = writeln!(out, "  ratio after/before: {r:.2}");
+    }
+    sanitize(&out)
+}
+
+/// The proof of `leakspy fix`: its verdict with both growths and what
+/// became of each holder on one line (`FIXED: +72.1 KiB/step (95% ...) →
+/// flat (95% ...); held by Trainer.history: gone`), then how the two runs
+/// went, and why they cannot be compared or what still grows.
+pub fn render_proof_text(p: &FixProof) -> String {
+    let mut out = String::new();
+    let c = &p.comparison;
+    // "95% +64.9 … +78.7 KiB/step": the unit once, when both ends share it.
+    let interval = |g: &Growth| {
+        let (lo, hi) = (fmt_rate_value(g.lo, g), fmt_rate_value(g.hi, g));
+        let unit = hi.rsplit_once(' ').map_or("", |(_, u)| u);
+        let lo = match lo.strip_suffix(unit) {
+            Some(n) if !unit.is_empty() => n.trim_end().to_string(),
+            _ => lo,
+        };
+        format!("{:.0}% {lo} … {hi}", g.confidence * 100.0)
+    };
+    let side = |s: &DiffSide| match &s.growth {
+        Some(g) if s.verdict == Verdict::NoLeak => format!("flat ({})", interval(g)),
+        Some(g) => format!("{} ({})", fmt_rate(g), interval(g)),
+        None => s.shape_text.clone(),
+    };
+    let _ = write!(
+        out,
+        "{}: {} → {}",
+        p.verdict.as_str(),
+        side(&c.before),
+        side(&c.after)
+    );
+    for h in &p.holders {
+        let state = match &h.after {
+            HolderAfter::Gone => "gone".to_string(),
+            HolderAfter::StillGrows(what) => format!("still grows ({what})"),
+            HolderAfter::Unmeasured(n) => format!(
+                "not measured (the probe took {n} census{} of the fixed run)",
+                if *n == 1 { "" } else { "es" }
+            ),
+        };
+        let _ = write!(out, "; held by {}: {state}", h.holder);
+    }
+    out.push('\n');
+    let work = |w: &Work, s: &DiffSide| {
+        format!(
+            "{} steps in {:.1} s{}, {} ({})",
+            w.steps,
+            w.duration_s,
+            w.steps_per_s
+                .map(|r| format!(" ({r:.1}/s)"))
+                .unwrap_or_default(),
+            match s.verdict {
+                Verdict::Leak => "a leak",
+                Verdict::NoLeak => "no leak",
+                Verdict::Inconclusive => "inconclusive",
+            },
+            s.shape_text
+        )
+    };
+    let _ = writeln!(out, "  before: {}", work(&p.before, &c.before));
+    let _ = writeln!(out, "  after:  {}", work(&p.after, &c.after));
+    match p.verdict {
+        FixVerdict::NotComparable => {
+            out.push_str("  the runs cannot be compared:\n");
+            for why in &p.not_comparable {
+                let _ = writeln!(out, "    - {why}");
+            }
+        }
+        FixVerdict::NotFixed => {
+            let _ = writeln!(out, "  {} ({})", c.reason, c.verdict.as_str());
+            if !p.still_grows.is_empty() {
+                out.push_str("  still grows after the fixes:\n");
+                for (i, g) in p.still_grows.iter().enumerate() {
+                    let _ = writeln!(out, "    {}. {g}", i + 1);
+                }
+            }
+        }
+        FixVerdict::Fixed => {}
     }
     sanitize(&out)
 }
