@@ -165,6 +165,9 @@ pub struct Monitor {
     burst_asked: Option<f64>,
     /// The burst asked for at `burst_at_steps` was sent.
     scheduled_burst_sent: bool,
+    /// The process whose steps the live figures follow: the first to report
+    /// one (the child, unless only its descendants train).
+    step_lead: Option<u32>,
     /// Processes that answered a last look.
     looked: Vec<u32>,
     /// Probe events that did not read as their kind.
@@ -311,6 +314,7 @@ impl Monitor {
             rollup_noted: false,
             burst_asked: None,
             scheduled_burst_sent: false,
+            step_lead: None,
             looked: Vec::new(),
             malformed_events: 0,
             config,
@@ -478,9 +482,13 @@ impl Monitor {
                     Some("manual") => StepSource::Manual,
                     _ => StepSource::Other,
                 };
-                // The live rate follows the child itself; workers' steps are
-                // in the trace for the report to sort out.
-                if pid == Some(self.pid) {
+                // The live rate and fit follow one process: the child
+                // itself, or where it never steps (`jupyter execute`,
+                // torchrun), the first of its descendants that does (the
+                // kernel, a rank). The others' steps are in the trace for
+                // the report to sort out.
+                let lead = *self.step_lead.get_or_insert(pid.unwrap_or(self.pid));
+                if pid == Some(lead) {
                     self.live.on_step(t, step);
                 }
                 self.live.on_tree_step(step);

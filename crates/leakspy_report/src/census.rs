@@ -16,11 +16,26 @@ use serde_json::Value;
 pub struct StaticMatch {
     pub rule: String,
     pub file: String,
+    /// In a notebook, the cell (numbered from 1 among all its cells, as
+    /// Jupyter shows them) and `line` is a row of that cell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cell: Option<usize>,
     pub line: u64,
     pub message: String,
     /// What `--fix` (or `--unsafe-fixes`) would do.
     pub fix: Option<String>,
     pub safe_fix: bool,
+}
+
+impl StaticMatch {
+    /// `train.py:41`, or `train.ipynb:cell 4:line 7` in a notebook (as
+    /// `check` says it).
+    pub fn location(&self) -> String {
+        match self.cell {
+            Some(c) => format!("{}:cell {c}:line {}", self.file, self.line),
+            None => format!("{}:{}", self.file, self.line),
+        }
+    }
 }
 
 /// One census series that grows step after step.

@@ -308,7 +308,10 @@ fn growth_section(out: &mut String, d: &Diagnosis) {
                 out,
                 "<div class=\"check\"><p><span class=\"rule\">{}</span> {} &#8212; {}</p>",
                 escape(&m.rule),
-                loc(&m.file, Some(m.line)),
+                match m.cell {
+                    Some(c) => loc(&format!("{}:cell {c}:line", m.file), Some(m.line)),
+                    None => loc(&m.file, Some(m.line)),
+                },
                 prose(&m.message)
             );
             if let Some(fix) = &m.fix {

@@ -1,6 +1,9 @@
 //! Joins what grows at run time with the static rules: `check` runs on the
 //! files the probe named, and its findings on the lines named (or about the
 //! holder's name) are attached to the runtime finding, with their fixes.
+//! A notebook's code runs in a kernel, where the probe names it by IPython's
+//! label (`Cell In[3]`): the notebooks the job's command runs are checked
+//! instead, `In[3]` being the third cell a kernel runs from the top.
 
 use std::collections::HashMap;
 
@@ -18,7 +21,8 @@ const MAX_FILE: u64 = 4 * 1024 * 1024;
 /// findings that carry its holder. Files that cannot be read (gone, not
 /// UTF-8, too big) are skipped: the runtime finding stands on its own.
 pub fn attach_static_findings(d: &mut crate::Diagnosis) {
-    attach(&mut d.growth, &d.run.cwd);
+    let notebooks = notebooks_run(&d.run.command, &d.run.cwd);
+    attach(&mut d.growth, &d.run.cwd, &notebooks);
     if let Some(top) = d.growth.first() {
         if !top.static_findings.is_empty() {
             let v = serde_json::to_value(&top.static_findings).unwrap_or_default();
@@ -31,17 +35,54 @@ pub fn attach_static_findings(d: &mut crate::Diagnosis) {
     }
 }
 
+/// The notebooks a command runs (`jupyter execute train.ipynb`): its
+/// arguments that name `.ipynb` files, as given.
+fn notebooks_run(command: &[String], cwd: &str) -> Vec<String> {
+    command
+        .iter()
+        .skip(1)
+        .map(|a| a.split_once('=').map_or(a.as_str(), |(_, v)| v))
+        .filter(|a| a.ends_with(".ipynb") && crate::paths::resolve(a, cwd).is_file())
+        .map(str::to_string)
+        .collect()
+}
+
+/// `3` of IPython's label `Cell In[3]`.
+fn cell_label(file: &str) -> Option<usize> {
+    file.strip_prefix("Cell In[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()
+}
+
+/// What `check` found in a file, and for a notebook the cells a kernel
+/// runs, in order.
+#[derive(Default)]
+struct Checked {
+    matches: Vec<StaticMatch>,
+    executed: Vec<usize>,
+}
+
 /// `cwd`: the job's working directory, which relative paths are relative to.
-fn attach(groups: &mut [GrowthGroup], cwd: &str) {
-    let mut cache: HashMap<String, Vec<StaticMatch>> = HashMap::new();
+fn attach(groups: &mut [GrowthGroup], cwd: &str, notebooks: &[String]) {
+    let mut cache: HashMap<String, Checked> = HashMap::new();
     for g in groups.iter_mut() {
         let mut files: Vec<String> = Vec::new();
-        if let Some(c) = &g.created_at {
-            files.push(c.file.clone());
-        }
-        if let Some(f) = g.holder.as_ref().and_then(|h| h.file.clone()) {
-            if !files.contains(&f) {
-                files.push(f);
+        let named = g
+            .created_at
+            .iter()
+            .map(|c| c.file.clone())
+            .chain(g.holder.as_ref().and_then(|h| h.file.clone()));
+        for f in named {
+            let found = if cell_label(&f).is_some() {
+                notebooks.to_vec()
+            } else {
+                vec![f]
+            };
+            for f in found {
+                if !files.contains(&f) {
+                    files.push(f);
+                }
             }
         }
         let name = g
@@ -51,14 +92,19 @@ fn attach(groups: &mut [GrowthGroup], cwd: &str) {
             .filter(|n| !n.is_empty());
         let mut matched: Vec<StaticMatch> = Vec::new();
         for file in files {
-            let all = cache
+            let checked = cache
                 .entry(file.clone())
                 .or_insert_with(|| check_file(&file, cwd));
-            for m in all.iter() {
-                let on_line = g
-                    .created_at
-                    .as_ref()
-                    .is_some_and(|c| c.file == m.file && c.line == m.line);
+            for m in &checked.matches {
+                let on_line = g.created_at.as_ref().is_some_and(|c| {
+                    let cell = cell_label(&c.file)
+                        .and_then(|n| checked.executed.get(n.wrapping_sub(1)).copied());
+                    c.line == m.line
+                        && match m.cell {
+                            Some(_) => cell.is_some() && m.cell == cell,
+                            None => c.file == m.file,
+                        }
+                });
                 let names_holder = name.as_ref().is_some_and(|n| mentions(&m.message, n));
                 if (on_line || names_holder) && !matched.contains(m) {
                     matched.push(m.clone());
@@ -71,6 +117,7 @@ fn attach(groups: &mut [GrowthGroup], cwd: &str) {
         if g.created_at.is_none() && g.holder.as_ref().is_some_and(|h| h.is_named()) {
             if let Some(m) = matched
                 .iter()
+                .filter(|m| m.cell.is_none())
                 .find(|m| name.as_ref().is_some_and(|n| mentions(&m.message, n)))
             {
                 g.created_at = Some(crate::census::Location {
@@ -184,35 +231,75 @@ fn mentions(message: &str, name: &str) -> bool {
 
 /// `check` on `file` (as shown: relative to `cwd` or absolute); the
 /// matches name it as shown.
-fn check_file(file: &str, cwd: &str) -> Vec<StaticMatch> {
+fn check_file(file: &str, cwd: &str) -> Checked {
     let resolved = crate::paths::resolve(file, cwd);
     let path = resolved.as_path();
     if std::fs::metadata(path).map_or(true, |m| !m.is_file() || m.len() > MAX_FILE) {
-        return Vec::new();
+        return Checked::default();
     }
     let Ok(source) = std::fs::read_to_string(path) else {
-        return Vec::new();
+        return Checked::default();
     };
+    if file.ends_with(".ipynb") {
+        return check_notebook(file, source);
+    }
     let mut checked = check_source(&source, &RuleSet::default());
     let index = checked.take_line_index(&source);
-    checked
+    let matches = checked
         .diagnostics
         .iter()
         .map(|d| {
             let line = index.line_index(d.range.start()).get() as u64;
-            StaticMatch {
-                rule: d.rule.code().to_string(),
-                file: file.to_string(),
-                line,
-                message: d.message.clone(),
-                fix: d.fix.as_ref().map(|f| f.message.clone()),
-                safe_fix: d
-                    .fix
-                    .as_ref()
-                    .is_some_and(|f| f.applicability == Applicability::Safe),
-            }
+            static_match(d, file, None, line, d.message.clone())
         })
-        .collect()
+        .collect();
+    Checked {
+        matches,
+        executed: Vec::new(),
+    }
+}
+
+/// `check` on a notebook's code cells: each finding by cell and row.
+fn check_notebook(file: &str, text: String) -> Checked {
+    let Ok(nb) = leakspy_lint::notebook::Notebook::parse(text) else {
+        return Checked::default();
+    };
+    let joined = nb.joined();
+    let mut checked = check_source(&joined.checked, &RuleSet::default());
+    let index = checked.take_line_index(&joined.display);
+    let matches = checked
+        .diagnostics
+        .iter()
+        .map(|d| {
+            let row = index.line_index(d.range.start()).get();
+            let (cell, line) = joined.index.cell_row(row);
+            let message = joined.index.translate_message(&d.message, cell);
+            static_match(d, file, Some(cell), line as u64, message)
+        })
+        .collect();
+    let executed = (1..).map_while(|n| nb.executed_cell(n)).collect();
+    Checked { matches, executed }
+}
+
+fn static_match(
+    d: &leakspy_lint::Diagnostic,
+    file: &str,
+    cell: Option<usize>,
+    line: u64,
+    message: String,
+) -> StaticMatch {
+    StaticMatch {
+        rule: d.rule.code().to_string(),
+        file: file.to_string(),
+        cell,
+        line,
+        message,
+        fix: d.fix.as_ref().map(|f| f.message.clone()),
+        safe_fix: d
+            .fix
+            .as_ref()
+            .is_some_and(|f| f.applicability == Applicability::Safe),
+    }
 }
 
 #[cfg(test)]

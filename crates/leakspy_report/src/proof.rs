@@ -64,11 +64,10 @@ pub fn burst_step(trace: &Trace) -> Option<u64> {
 impl Work {
     pub fn of(trace: &Trace) -> Self {
         let steps = steps_done(trace);
-        let first =
-            trace
-                .steps()
-                .map(|s| (s.t, s.step))
-                .reduce(|a, b| if b.0 < a.0 { b } else { a });
+        let first = trace
+            .steps()
+            .map(|s| (s.t, s.step))
+            .reduce(|a, b| if b.0 < a.0 { b } else { a });
         let last = trace
             .steps()
             .filter(|s| s.step == steps)

@@ -165,8 +165,10 @@ fn render_growth(out: &mut String, d: &Diagnosis) {
             };
             let _ = writeln!(
                 out,
-                "     check: {} {}:{} {}{fix}",
-                m.rule, m.file, m.line, m.message
+                "     check: {} {} {}{fix}",
+                m.rule,
+                m.location(),
+                m.message
             );
         }
     }
@@ -289,8 +291,15 @@ pub fn render_proof_text(p: &FixProof) -> String {
         };
         format!("{:.0}% {lo} … {hi}", g.confidence * 100.0)
     };
+    // "flat" only where the interval holds zero; a slope too small to be a
+    // leak is still shown as measured.
     let side = |s: &DiffSide| match &s.growth {
-        Some(g) if s.verdict == Verdict::NoLeak => format!("flat ({})", interval(g)),
+        Some(g) if s.verdict == Verdict::NoLeak && g.lo <= 0.0 && g.hi >= 0.0 => {
+            format!("flat ({})", interval(g))
+        }
+        Some(g) if s.verdict == Verdict::NoLeak => {
+            format!("{} ({}), no leak", fmt_rate(g), interval(g))
+        }
         Some(g) => format!("{} ({})", fmt_rate(g), interval(g)),
         None => s.shape_text.clone(),
     };

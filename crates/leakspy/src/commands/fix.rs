@@ -37,6 +37,10 @@ const DEFAULT_MAX_S: f64 = 180.0;
 /// and the runs are not compared.
 const AFTER_TIMES: f64 = 3.0;
 const AFTER_SLACK_S: f64 = 60.0;
+/// Runs of the fixed copy at most: the fixes for what the first run named,
+/// then for what a fixed run still names (a holder that the first one hid:
+/// the probe names the top holder of a chain).
+const MAX_ROUNDS: usize = 3;
 
 #[derive(Args)]
 #[command(
@@ -234,6 +238,27 @@ fn fix(args: &FixArgs, interrupts: &Interrupts) -> Result<u8> {
                 return Ok(EXIT_FINDINGS);
             }
             let trace = super::traces::read(&rec.trace)?;
+            let failed = rec.stopped.is_none()
+                && rec.outcome.interrupted == 0
+                && rec.outcome.exit.status != 0;
+            if failed {
+                let d = diagnose(&trace, &opts);
+                let too_short = d
+                    .series
+                    .iter()
+                    .find(|s| s.key == d.headline)
+                    .is_none_or(|s| s.shape == leakspy_stats::Shape::TooShort);
+                let failure = super::run::JobFailure {
+                    command: &args.command,
+                    exit: &rec.outcome.exit,
+                    stderr_tail: rec.outcome.stderr_tail.as_deref(),
+                };
+                say(&failure.describe(&d.exit.message, too_short.then(|| trace.sample_count())));
+                if d.verdict != Verdict::Leak {
+                    say("leakspy fix: nothing to fix before the job runs\n");
+                    return Ok(EXIT_FINDINGS);
+                }
+            }
             (trace, rec.trace, rec.stopped.is_some())
         }
     };
@@ -291,18 +316,6 @@ fn fix(args: &FixArgs, interrupts: &Interrupts) -> Result<u8> {
         .collect();
     let root = scratch::project_root(Path::new(&cwd), &files);
     let scratch = scratch::Scratch::create(&root, &|| interrupts.received().is_some())?;
-    let (changed, missed) = patch::make(&plan.apply, &cwd, &scratch)?;
-    for m in &missed {
-        say(&format!(
-            "leakspy fix: not made: {} {}:{} ({}): {}\n",
-            m.fix.rule, m.fix.file, m.fix.line, m.fix.fix, m.why
-        ));
-    }
-    if changed.is_empty() {
-        say("leakspy fix: none of the fixes could be made: nothing to prove\n");
-        return Ok(EXIT_FINDINGS);
-    }
-    let made: usize = changed.iter().map(|c| c.applied.len()).sum();
     let work = leakspy_report::steps_done(&before_trace);
     let bound = if work >= opts.min_steps as u64 {
         Bound::Steps {
@@ -312,65 +325,140 @@ fn fix(args: &FixArgs, interrupts: &Interrupts) -> Result<u8> {
     } else {
         Bound::Duration(before_trace.duration())
     };
-    say(&format!(
-        "leakspy fix: {made} fix{} in {} file{} made in a scratch copy of {} ({}); running it {}\n",
-        if made == 1 { "" } else { "es" },
-        changed.len(),
-        if changed.len() == 1 { "" } else { "s" },
-        root.display(),
-        scratch.dir().display(),
-        match bound {
-            Bound::Steps { steps, .. } => format!("for {steps} steps, as the first run"),
-            _ => format!(
-                "for {}, as the first run (it counted no steps)",
-                fmt_duration(before_trace.duration())
-            ),
-        }
-    ));
-    if interrupts.received().is_some() {
-        return Ok(EXIT_FINDINGS);
-    }
-
-    // 4. The same command in the copy, for as long.
     let job_cwd = scratch
         .map(Path::new(&cwd))
         .unwrap_or_else(|| scratch.dir().to_path_buf());
     let after_command = scratch.command(&command, Path::new(&cwd));
-    let after_path = trace_path(&args.trace_dir, &command, "-fixed")?;
-    let after_rec = leg::record(
-        &Job {
-            command: &after_command,
-            cwd: Some(&job_cwd),
-            env: scratch.env(Path::new(&cwd)),
-            trace: &after_path,
-            burst_at_steps: Some(leakspy_report::burst_step(&before_trace).unwrap_or(work / 2)),
-        },
-        bound,
-        &watch,
-    )?;
-    say_stopped("fixed run", &after_rec);
-    if interrupts.received().is_some() {
-        say("leakspy fix: interrupted during the fixed run; nothing was changed and no patch written\n");
-        return Ok(EXIT_FINDINGS);
-    }
-    let after_trace = super::traces::read(&after_rec.trace)?;
-    let after = diagnose(&after_trace, &opts);
+    let before_leg = Leg {
+        label: "before",
+        trace: &before_trace,
+        diagnosis: &before,
+        stopped: stopped_before,
+    };
+
+    // 4. The same command in the copy, for as long; again with the fixes
+    // for what a fixed run still names (a holder the first run's hid), at
+    // most MAX_ROUNDS runs.
+    let mut changed: Vec<patch::Changed> = Vec::new();
+    let mut tried: Vec<plan::Planned> = Vec::new();
+    let mut withheld = plan.withheld.clone();
+    let mut next = plan.apply.clone();
+    let mut round = 1;
+    let (after_trace, after, after_rec, proof) = loop {
+        let (made, missed) = patch::make(&next, &cwd, &scratch)?;
+        for m in &missed {
+            say(&format!(
+                "leakspy fix: not made: {} {} ({}): {}\n",
+                m.fix.rule,
+                m.fix.location(),
+                m.fix.fix,
+                m.why
+            ));
+        }
+        let n: usize = made.iter().map(|c| c.applied.len()).sum();
+        tried.append(&mut next);
+        patch::merge(&mut changed, made);
+        if n == 0 && round == 1 {
+            say("leakspy fix: none of the fixes could be made: nothing to prove\n");
+            return Ok(EXIT_FINDINGS);
+        }
+        let in_files = changed.len();
+        say(&format!(
+            "leakspy fix: {n} fix{} made in a scratch copy of {} ({}{}); running it {}\n",
+            if n == 1 { "" } else { "es" },
+            root.display(),
+            scratch.dir().display(),
+            if round > 1 {
+                format!(
+                    ", {in_files} file{} changed in all",
+                    if in_files == 1 { "" } else { "s" }
+                )
+            } else {
+                String::new()
+            },
+            match bound {
+                Bound::Steps { steps, .. } => format!("for {steps} steps, as the first run"),
+                _ => format!(
+                    "for {}, as the first run (it counted no steps)",
+                    fmt_duration(before_trace.duration())
+                ),
+            }
+        ));
+        if interrupts.received().is_some() {
+            return Ok(EXIT_FINDINGS);
+        }
+        let suffix = if round == 1 {
+            "-fixed".to_string()
+        } else {
+            format!("-fixed{round}")
+        };
+        let after_path = trace_path(&args.trace_dir, &command, &suffix)?;
+        let rec = leg::record(
+            &Job {
+                command: &after_command,
+                cwd: Some(&job_cwd),
+                env: scratch.env(Path::new(&cwd)),
+                trace: &after_path,
+                burst_at_steps: Some(leakspy_report::burst_step(&before_trace).unwrap_or(work / 2)),
+            },
+            bound,
+            &watch,
+        )?;
+        say_stopped("fixed run", &rec);
+        if interrupts.received().is_some() {
+            say("leakspy fix: interrupted during the fixed run; nothing was changed and no patch written\n");
+            return Ok(EXIT_FINDINGS);
+        }
+        let trace = super::traces::read(&rec.trace)?;
+        let mut diagnosis = diagnose(&trace, &opts);
+        // The findings on the fixed copy's lines, for another round.
+        attach_static_findings(&mut diagnosis);
+        let proof = prove(
+            &before_leg,
+            &Leg {
+                label: "after",
+                trace: &trace,
+                diagnosis: &diagnosis,
+                stopped: rec.stopped.is_some(),
+            },
+        );
+        if proof.verdict == FixVerdict::NotFixed && round < MAX_ROUNDS {
+            let more = plan::plan(&diagnosis, args.unsafe_fixes);
+            let new = |p: &plan::Planned, seen: &[plan::Planned]| {
+                !seen
+                    .iter()
+                    .any(|t| t.file == p.file && t.line == p.line && t.rule == p.rule)
+            };
+            for w in more.withheld {
+                if new(&w, &withheld) {
+                    withheld.push(w);
+                }
+            }
+            next = more.apply.into_iter().filter(|p| new(p, &tried)).collect();
+            if !next.is_empty() {
+                round += 1;
+                say(&format!(
+                    "leakspy fix: the fixed run still leaks ({}); fixes for what it names:\n",
+                    proof.comparison.after.shape_text
+                ));
+                say(&plan_text(
+                    &plan::Plan {
+                        apply: next.clone(),
+                        ..plan::Plan::default()
+                    },
+                    &diagnosis,
+                ));
+                continue;
+            }
+        }
+        break (trace, diagnosis, rec, proof);
+    };
+    let plan = plan::Plan {
+        withheld,
+        ..plan::Plan::default()
+    };
 
     // 5. The proof.
-    let proof = prove(
-        &Leg {
-            label: "before",
-            trace: &before_trace,
-            diagnosis: &before,
-            stopped: stopped_before,
-        },
-        &Leg {
-            label: "after",
-            trace: &after_trace,
-            diagnosis: &after,
-            stopped: after_rec.stopped.is_some(),
-        },
-    );
     let mut text = render_proof_text(&proof);
     if !before.ranks.is_empty() || !after.ranks.is_empty() {
         text.push_str(&ranks_text(
@@ -393,7 +481,8 @@ fn fix(args: &FixArgs, interrupts: &Interrupts) -> Result<u8> {
             }
         }
     }
-    let diff = patch::unified(&changed);
+    let base = patch::patch_base(&root);
+    let diff = patch::unified(&changed, &base);
     if let Some(path) = &args.report_html {
         let html = leakspy_report::render_fix_html(
             &proof,
@@ -410,6 +499,17 @@ fn fix(args: &FixArgs, interrupts: &Interrupts) -> Result<u8> {
         }
     }
     if proof.verdict != FixVerdict::Fixed {
+        if proof.verdict == FixVerdict::NotFixed && !plan.withheld.is_empty() {
+            say(&format!(
+                "leakspy fix: unsafe fixes were not tried ({}): `leakspy fix --unsafe-fixes` \
+                 tries them too\n",
+                plan.withheld
+                    .iter()
+                    .map(|f| format!("{} {} for {}", f.rule, f.location(), f.holder))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        }
         say("leakspy fix: no patch written: the fixes are not proven\n");
         return Ok(EXIT_FINDINGS);
     }
@@ -424,25 +524,26 @@ fn fix(args: &FixArgs, interrupts: &Interrupts) -> Result<u8> {
                 for w in &why {
                     say(&format!("leakspy fix: not applied: {w}\n"));
                 }
-                write_patch(&args.patch, &diff, &root)?;
+                write_patch(&args.patch, &diff, &base)?;
                 return Ok(EXIT_FINDINGS);
             }
         }
     } else {
-        write_patch(&args.patch, &diff, &root)?;
+        write_patch(&args.patch, &diff, &base)?;
     }
     Ok(EXIT_CLEAN)
 }
 
-fn write_patch(path: &Path, diff: &str, root: &Path) -> Result<()> {
+fn write_patch(path: &Path, diff: &str, base: &Path) -> Result<()> {
     super::write_output(path, diff.as_bytes())
         .with_context(|| format!("cannot write the patch to {}", path.display()))?;
+    let abs = absolute(path);
     say(&format!(
-        "patch: {} (in {}: `git apply {}` or `patch -p1 < {}`; `leakspy fix --apply` writes it)\n",
+        "patch: {} (`git apply {}`, or `patch -p1 < {}` in {}; `leakspy fix --apply` writes it)\n",
         path.display(),
-        root.display(),
-        absolute(path).display(),
-        absolute(path).display()
+        abs.display(),
+        abs.display(),
+        base.display(),
     ));
     Ok(())
 }
@@ -509,10 +610,9 @@ fn plan_text(p: &plan::Plan, d: &Diagnosis) -> String {
     let mut out = String::new();
     for f in &p.apply {
         out.push_str(&format!(
-            "  fix: {} {}:{} {}{} (held by {})\n",
+            "  fix: {} {} {}{} (held by {})\n",
             f.rule,
-            f.file,
-            f.line,
+            f.location(),
             f.fix,
             if f.safe { "" } else { " [unsafe]" },
             f.holder
@@ -520,8 +620,11 @@ fn plan_text(p: &plan::Plan, d: &Diagnosis) -> String {
     }
     for f in &p.withheld {
         out.push_str(&format!(
-            "  unsafe, not tried without --unsafe-fixes: {} {}:{} {} (held by {})\n",
-            f.rule, f.file, f.line, f.fix, f.holder
+            "  unsafe, not tried without --unsafe-fixes: {} {} {} (held by {})\n",
+            f.rule,
+            f.location(),
+            f.fix,
+            f.holder
         ));
     }
     for u in &p.unfixed {

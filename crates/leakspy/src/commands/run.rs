@@ -239,7 +239,7 @@ impl JobFailure<'_> {
     /// That the job failed, how, and its last stderr lines; `too_soon`
     /// (the samples recorded) when it failed before its memory could be
     /// measured, and the diagnosis is left out.
-    fn describe(&self, how: &str, too_soon: Option<usize>) -> String {
+    pub(crate) fn describe(&self, how: &str, too_soon: Option<usize>) -> String {
         let soon = match too_soon {
             Some(n) => format!(
                 ", too soon to measure its memory ({n} sample{})",

@@ -4,7 +4,7 @@
 //! files into the user's project only where they are as `fix` found them.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use leakspy_lint::notebook::Notebook;
@@ -15,8 +15,6 @@ use super::scratch::Scratch;
 
 /// A file the fixes changed.
 pub(super) struct Changed {
-    /// Relative to the project folder (the patch's paths).
-    pub rel: PathBuf,
     /// The user's file.
     pub user: PathBuf,
     pub original: String,
@@ -45,7 +43,7 @@ pub(super) fn make(
     let mut changed = Vec::new();
     let mut missed = Vec::new();
     for (file, wanted) in by_file {
-        let user = leakspy_report::resolve_source(&file, cwd);
+        let user = scratch.unmap(&leakspy_report::resolve_source(&file, cwd));
         let Some(copy) = scratch.map(&user) else {
             missed.extend(wanted.into_iter().map(|fix| Missed {
                 fix,
@@ -85,10 +83,6 @@ pub(super) fn make(
         std::fs::write(&copy, &fixed)
             .with_context(|| format!("cannot write {} in the scratch copy", copy.display()))?;
         changed.push(Changed {
-            rel: user
-                .strip_prefix(scratch.root())
-                .unwrap_or(&user)
-                .to_path_buf(),
             user,
             original,
             fixed,
@@ -96,6 +90,20 @@ pub(super) fn make(
         });
     }
     Ok((changed, missed))
+}
+
+/// Adds the files of a later round to those changed so far: a file fixed
+/// again keeps the text it had in the user's project.
+pub(super) fn merge(all: &mut Vec<Changed>, more: Vec<Changed>) {
+    for c in more {
+        match all.iter_mut().find(|a| a.user == c.user) {
+            Some(a) => {
+                a.fixed = c.fixed;
+                a.applied.extend(c.applied);
+            }
+            None => all.push(c),
+        }
+    }
 }
 
 /// The least applicability that lets every wanted fix through (the plan
@@ -108,21 +116,22 @@ fn least(wanted: &[Planned]) -> Applicability {
     }
 }
 
-/// The diagnostics of `diagnostics` that `wanted` names (rule and line),
-/// with the plan entry each one is.
+/// The diagnostics of `diagnostics` that `wanted` names (rule and place:
+/// `place_of` says a diagnostic's cell, if any, and line), with the plan
+/// entry each one is.
 fn chosen<'a>(
     diagnostics: &'a [Diagnostic],
-    line_of: impl Fn(&Diagnostic) -> u64,
+    place_of: impl Fn(&Diagnostic) -> (Option<usize>, u64),
     wanted: &[Planned],
 ) -> Vec<(&'a Diagnostic, Planned)> {
     diagnostics
         .iter()
         .filter(|d| d.fix.is_some())
         .filter_map(|d| {
-            let line = line_of(d);
+            let (cell, line) = place_of(d);
             wanted
                 .iter()
-                .find(|w| w.rule == d.rule.code() && w.line == line)
+                .find(|w| w.rule == d.rule.code() && w.cell == cell && w.line == line)
                 .map(|w| (d, w.clone()))
         })
         .collect()
@@ -136,11 +145,10 @@ fn fix_source(source: &str, wanted: &[Planned]) -> Result<(String, Vec<Planned>)
     let index = checked.take_line_index(source);
     let picked = chosen(
         &checked.diagnostics,
-        |d| index.line_index(d.range.start()).get() as u64,
+        |d| (None, index.line_index(d.range.start()).get() as u64),
         wanted,
     );
-    let diagnostics: Vec<&Diagnostic> = picked.iter().map(|(d, _)| *d).collect();
-    let owned: Vec<Diagnostic> = diagnostics.iter().map(|d| (*d).clone()).collect();
+    let owned: Vec<Diagnostic> = picked.iter().map(|(d, _)| (*d).clone()).collect();
     let fixed = apply_fixes(source, &owned, least(wanted));
     if check_source(&fixed.source, &RuleSet::default())
         .syntax_error
@@ -163,11 +171,16 @@ fn fix_notebook(text: &str, wanted: &[Planned]) -> Result<(String, Vec<Planned>)
     let joined = notebook.joined();
     let mut checked = check_source(&joined.checked, &RuleSet::default());
     let index = checked.take_line_index(&joined.display);
-    // The plan's lines of a notebook are rows of its joined code (how the
-    // join names them): see `leakspy_report::attach_static_findings`.
+    // The plan names a notebook's findings by cell and row, as
+    // `leakspy_report::attach_static_findings` does.
     let picked = chosen(
         &checked.diagnostics,
-        |d| index.line_index(d.range.start()).get() as u64,
+        |d| {
+            let (cell, row) = joined
+                .index
+                .cell_row(index.line_index(d.range.start()).get());
+            (Some(cell), row as u64)
+        },
         wanted,
     );
     let owned: Vec<Diagnostic> = picked.iter().map(|(d, _)| (*d).clone()).collect();
@@ -203,11 +216,22 @@ fn accepted(picked: &[(&Diagnostic, Planned)], edits: &[&leakspy_lint::Edit]) ->
         .collect()
 }
 
-/// The unified diff of every changed file, paths from the project folder.
-pub(super) fn unified(changed: &[Changed]) -> String {
+/// Where the patch's paths start: the top of the git work tree that holds
+/// the project (`git apply` in a repository takes paths from its top, and
+/// skips the others), else the project folder.
+pub(super) fn patch_base(root: &Path) -> PathBuf {
+    root.ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(root)
+        .to_path_buf()
+}
+
+/// The unified diff of every changed file, paths from `base`.
+pub(super) fn unified(changed: &[Changed], base: &Path) -> String {
     let mut out = String::new();
     for c in changed {
-        let rel = c.rel.display().to_string();
+        let rel = c.user.strip_prefix(base).unwrap_or(&c.user);
+        let rel = rel.display().to_string();
         out.push_str(&format!("diff --git a/{rel} b/{rel}\n"));
         out.push_str(
             &similar::TextDiff::from_lines(&c.original, &c.fixed)

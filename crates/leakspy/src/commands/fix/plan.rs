@@ -11,6 +11,8 @@ use leakspy_report::{Describe, Diagnosis, GrowthGroup, StaticMatch};
 pub(super) struct Planned {
     /// As the diagnosis shows it: relative to the job's folder, or absolute.
     pub file: String,
+    /// In a notebook, the cell, and `line` a row of it.
+    pub cell: Option<usize>,
     pub line: u64,
     pub rule: String,
     /// What the fix does, in the rule's words.
@@ -18,6 +20,24 @@ pub(super) struct Planned {
     pub safe: bool,
     /// Who holds what it is for.
     pub holder: String,
+}
+
+impl Planned {
+    /// `train.py:41`, `train.ipynb:cell 4:line 7`.
+    pub fn location(&self) -> String {
+        match self.cell {
+            Some(c) => format!("{}:cell {c}:line {}", self.file, self.line),
+            None => format!("{}:{}", self.file, self.line),
+        }
+    }
+
+    /// The same finding's fix (same rule, file and line).
+    pub fn same_place(&self, other: &Planned) -> bool {
+        self.file == other.file
+            && self.cell == other.cell
+            && self.line == other.line
+            && self.rule == other.rule
+    }
 }
 
 /// What grows with no fix `check` knows.
@@ -66,8 +86,11 @@ pub(super) fn plan(d: &Diagnosis, unsafe_fixes: bool) -> Plan {
                     .iter()
                     .map(|m| {
                         format!(
-                            "{} {}:{}: {} (`leakspy rule {}` shows what to use instead)",
-                            m.rule, m.file, m.line, m.message, m.rule
+                            "{} {}: {} (`leakspy rule {}` shows what to use instead)",
+                            m.rule,
+                            m.location(),
+                            m.message,
+                            m.rule
                         )
                     })
                     .collect(),
@@ -77,13 +100,14 @@ pub(super) fn plan(d: &Diagnosis, unsafe_fixes: bool) -> Plan {
         for m in fixable {
             let planned = Planned {
                 file: m.file.clone(),
+                cell: m.cell,
                 line: m.line,
                 rule: m.rule.clone(),
                 fix: m.fix.clone().unwrap_or_default(),
                 safe: m.safe_fix,
                 holder: holder.clone(),
             };
-            let same = |q: &Planned| q.file == planned.file && q.line == planned.line;
+            let same = |q: &Planned| q.same_place(&planned);
             if p.apply.iter().any(same) || p.withheld.iter().any(same) {
                 continue;
             }

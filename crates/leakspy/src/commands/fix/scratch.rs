@@ -59,16 +59,20 @@ impl Scratch {
         self.dir.path()
     }
 
-    /// The user's project folder it copies.
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
     /// Where a path of the user's project lies in the copy (None: outside
     /// the project).
     pub fn map(&self, user: &Path) -> Option<PathBuf> {
         let rest = user.strip_prefix(&self.root).ok()?;
         Some(self.dir().join(rest))
+    }
+
+    /// The user's path of a path in the copy (a fixed run names its files
+    /// there); any other path as it is.
+    pub fn unmap(&self, path: &Path) -> PathBuf {
+        match path.strip_prefix(self.dir()) {
+            Ok(rest) => self.root.join(rest),
+            Err(_) => path.to_path_buf(),
+        }
     }
 
     /// The job's command as it runs in the copy, from `cwd` (the user's
