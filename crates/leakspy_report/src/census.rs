@@ -7,21 +7,9 @@ use std::collections::BTreeMap;
 
 use leakspy_stats::{fmt_bytes, theil_sen};
 use leakspy_trace::{Census, Suspect, Trace};
-pub use leakspy_trace::{Holder, Location};
+pub use leakspy_trace::{Holder, Location, StaticMatch};
 use serde::Serialize;
 use serde_json::Value;
-
-/// A finding of `check` on a file the probe named.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StaticMatch {
-    pub rule: String,
-    pub file: String,
-    pub line: u64,
-    pub message: String,
-    /// What `--fix` (or `--unsafe-fixes`) would do.
-    pub fix: Option<String>,
-    pub safe_fix: bool,
-}
 
 /// One census series that grows step after step.
 #[derive(Debug, Clone, PartialEq, Serialize)]
