@@ -364,7 +364,15 @@ fn join_suspect(g: &mut Grower, s: &Suspect) {
         _ => w,
     };
     if g.key.starts_with("container:") {
-        g.what = format!("items in one {w}");
+        g.what = match s
+            .holder
+            .as_ref()
+            .and_then(|h| h.key.as_ref().map(|k| (h, k)))
+        {
+            // Two lists under one dict are told apart by their key.
+            Some((h, k)) => format!("items in {}{k} (a {w})", h.path),
+            None => format!("items in one {w}"),
+        };
     } else if g.key.starts_with("graph") {
         let detail = w
             .strip_prefix("autograd graph nodes")
@@ -757,7 +765,11 @@ fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
             gs.retain(|g| g.key != "graph.largest");
         }
         gs.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
-        let holder = gs[0].holder.clone();
+        // The group's holder is the whole of what it names, not one entry.
+        let holder = gs[0].holder.clone().map(|mut h| {
+            h.key = None;
+            h
+        });
         let created_at = gs.iter().find_map(|g| g.created_at.clone());
         out.push(GrowthGroup {
             pid,
@@ -897,6 +909,7 @@ mod tests {
             path: path.into(),
             container: None,
             container_id: None,
+            key: None,
             library: false,
             file: None,
             line: None,
