@@ -7,36 +7,9 @@ use std::collections::BTreeMap;
 
 use leakspy_stats::{fmt_bytes, theil_sen};
 use leakspy_trace::{Census, Suspect, Trace};
-pub use leakspy_trace::{Holder, Location};
+pub use leakspy_trace::{Holder, Location, StaticMatch};
 use serde::Serialize;
 use serde_json::Value;
-
-/// A finding of `check` on a file the probe named.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StaticMatch {
-    pub rule: String,
-    pub file: String,
-    /// In a notebook, the cell (numbered from 1 among all its cells, as
-    /// Jupyter shows them) and `line` is a row of that cell.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cell: Option<usize>,
-    pub line: u64,
-    pub message: String,
-    /// What `--fix` (or `--unsafe-fixes`) would do.
-    pub fix: Option<String>,
-    pub safe_fix: bool,
-}
-
-impl StaticMatch {
-    /// `train.py:41`, or `train.ipynb:cell 4:line 7` in a notebook (as
-    /// `check` says it).
-    pub fn location(&self) -> String {
-        match self.cell {
-            Some(c) => format!("{}:cell {c}:line {}", self.file, self.line),
-            None => format!("{}:{}", self.file, self.line),
-        }
-    }
-}
 
 /// One census series that grows step after step.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -391,7 +364,15 @@ fn join_suspect(g: &mut Grower, s: &Suspect) {
         _ => w,
     };
     if g.key.starts_with("container:") {
-        g.what = format!("items in one {w}");
+        g.what = match s
+            .holder
+            .as_ref()
+            .and_then(|h| h.key.as_ref().map(|k| (h, k)))
+        {
+            // Two lists under one dict are told apart by their key.
+            Some((h, k)) => format!("items in {}{k} (a {w})", h.path),
+            None => format!("items in one {w}"),
+        };
     } else if g.key.starts_with("graph") {
         let detail = w
             .strip_prefix("autograd graph nodes")
@@ -784,7 +765,11 @@ fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
             gs.retain(|g| g.key != "graph.largest");
         }
         gs.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
-        let holder = gs[0].holder.clone();
+        // The group's holder is the whole of what it names, not one entry.
+        let holder = gs[0].holder.clone().map(|mut h| {
+            h.key = None;
+            h
+        });
         let created_at = gs.iter().find_map(|g| g.created_at.clone());
         out.push(GrowthGroup {
             pid,
@@ -924,6 +909,7 @@ mod tests {
             path: path.into(),
             container: None,
             container_id: None,
+            key: None,
             library: false,
             file: None,
             line: None,

@@ -12,6 +12,8 @@ use leakspy_lint::{
     RETAINED_WITHOUT_BACKWARD,
 };
 
+use leakspy_trace::{CheckedFile, StaticRecord};
+
 use crate::census::{GrowthGroup, StaticMatch};
 
 /// Files larger than this are not checked for the join (generated code).
@@ -20,9 +22,24 @@ const MAX_FILE: u64 = 4 * 1024 * 1024;
 /// Attaches static findings to every group of what grows, and to the leak
 /// findings that carry its holder. Files that cannot be read (gone, not
 /// UTF-8, too big) are skipped: the runtime finding stands on its own.
-pub fn attach_static_findings(d: &mut crate::Diagnosis) {
+///
+/// `recorded`: what `check` said of the sources when the run ended (the
+/// trace's `static` event). With it, the report shows the findings of the
+/// source the run ran, and a note names each file changed since; without it
+/// (the end of a run, or a trace from before it was recorded), `check` runs
+/// now. Returns what was used, for the end of a run to record.
+pub fn attach_static_findings(
+    d: &mut crate::Diagnosis,
+    recorded: Option<&StaticRecord>,
+) -> StaticRecord {
+    let mut files: HashMap<String, CheckedFile> = HashMap::new();
+    if let Some(r) = recorded {
+        for f in &r.files {
+            files.insert(f.path.clone(), f.clone());
+        }
+    }
     let notebooks = notebooks_run(&d.run.command, &d.run.cwd);
-    attach(&mut d.growth, &d.run.cwd, &notebooks);
+    attach(&mut d.growth, &d.run.cwd, &notebooks, &mut files);
     if let Some(top) = d.growth.first() {
         if !top.static_findings.is_empty() {
             let v = serde_json::to_value(&top.static_findings).unwrap_or_default();
@@ -32,6 +49,26 @@ pub fn attach_static_findings(d: &mut crate::Diagnosis) {
                 }
             }
         }
+    }
+    let mut used: Vec<CheckedFile> = files.into_values().collect();
+    used.sort_by(|a, b| a.path.cmp(&b.path));
+    if recorded.is_some() {
+        let changed: Vec<&str> = used
+            .iter()
+            .filter(|f| f.sha256.is_some() && hash_file(&f.path, &d.run.cwd) != f.sha256)
+            .map(|f| f.path.as_str())
+            .collect();
+        if !changed.is_empty() {
+            d.notes.push(format!(
+                "the source changed since the run: {} — the `check` findings shown are those of \
+                 the source the run ran",
+                changed.join(", ")
+            ));
+        }
+    }
+    StaticRecord {
+        t: recorded.map_or(0.0, |r| r.t),
+        files: used,
     }
 }
 
@@ -55,17 +92,14 @@ fn cell_label(file: &str) -> Option<usize> {
         .ok()
 }
 
-/// What `check` found in a file, and for a notebook the cells a kernel
-/// runs, in order.
-#[derive(Default)]
-struct Checked {
-    matches: Vec<StaticMatch>,
-    executed: Vec<usize>,
-}
-
-/// `cwd`: the job's working directory, which relative paths are relative to.
-fn attach(groups: &mut [GrowthGroup], cwd: &str, notebooks: &[String]) {
-    let mut cache: HashMap<String, Checked> = HashMap::new();
+/// `cwd`: the job's working directory, which relative paths are relative
+/// to; `notebooks`: those the job runs, for code the probe names by cell.
+fn attach(
+    groups: &mut [GrowthGroup],
+    cwd: &str,
+    notebooks: &[String],
+    cache: &mut HashMap<String, CheckedFile>,
+) {
     for g in groups.iter_mut() {
         let mut files: Vec<String> = Vec::new();
         let named = g
@@ -92,13 +126,13 @@ fn attach(groups: &mut [GrowthGroup], cwd: &str, notebooks: &[String]) {
             .filter(|n| !n.is_empty());
         let mut matched: Vec<StaticMatch> = Vec::new();
         for file in files {
-            let checked = cache
+            let all = cache
                 .entry(file.clone())
                 .or_insert_with(|| check_file(&file, cwd));
-            for m in &checked.matches {
+            for m in &all.findings {
                 let on_line = g.created_at.as_ref().is_some_and(|c| {
                     let cell = cell_label(&c.file)
-                        .and_then(|n| checked.executed.get(n.wrapping_sub(1)).copied());
+                        .and_then(|n| all.executed_cells.get(n.wrapping_sub(1)).copied());
                     c.line == m.line
                         && match m.cell {
                             Some(_) => cell.is_some() && m.cell == cell,
@@ -229,23 +263,34 @@ fn mentions(message: &str, name: &str) -> bool {
     })
 }
 
-/// `check` on `file` (as shown: relative to `cwd` or absolute); the
-/// matches name it as shown.
-fn check_file(file: &str, cwd: &str) -> Checked {
+/// `check` on `file` (as shown: relative to `cwd` or absolute), with the
+/// file's hash; the matches name it as shown.
+fn check_file(file: &str, cwd: &str) -> CheckedFile {
     let resolved = crate::paths::resolve(file, cwd);
     let path = resolved.as_path();
+    let mut checked_file = CheckedFile {
+        path: file.to_string(),
+        sha256: None,
+        findings: Vec::new(),
+        executed_cells: Vec::new(),
+    };
     if std::fs::metadata(path).map_or(true, |m| !m.is_file() || m.len() > MAX_FILE) {
-        return Checked::default();
+        return checked_file;
     }
-    let Ok(source) = std::fs::read_to_string(path) else {
-        return Checked::default();
+    let Ok(bytes) = std::fs::read(path) else {
+        return checked_file;
+    };
+    checked_file.sha256 = Some(sha256_hex(&bytes));
+    let Ok(source) = String::from_utf8(bytes) else {
+        return checked_file;
     };
     if file.ends_with(".ipynb") {
-        return check_notebook(file, source);
+        check_notebook(&mut checked_file, source);
+        return checked_file;
     }
     let mut checked = check_source(&source, &RuleSet::default());
     let index = checked.take_line_index(&source);
-    let matches = checked
+    checked_file.findings = checked
         .diagnostics
         .iter()
         .map(|d| {
@@ -253,32 +298,30 @@ fn check_file(file: &str, cwd: &str) -> Checked {
             static_match(d, file, None, line, d.message.clone())
         })
         .collect();
-    Checked {
-        matches,
-        executed: Vec::new(),
-    }
+    checked_file
 }
 
-/// `check` on a notebook's code cells: each finding by cell and row.
-fn check_notebook(file: &str, text: String) -> Checked {
+/// `check` on a notebook's code cells: each finding by cell and row, and
+/// the cells in the order a kernel runs them.
+fn check_notebook(checked_file: &mut CheckedFile, text: String) {
     let Ok(nb) = leakspy_lint::notebook::Notebook::parse(text) else {
-        return Checked::default();
+        return;
     };
     let joined = nb.joined();
     let mut checked = check_source(&joined.checked, &RuleSet::default());
     let index = checked.take_line_index(&joined.display);
-    let matches = checked
+    let file = checked_file.path.clone();
+    checked_file.findings = checked
         .diagnostics
         .iter()
         .map(|d| {
             let row = index.line_index(d.range.start()).get();
             let (cell, line) = joined.index.cell_row(row);
             let message = joined.index.translate_message(&d.message, cell);
-            static_match(d, file, Some(cell), line as u64, message)
+            static_match(d, &file, Some(cell), line as u64, message)
         })
         .collect();
-    let executed = (1..).map_while(|n| nb.executed_cell(n)).collect();
-    Checked { matches, executed }
+    checked_file.executed_cells = (1..).map_while(|n| nb.executed_cell(n)).collect();
 }
 
 fn static_match(
@@ -300,6 +343,20 @@ fn static_match(
             .as_ref()
             .is_some_and(|f| f.applicability == Applicability::Safe),
     }
+}
+
+fn hash_file(file: &str, cwd: &str) -> Option<String> {
+    std::fs::read(crate::paths::resolve(file, cwd))
+        .ok()
+        .map(|b| sha256_hex(&b))
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[cfg(test)]

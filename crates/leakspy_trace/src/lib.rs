@@ -8,6 +8,7 @@
 
 mod error;
 mod event;
+mod joined;
 mod probe_events;
 mod reader;
 mod writer;
@@ -17,6 +18,7 @@ pub use event::{
     AttachInfo, CgroupSample, Detach, Event, Exit, GpuDevice, GpuProc, GpuSample, Header,
     MemTotals, Note, NoteLevel, ProcSample, Sample, Step, StepSource, FORMAT_NAME, FORMAT_VERSION,
 };
+pub use joined::{CheckedFile, StaticMatch, StaticRecord};
 pub use probe_events::{
     Census, ContainerLen, Cost, CudaCensus, GraphCensus, Holder, Location, ModuleCensus,
     NumpyCensus, Suspect, TensorGroup,

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use leakspy_report::{
-    attach_static_findings, diagnose, merge_rank_rows, prove, rank_rows, render_proof_text,
+    diagnose, merge_rank_rows, prove, rank_rows, render_proof_text,
     render_ranks_text, DiagnoseOptions, Diagnosis, FixVerdict, Leg,
 };
 use leakspy_stats::Verdict;
@@ -263,7 +263,12 @@ fn fix(args: &FixArgs, interrupts: &Interrupts) -> Result<u8> {
         }
     };
     let mut before = diagnose(&before_trace, &opts);
-    attach_static_findings(&mut before);
+    if args.from.is_some() {
+        // A trace of the user's: read, never written.
+        leakspy_report::attach_static_findings(&mut before, before_trace.static_record());
+    } else {
+        super::run::join_static(&mut before, &before_trace, &before_path);
+    }
     let cwd = before_trace.header.cwd.clone();
     if cwd.is_empty() {
         bail!(
@@ -412,7 +417,7 @@ fn fix(args: &FixArgs, interrupts: &Interrupts) -> Result<u8> {
         let trace = super::traces::read(&rec.trace)?;
         let mut diagnosis = diagnose(&trace, &opts);
         // The findings on the fixed copy's lines, for another round.
-        attach_static_findings(&mut diagnosis);
+        super::run::join_static(&mut diagnosis, &trace, &rec.trace);
         let proof = prove(
             &before_leg,
             &Leg {
