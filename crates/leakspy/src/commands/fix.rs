@@ -71,14 +71,14 @@ pub struct FixArgs {
     /// Write the proven fixes into the project's files instead of a patch.
     #[arg(long)]
     pub apply: bool,
-    /// Where to write the patch (unified diff, for `git apply` or `patch -p1`
-    /// in the project folder).
+    /// Where to write the patch (a unified diff for `git apply`, or `patch -p1`
+    /// at the top of the project's git work tree, else of its folder).
     #[arg(long, value_name = "FILE", default_value = "leakspy-fix.patch")]
     pub patch: PathBuf,
     /// Also write an HTML report: both runs' memory on one chart, and the patch.
     #[arg(long, value_name = "FILE")]
     pub report_html: Option<PathBuf>,
-    /// Folder for the two runs' traces.
+    /// Folder for the runs' traces.
     #[arg(long, value_name = "DIR", default_value = "leakspy-runs")]
     pub trace_dir: PathBuf,
     /// No status line.
