@@ -482,3 +482,53 @@ fn a_notebook_is_fixed_in_its_cells() {
     assert_eq!(p.files(), original);
     p.assert_clean("notebook");
 }
+
+#[test]
+fn a_torchrun_job_is_fixed_with_its_ranks_side_by_side() {
+    let _turn = turn();
+    let p = Project::new(&[(
+        "crates/leakspy/tests/fixtures/fix/ddp_val_losses.py",
+        "ddp_val_losses.py",
+    )]);
+    let original = p.files();
+    let out = p.fix(
+        &[],
+        &[
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            "2",
+            "ddp_val_losses.py",
+            "--seconds",
+            "600",
+        ],
+    );
+    assert!(
+        out.stderr.contains("fix: LS002 ddp_val_losses.py:"),
+        "{}",
+        out.stderr
+    );
+    let _ = out.proof();
+    // Both runs' ranks, each fitted on its own: rank 0 leaked before.
+    let table: Vec<&str> = out
+        .stderr
+        .lines()
+        .skip_while(|l| !l.starts_with("ranks, before and after the fixes:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter(|l| l.contains("/2 ("))
+        .collect();
+    let row = |rank: &str, run: &str| {
+        table
+            .iter()
+            .find(|l| l.trim_start().starts_with(rank) && l.trim_end().ends_with(run))
+            .unwrap_or_else(|| panic!("no {rank} {run} row:\n{}", out.stderr))
+            .to_string()
+    };
+    assert!(row("0/2", "before").contains(" leak "), "{}", out.stderr);
+    row("0/2", "after");
+    assert!(!row("1/2", "before").contains(" leak "), "{}", out.stderr);
+    row("1/2", "after");
+    assert_eq!(p.files(), original);
+    p.assert_clean("torchrun");
+}

@@ -37,4 +37,6 @@ pub use proof::{
 };
 pub use proof_html::render_fix_html;
 pub use ranks::{merge_rank_rows, rank_rows, RankRow};
-pub use text::{render_diff_text, render_proof_text, render_ranks_text, render_text};
+pub use text::{
+    render_diff_text, render_fix_ranks_text, render_proof_text, render_ranks_text, render_text,
+};

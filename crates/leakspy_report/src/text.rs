@@ -464,6 +464,14 @@ pub fn render_ranks_text(traces: &[(String, Diagnosis)], rows: &[RankRow]) -> St
     sanitize(&out)
 }
 
+/// The ranks of a torchrun job before and after `leakspy fix`'s fixes, side
+/// by side (`rows`: both runs', their trace named `before` and `after`).
+pub fn render_fix_ranks_text(rows: &[RankRow]) -> String {
+    let mut out = String::from("ranks, before and after the fixes:\n");
+    rank_table(&mut out, rows, true);
+    sanitize(&out)
+}
+
 fn rank_label(r: &RankRow) -> String {
     match r.rank {
         Some(k) => format!("rank {k}"),

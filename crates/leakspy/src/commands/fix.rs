@@ -19,8 +19,8 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use leakspy_report::{
-    diagnose, merge_rank_rows, prove, rank_rows, render_proof_text,
-    render_ranks_text, DiagnoseOptions, Diagnosis, FixVerdict, Leg,
+    diagnose, merge_rank_rows, prove, rank_rows, render_fix_ranks_text, render_proof_text,
+    DiagnoseOptions, Diagnosis, FixVerdict, Leg,
 };
 use leakspy_stats::Verdict;
 use leakspy_trace::Trace;
@@ -655,11 +655,7 @@ fn ranks_text(
             .into_iter()
             .chain(rank_rows(after.0, after.1, "after", opts)),
     );
-    let traces = vec![
-        ("before".to_string(), before.1.clone()),
-        ("after".to_string(), after.1.clone()),
-    ];
-    render_ranks_text(&traces, &rows)
+    render_fix_ranks_text(&rows)
 }
 
 /// "3 min", "45 s".
