@@ -41,12 +41,7 @@ pub fn render_text(d: &Diagnosis, trace: &Trace) -> String {
         let _ = writeln!(out, "  growth per step:   {}", growth_line(g));
     }
     if let Some(g) = &d.growth_per_second {
-        let _ = writeln!(
-            out,
-            "  growth per second: {}{}",
-            growth_line(g),
-            unsteady_over_time(d, g)
-        );
+        let _ = writeln!(out, "  growth per second: {}", growth_line(g));
     }
     if let Some(t) = &d.throughput {
         let _ = writeln!(
@@ -205,24 +200,6 @@ fn sanitize(s: &str) -> String {
 
 fn strip_verdict(summary: &str) -> &str {
     summary.split_once(": ").map_or(summary, |(_, rest)| rest)
-}
-
-/// Why a per-second fit that disagrees with a leak's per-step fit does not
-/// contradict it: memory follows the work, and the work did not come at a
-/// steady pace.
-fn unsteady_over_time(d: &Diagnosis, per_second: &Growth) -> &'static str {
-    let Some(per_step) = &d.growth_per_step else {
-        return "";
-    };
-    if d.verdict == Verdict::Leak
-        && per_step.lo > 0.0
-        && (per_second.lo <= 0.0 || per_second.r2 < 0.5)
-    {
-        " — not steady over wall time (the steps did not come at a steady pace: pauses, \
-         evaluation, a busy machine); the verdict rests on the per-step fit"
-    } else {
-        ""
-    }
 }
 
 fn growth_line(g: &Growth) -> String {
