@@ -22,7 +22,7 @@ mod text;
 
 pub use census::{Describe, Grower, GrowthGroup, Holder, Location, StaticMatch};
 pub use diagnose::{diagnose, fmt_rate as fmt_growth};
-pub use diff::{compare, Comparison, DiffSide, DiffVerdict};
+pub use diff::{compare, holder_name, Comparison, DiffSide, DiffVerdict, HolderChange};
 pub use html::{render_html, render_ranks_html};
 pub use join::attach_static_findings;
 pub use json::{render_diff_json, render_json, render_ranks_json, report_kind};
@@ -31,10 +31,7 @@ pub use model::{
     SeriesReport, ThroughputReport,
 };
 pub use paths::resolve as resolve_source;
-pub use proof::{
-    burst_step, holder_words, prove, steps_done, FixProof, FixVerdict, HolderAfter, HolderOutcome,
-    Leg, Work,
-};
+pub use proof::{burst_step, prove, steps_done, FixProof, FixVerdict, Leg, Work};
 pub use proof_html::render_fix_html;
 pub use ranks::{merge_rank_rows, rank_rows, RankRow};
 pub use text::{

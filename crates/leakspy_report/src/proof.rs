@@ -2,14 +2,13 @@
 //! fixes for as many steps, compared as `leakspy diff` compares two traces
 //! ([`crate::compare`] on two diagnoses), once the runs are shown to be
 //! comparable: a fixed run that failed, stopped short or ran much slower
-//! proves nothing. What became of each holder of the first run is told from
-//! the second run's own censuses, and only when the probe took enough of
-//! them to tell.
+//! proves nothing. What became of each holder of the first run is the
+//! comparison's (`Comparison::holders`).
 
 use leakspy_trace::Trace;
 use serde::Serialize;
 
-use crate::census::{growth_groups, Describe, GrowthGroup};
+use crate::census::GrowthGroup;
 use crate::diff::{compare, Comparison, DiffVerdict};
 use crate::model::Diagnosis;
 
@@ -20,9 +19,6 @@ const SLOWER_LIMIT: f64 = 0.5;
 /// A fixed run with fewer steps than this share of the first run's stopped
 /// short (a crash caught by the job, an early exit).
 const SHORTER_LIMIT: f64 = 0.9;
-/// Censuses of the fixed run (points of a series, not warm-up or exit
-/// looks) the probe needs before a holder can be said to be gone.
-const MIN_CENSUSES: usize = 3;
 
 /// One run of the job, as `leakspy fix` recorded it.
 pub struct Leg<'a> {
@@ -109,29 +105,6 @@ impl FixVerdict {
     }
 }
 
-/// What became of a holder of the first run in the fixed run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "state", content = "detail", rename_all = "kebab-case")]
-pub enum HolderAfter {
-    /// The probe took enough censuses of the fixed run and saw nothing of
-    /// it grow.
-    Gone,
-    /// It still grows: what the fixed run's censuses fitted.
-    StillGrows(String),
-    /// Too few censuses of the fixed run to tell (their number).
-    Unmeasured(usize),
-}
-
-/// A holder of the first run and what became of it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct HolderOutcome {
-    /// `Trainer.losses (list)`, or what `check` says keeps the objects.
-    pub holder: String,
-    /// What grew in the first run, in one line.
-    pub grew: String,
-    pub after: HolderAfter,
-}
-
 /// `leakspy fix`'s answer, with its evidence.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FixProof {
@@ -142,7 +115,6 @@ pub struct FixProof {
     pub after: Work,
     /// Why the runs cannot be compared (empty when they can).
     pub not_comparable: Vec<String>,
-    pub holders: Vec<HolderOutcome>,
     /// What the fixed run's diagnosis says still grows, by holder.
     pub still_grows: Vec<String>,
 }
@@ -159,7 +131,6 @@ pub fn prove(before: &Leg<'_>, after: &Leg<'_>) -> FixProof {
     } else {
         FixVerdict::NotFixed
     };
-    let holders = holder_outcomes(&before.diagnosis.growth, after.trace);
     let still_grows = after
         .diagnosis
         .growth
@@ -173,7 +144,6 @@ pub fn prove(before: &Leg<'_>, after: &Leg<'_>) -> FixProof {
         before: wb,
         after: wa,
         not_comparable,
-        holders,
         still_grows,
     }
 }
@@ -214,72 +184,6 @@ fn comparability(before: &Leg<'_>, after: &Leg<'_>, wb: &Work, wa: &Work) -> Vec
         }
     }
     why
-}
-
-/// What became of each named holder of the first run, from the fixed
-/// run's censuses: a group with the same holder, or a series of one of its
-/// kinds growing unclaimed, still grows; enough censuses and neither, gone.
-fn holder_outcomes(groups: &[GrowthGroup], after: &Trace) -> Vec<HolderOutcome> {
-    let after_groups = growth_groups(after);
-    let points = after
-        .census()
-        .filter(|c| c.look.as_deref() != Some("exit") && c.warmup != Some(true))
-        .count();
-    let mut out: Vec<HolderOutcome> = Vec::new();
-    for g in groups {
-        let named = g.holder.as_ref().filter(|h| h.is_named());
-        let holder = match (named, &g.static_holder) {
-            (Some(h), _) => holder_words(h),
-            (None, Some(s)) => s.clone(),
-            (None, None) => continue,
-        };
-        if out.iter().any(|o| o.holder == holder) {
-            continue;
-        }
-        let same_holder = after_groups.iter().find(|a| {
-            named.is_some_and(|h| {
-                a.holder
-                    .as_ref()
-                    .is_some_and(|ah| ah.path == h.path && ah.is_named())
-            })
-        });
-        // Container ids differ from run to run; other keys name a kind
-        // (`graph`, `tensors:cpu/float32/grad`) that stays the same.
-        let same_kind = || {
-            after_groups
-                .iter()
-                .filter(|a| !a.holder.as_ref().is_some_and(|h| h.is_named()))
-                .flat_map(|a| &a.growers)
-                .find(|ag| {
-                    !ag.key.starts_with("container:")
-                        && g.growers.iter().any(|bg| bg.key == ag.key)
-                        && ag.lo > 0.0
-                })
-        };
-        let after = if let Some(a) = same_holder {
-            HolderAfter::StillGrows(a.growers[0].describe())
-        } else if let Some(ag) = same_kind() {
-            HolderAfter::StillGrows(ag.describe())
-        } else if points >= MIN_CENSUSES {
-            HolderAfter::Gone
-        } else {
-            HolderAfter::Unmeasured(points)
-        };
-        out.push(HolderOutcome {
-            holder,
-            grew: g.growers[0].describe(),
-            after,
-        });
-    }
-    out
-}
-
-/// A holder in a few words: `Trainer.losses (list)`, `pyplot`.
-pub fn holder_words(h: &crate::census::Holder) -> String {
-    match h.container.as_deref() {
-        Some(c) if !c.is_empty() && h.kind != "pyplot" => format!("{} ({c})", h.path),
-        _ => h.path.clone(),
-    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use crate::diagnose::fmt_rate;
 use crate::extract::{memory_series, StepClock};
 use crate::html::{escape, prose, STYLE};
 use crate::model::{Basis, Diagnosis};
-use crate::proof::{FixProof, FixVerdict, HolderAfter};
+use crate::proof::{FixProof, FixVerdict};
 use crate::text::{render_proof_text, shell_words};
 
 const BEFORE_COLOR: &str = "#cf222e";
@@ -207,29 +207,26 @@ fn chart(
 }
 
 fn holders(out: &mut String, proof: &FixProof) {
-    if proof.holders.is_empty() {
+    if proof.comparison.holders.is_empty() {
         return;
     }
     out.push_str(
         "<section><h2>Who held what grew</h2><div class=\"scroll\"><table>\
          <tr><th>holder</th><th>before the fixes</th><th>after</th></tr>",
     );
-    for h in &proof.holders {
+    for h in &proof.comparison.holders {
         let after = match &h.after {
-            HolderAfter::Gone => "<span class=\"v-no-leak\">gone</span>".to_string(),
-            HolderAfter::StillGrows(what) => format!(
+            None => "<span class=\"v-no-leak\">gone</span>".to_string(),
+            Some(what) => format!(
                 "<span class=\"v-leak\">still grows</span>: {}",
                 escape(what)
             ),
-            HolderAfter::Unmeasured(n) => {
-                format!("not measured ({n} censuses of the fixed run)")
-            }
         };
         let _ = write!(
             out,
             "<tr><td><code>{}</code></td><td>{}</td><td>{after}</td></tr>",
             escape(&h.holder),
-            escape(&h.grew)
+            escape(&h.before)
         );
     }
     out.push_str("</table></div></section>\n");

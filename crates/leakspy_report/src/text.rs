@@ -10,7 +10,7 @@ use crate::census::Describe;
 use crate::diagnose::{fmt_rate, fmt_rate_value};
 use crate::diff::{Comparison, DiffSide};
 use crate::model::{Diagnosis, Growth};
-use crate::proof::{FixProof, FixVerdict, HolderAfter, Work};
+use crate::proof::{FixProof, FixVerdict, Work};
 use crate::ranks::RankRow;
 
 /// The diagnosis for a terminal (plain text, no colour codes).
@@ -319,16 +319,8 @@ pub fn render_proof_text(p: &FixProof) -> String {
         side(&c.before),
         side(&c.after)
     );
-    for h in &p.holders {
-        let state = match &h.after {
-            HolderAfter::Gone => "gone".to_string(),
-            HolderAfter::StillGrows(what) => format!("still grows ({what})"),
-            HolderAfter::Unmeasured(n) => format!(
-                "not measured (the probe took {n} census{} of the fixed run)",
-                if *n == 1 { "" } else { "es" }
-            ),
-        };
-        let _ = write!(out, "; held by {}: {state}", h.holder);
+    for h in &p.comparison.holders {
+        let _ = write!(out, "; {}", h.describe());
     }
     out.push('\n');
     let work = |w: &Work, s: &DiffSide| {

@@ -125,7 +125,7 @@ pub(super) fn plan(d: &Diagnosis, unsafe_fixes: bool) -> Plan {
 /// finding on the line that made them says keeps them.
 fn holder_of(g: &GrowthGroup) -> Option<String> {
     if let Some(h) = g.holder.as_ref().filter(|h| h.is_named()) {
-        return Some(leakspy_report::holder_words(h));
+        return Some(leakspy_report::holder_name(h));
     }
     g.static_holder
         .clone()
