@@ -169,13 +169,19 @@ pub fn run(args: FixArgs) -> Result<u8> {
     unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     }
-    let code = fix(&args, &interrupts);
+    let result = fix(&args, &interrupts);
     end_orphans();
-    let code = code?;
-    Ok(match interrupts.received() {
-        Some(sig) => u8::try_from(128 + sig).unwrap_or(crate::EXIT_ERROR),
-        None => code,
-    })
+    // Interrupted: whatever step it stopped (a run, the copy), the status
+    // says so, as a shell would.
+    match interrupts.received() {
+        Some(sig) => {
+            if result.is_err() {
+                say("leakspy fix: interrupted; nothing was changed and no patch written\n");
+            }
+            Ok(u8::try_from(128 + sig).unwrap_or(crate::EXIT_ERROR))
+        }
+        None => result,
+    }
 }
 
 fn say(text: &str) {
@@ -255,7 +261,7 @@ fn fix(args: &FixArgs, interrupts: &Interrupts) -> Result<u8> {
                 };
                 say(&failure.describe(&d.exit.message, too_short.then(|| trace.sample_count())));
                 if d.verdict != Verdict::Leak {
-                    say("leakspy fix: nothing to fix before the job runs\n");
+                    say("leakspy fix: the job failed before its memory could be judged: nothing to fix\n");
                     return Ok(EXIT_FINDINGS);
                 }
             }
@@ -289,10 +295,17 @@ fn fix(args: &FixArgs, interrupts: &Interrupts) -> Result<u8> {
             say("leakspy fix: no leak: nothing to fix\n");
             return Ok(EXIT_CLEAN);
         }
-        Verdict::Inconclusive => {
+        Verdict::Inconclusive if stopped_before => {
             say(
                 "leakspy fix: the first run cannot tell whether the job leaks: run it for longer \
                  (--steps N or --duration SECS)\n",
+            );
+            return Ok(EXIT_FINDINGS);
+        }
+        Verdict::Inconclusive => {
+            say(
+                "leakspy fix: the job ended before its memory could tell whether it leaks: let it \
+                 train for longer (more steps or epochs), then run `leakspy fix` again\n",
             );
             return Ok(EXIT_FINDINGS);
         }
