@@ -214,6 +214,18 @@ impl Notebook {
         (python, self.cells.len() - python)
     }
 
+    /// The number of the cell that a kernel running the notebook from the
+    /// top labels `In[n]` (IPython's `Cell In[n]`): its n-th code cell with
+    /// a source that is not blank, as Jupyter's executors (nbclient, behind
+    /// `jupyter execute` and `nbconvert --execute`) skip blank cells.
+    pub fn executed_cell(&self, n: usize) -> Option<usize> {
+        self.cells
+            .iter()
+            .filter(|c| !c.source.trim().is_empty())
+            .nth(n.checked_sub(1)?)
+            .map(|c| c.number)
+    }
+
     /// The checked cells joined into one module.
     pub fn joined(&self) -> Joined {
         let mut display = String::new();
@@ -819,5 +831,26 @@ mod tests {
         assert_eq!(e, NotebookError::NotPython("R".into()));
         let e = Notebook::parse("[1, 2]".into()).unwrap_err();
         assert!(matches!(e, NotebookError::Shape(_)), "{e}");
+    }
+
+    #[test]
+    fn a_kernel_numbers_the_cells_it_runs() {
+        let nb = Notebook::parse(
+            r##"{"cells": [
+                {"cell_type": "markdown", "source": "# t"},
+                {"cell_type": "code", "source": ["import torch\n"]},
+                {"cell_type": "code", "source": "  \n"},
+                {"cell_type": "code", "source": "%%bash\nls"},
+                {"cell_type": "code", "source": "x = 1"}
+            ], "nbformat": 4}"##
+                .into(),
+        )
+        .unwrap();
+        assert_eq!(nb.executed_cell(1), Some(2));
+        // The blank cell runs not, the `%%bash` cell does.
+        assert_eq!(nb.executed_cell(2), Some(4));
+        assert_eq!(nb.executed_cell(3), Some(5));
+        assert_eq!(nb.executed_cell(4), None);
+        assert_eq!(nb.executed_cell(0), None);
     }
 }

@@ -375,6 +375,7 @@ mod tests {
             procs: 2,
             steps: 1200,
             last_step: Some(1199),
+            tree_steps: 1199,
             steps_per_s: Some(20.0),
             growth_per_s: Some(2.0 * 1024.0 * 1024.0),
             headroom: Some(10 << 30),

@@ -787,7 +787,7 @@ pub(crate) fn fmt_duration(secs: f64) -> String {
 }
 
 /// `"+1.00 MiB/step"`.
-pub(crate) fn fmt_rate(g: &Growth) -> String {
+pub fn fmt_rate(g: &Growth) -> String {
     fmt_rate_value(g.slope, g)
 }
 

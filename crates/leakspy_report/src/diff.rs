@@ -216,7 +216,8 @@ fn holder_changes(before: &Diagnosis, after: &Diagnosis) -> Vec<HolderChange> {
         .collect()
 }
 
-fn holder_name(h: &crate::census::Holder) -> String {
+/// A holder in a few words: `Trainer.losses (list)`.
+pub fn holder_name(h: &crate::census::Holder) -> String {
     match h.container.as_deref().filter(|c| !c.is_empty()) {
         Some(c) => format!("{} ({c})", h.path),
         None => h.path.clone(),
