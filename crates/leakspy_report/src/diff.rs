@@ -264,6 +264,15 @@ fn decide(b: &DiffSide, a: &DiffSide) -> (DiffVerdict, String) {
                 fmt_rate_value(ag.hi, ag)
             ),
         ),
+        // Still growing steadily, only not yet by what a leak needs in a
+        // run this short: less, but not gone.
+        (Leak, Inconclusive) if clearly_lower && a.shape == Shape::TooEarly => (
+            DiffVerdict::Improved,
+            format!(
+                "before leaked; after grows significantly less but still grows ({})",
+                a.shape_text
+            ),
+        ),
         (Leak, Inconclusive) if clearly_lower => (
             DiffVerdict::Fixed,
             "before leaked; after grows significantly less and is not a leak".to_string(),

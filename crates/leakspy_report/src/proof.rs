@@ -89,6 +89,9 @@ impl Work {
 pub enum FixVerdict {
     /// The first run leaked; the fixed run, as long and comparable, does not.
     Fixed,
+    /// The fixed run, as long and comparable, grows significantly less but
+    /// still grows: the fixes help, and what still grows is said.
+    Improved,
     /// The growth remains (or the comparison cannot tell).
     NotFixed,
     /// The fixed run cannot be compared with the first: nothing is proven.
@@ -99,6 +102,7 @@ impl FixVerdict {
     pub fn as_str(self) -> &'static str {
         match self {
             FixVerdict::Fixed => "FIXED",
+            FixVerdict::Improved => "IMPROVED",
             FixVerdict::NotFixed => "NOT FIXED",
             FixVerdict::NotComparable => "NOT PROVEN",
         }
@@ -128,6 +132,8 @@ pub fn prove(before: &Leg<'_>, after: &Leg<'_>) -> FixProof {
         FixVerdict::NotComparable
     } else if comparison.verdict == DiffVerdict::Fixed {
         FixVerdict::Fixed
+    } else if comparison.verdict == DiffVerdict::Improved {
+        FixVerdict::Improved
     } else {
         FixVerdict::NotFixed
     };

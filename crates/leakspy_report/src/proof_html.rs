@@ -28,6 +28,7 @@ pub fn render_fix_html(
     let mut out = String::with_capacity(64 * 1024);
     let (class, badge) = match proof.verdict {
         FixVerdict::Fixed => ("no-leak", "FIXED"),
+        FixVerdict::Improved => ("inconclusive", "IMPROVED"),
         FixVerdict::NotFixed => ("leak", "NOT FIXED"),
         FixVerdict::NotComparable => ("inconclusive", "NOT PROVEN"),
     };
@@ -58,7 +59,7 @@ pub fn render_fix_html(
             let _ = write!(out, "<li>{}</li>", prose(why));
         }
         out.push_str("</ul></section>\n");
-    } else if proof.verdict == FixVerdict::NotFixed {
+    } else if matches!(proof.verdict, FixVerdict::NotFixed | FixVerdict::Improved) {
         let _ = write!(
             out,
             "<section><h2>What still grows</h2><p>{} ({})</p><ul>",
@@ -72,6 +73,8 @@ pub fn render_fix_html(
     }
     let title = if proof.verdict == FixVerdict::Fixed {
         "The patch"
+    } else if proof.verdict == FixVerdict::Improved {
+        "The patch (it reduces the growth; what still grows is above)"
     } else {
         "The fixes tried (not written: not proven)"
     };

@@ -348,7 +348,7 @@ pub fn render_proof_text(p: &FixProof) -> String {
                 let _ = writeln!(out, "    - {why}");
             }
         }
-        FixVerdict::NotFixed => {
+        FixVerdict::NotFixed | FixVerdict::Improved => {
             let _ = writeln!(out, "  {} ({})", c.reason, c.verdict.as_str());
             if !p.still_grows.is_empty() {
                 out.push_str("  still grows after the fixes:\n");

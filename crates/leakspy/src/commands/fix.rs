@@ -49,8 +49,9 @@ const MAX_ROUNDS: usize = 3;
 minutes), then the fixed copy runs for as many steps. The project's files are never changed \
 without --apply; the scratch copy is removed however fix ends.\n\n\
 Exit status: 0 when the fixes are proven (the patch is written or applied) or the job does not \
-leak; 1 when the leak remains, no fix is known, or the runs cannot be compared; 2 for a tool \
-error; 128+N when signal N (Ctrl-C: 130) interrupted it."
+leak; 1 when growth remains (IMPROVED: the patch that reduces it is written; NOT FIXED), no fix \
+is known, or the runs cannot be compared; 2 for a tool error; 128+N when signal N (Ctrl-C: 130) \
+interrupted it."
 )]
 pub struct FixArgs {
     /// Run the job for N training steps (both runs).
@@ -440,7 +441,9 @@ fn fix(args: &FixArgs, interrupts: &Interrupts) -> Result<u8> {
                 stopped: rec.stopped.is_some(),
             },
         );
-        if proof.verdict == FixVerdict::NotFixed && round < MAX_ROUNDS {
+        if matches!(proof.verdict, FixVerdict::NotFixed | FixVerdict::Improved)
+            && round < MAX_ROUNDS
+        {
             let more = plan::plan(&diagnosis, args.unsafe_fixes);
             let new = |p: &plan::Planned, seen: &[plan::Planned]| {
                 !seen
@@ -516,7 +519,7 @@ fn fix(args: &FixArgs, interrupts: &Interrupts) -> Result<u8> {
             )),
         }
     }
-    if proof.verdict != FixVerdict::Fixed {
+    if !matches!(proof.verdict, FixVerdict::Fixed | FixVerdict::Improved) {
         if proof.verdict == FixVerdict::NotFixed && !plan.withheld.is_empty() {
             say(&format!(
                 "leakspy fix: unsafe fixes were not tried ({}): `leakspy fix --unsafe-fixes` \
@@ -531,6 +534,25 @@ fn fix(args: &FixArgs, interrupts: &Interrupts) -> Result<u8> {
         say("leakspy fix: no patch written: the fixes are not proven\n");
         return Ok(EXIT_FINDINGS);
     }
+    let improved = proof.verdict == FixVerdict::Improved;
+    if improved {
+        if !plan.withheld.is_empty() {
+            say(&format!(
+                "leakspy fix: unsafe fixes were not tried ({}): `leakspy fix --unsafe-fixes` \
+                 tries them too\n",
+                plan.withheld
+                    .iter()
+                    .map(|f| format!("{} {} for {}", f.rule, f.location(), f.holder))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        }
+        say(
+            "leakspy fix: the patch reduces the growth (proven) but does not remove it: what \
+             still grows is listed above\n",
+        );
+    }
+    let done = if improved { EXIT_FINDINGS } else { EXIT_CLEAN };
     if args.apply {
         match patch::apply(&changed) {
             Ok(()) => {
@@ -549,7 +571,7 @@ fn fix(args: &FixArgs, interrupts: &Interrupts) -> Result<u8> {
     } else {
         write_patch(&args.patch, &diff, &base)?;
     }
-    Ok(EXIT_CLEAN)
+    Ok(done)
 }
 
 fn write_patch(path: &Path, diff: &str, base: &Path) -> Result<()> {
