@@ -162,6 +162,7 @@ impl Fixed {
             .lines()
             .find(|l| {
                 l.starts_with("FIXED: ")
+                    || l.starts_with("IMPROVED: ")
                     || l.starts_with("NOT FIXED: ")
                     || l.starts_with("NOT PROVEN: ")
             })
@@ -219,9 +220,18 @@ fn the_readme_example_has_several_leaks_fixed_at_once_and_proven() {
         &["--unsafe-fixes", "--report-html", html.to_str().unwrap()],
         &["leaky_train.py"],
     );
-    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    // Two of its leaks have no fix leakspy can make (episode lists, deep
+    // copies of the best actor): what they keep may still show as growth
+    // in a run this short (IMPROVED, exit 1) or not (FIXED, exit 0); the
+    // patch is written either way, and `diff` must say the same.
     let proof = out.proof();
-    assert!(proof.starts_with("FIXED: +"), "{}", out.stderr);
+    let (verdict, code) = if proof.starts_with("FIXED: +") {
+        ("FIXED", 0)
+    } else {
+        assert!(proof.starts_with("IMPROVED: +"), "{}", out.stderr);
+        ("IMPROVED", 1)
+    };
+    assert_eq!(out.code, Some(code), "{}", out.stderr);
     let patch = std::fs::read_to_string(p.root().join("leakspy-fix.patch")).unwrap();
     for fixed in [
         "self.actor_losses.append(actor_loss.detach())",
@@ -252,8 +262,8 @@ fn the_readme_example_has_several_leaks_fixed_at_once_and_proven() {
         .unwrap();
     let diff_text = String::from_utf8_lossy(&diff.stdout);
     assert!(
-        diff.status.success() && diff_text.starts_with("leakspy diff: FIXED"),
-        "{diff_text}"
+        diff.status.success() && diff_text.starts_with(&format!("leakspy diff: {verdict}")),
+        "{verdict}: {diff_text}"
     );
 
     // The HTML report: both runs' memory on one chart, and the patch.

@@ -324,8 +324,14 @@ pub fn render_proof_text(p: &FixProof) -> String {
     }
     out.push('\n');
     let work = |w: &Work, s: &DiffSide| {
+        let why = match &s.leak_by {
+            Some(by) if s.verdict == Verdict::Leak => {
+                format!("by {by}; memory alone: {}", s.shape_text)
+            }
+            _ => s.shape_text.clone(),
+        };
         format!(
-            "{} steps in {:.1} s{}, {} ({})",
+            "{} steps in {:.1} s{}, {} ({why})",
             w.steps,
             w.duration_s,
             w.steps_per_s
@@ -336,7 +342,6 @@ pub fn render_proof_text(p: &FixProof) -> String {
                 Verdict::NoLeak => "no leak",
                 Verdict::Inconclusive => "inconclusive",
             },
-            s.shape_text
         )
     };
     let _ = writeln!(out, "  before: {}", work(&p.before, &c.before));
