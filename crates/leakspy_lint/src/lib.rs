@@ -51,8 +51,22 @@ impl CheckedSource {
     }
 }
 
+/// What a source text is: a Python file, or a notebook's code cells joined into one module
+/// (`notebook::Notebook::joined`), which a kernel runs cell by cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SourceKind {
+    #[default]
+    Python,
+    Notebook,
+}
+
 /// Checks one Python source text with the enabled rules.
 pub fn check_source(source: &str, rules: &RuleSet) -> CheckedSource {
+    check_source_as(source, rules, SourceKind::Python)
+}
+
+/// Checks one source text of the given kind with the enabled rules.
+pub fn check_source_as(source: &str, rules: &RuleSet, kind: SourceKind) -> CheckedSource {
     let parsed = match parse_module(source) {
         Ok(parsed) => parsed,
         Err(err) => {
@@ -79,8 +93,9 @@ pub fn check_source(source: &str, rules: &RuleSet) -> CheckedSource {
     let facts = semantic::facts::ModuleFacts::collect(suite);
     // Rules that look for one library call skip files that never name it.
     let active = rules.for_source(source);
-    let checker =
-        checker::Checker::new(source, &facts, &lines, &active, suite).with_called_names(called);
+    let checker = checker::Checker::new(source, &facts, &lines, &active, suite)
+        .with_called_names(called)
+        .with_source_kind(kind);
     let mut diagnostics = checker.check_module(suite);
     diagnostics.retain(|d| {
         rules.contains(d.rule)

@@ -103,6 +103,12 @@ impl<'a> SemanticModel<'a> {
             }
             Expr::Subscript(sub) => {
                 let recv = self.value_inner(&sub.value);
+                // `out["acc"]` of a dict whose entries are known: that entry.
+                if let Expr::StringLiteral(k) = &*sub.slice {
+                    if let Some(v) = recv.entry(k.value.to_str()) {
+                        return v.clone();
+                    }
+                }
                 // `pair[0]` of a known tuple: that element.
                 if let (Parts::Elements(e), Expr::NumberLiteral(n)) = (&recv.parts, &*sub.slice) {
                     if let Some(i) = n.value.as_int().and_then(|i| i.as_u64()) {
@@ -160,7 +166,26 @@ impl<'a> SemanticModel<'a> {
                 }
             }
             Expr::Set(s) => self.container(s.elts.iter(), Kind::Set),
-            Expr::Dict(d) => self.container(d.items.iter().map(|i| &i.value), Kind::Dict),
+            Expr::Dict(d) => {
+                let v = self.container(d.items.iter().map(|i| &i.value), Kind::Dict);
+                let keys: Option<Vec<(Box<str>, Value)>> = d
+                    .items
+                    .iter()
+                    .map(|i| match &i.key {
+                        Some(Expr::StringLiteral(k)) => {
+                            Some((k.value.to_str().into(), self.value_inner(&i.value)))
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                match keys {
+                    Some(k) if !k.is_empty() => Value {
+                        parts: Parts::Keys(k.into()),
+                        ..v
+                    },
+                    _ => v,
+                }
+            }
             Expr::ListComp(c) => {
                 let v = self.comprehension_value(&c.elt, &c.generators);
                 Value {
@@ -247,6 +272,68 @@ impl<'a> SemanticModel<'a> {
             }
         }
         v
+    }
+
+    /// What each iteration of `for target in iter` binds: numbers from `range`, an index and an
+    /// element from `enumerate`, one element of each sequence from `zip` (each keeps its own
+    /// provenance); the rows of a tensor; an element of a graph-carrying container.
+    pub fn element_value(&self, iter: &Expr) -> Value {
+        if let Expr::Call(call) = iter {
+            let builtin = match &*call.func {
+                Expr::Name(n) if self.lookup(n.id.as_str()).is_none() => Some(n.id.as_str()),
+                _ => None,
+            };
+            let args = &call.arguments.args;
+            let first = || args.first().map(|a| self.element_value(a));
+            match builtin {
+                Some("range") => return Value::plain(),
+                Some("enumerate") if args.len() == 1 => {
+                    let parts = [Value::plain(), first().unwrap_or_default()];
+                    return Value {
+                        kind: Kind::Tuple,
+                        parts: Parts::Elements(parts.into()),
+                        ..self.element_of(self.value_inner(&args[0]))
+                    };
+                }
+                Some("zip") if call.arguments.keywords.is_empty() => {
+                    let parts: Vec<Value> = args.iter().map(|a| self.element_value(a)).collect();
+                    if !args.iter().any(|a| matches!(a, Expr::Starred(_))) {
+                        let whole = parts
+                            .iter()
+                            .cloned()
+                            .fold(Value::no_graph(Kind::Tuple), Value::join);
+                        return Value {
+                            kind: Kind::Tuple,
+                            parts: Parts::Elements(parts.into()),
+                            ..whole
+                        };
+                    }
+                }
+                Some("reversed" | "sorted" | "list" | "iter") if args.len() == 1 => {
+                    return first().unwrap_or_default();
+                }
+                _ => {}
+            }
+        }
+        self.element_of(self.value_inner(iter))
+    }
+
+    /// An element of a collection whose value is `iter`.
+    fn element_of(&self, iter: Value) -> Value {
+        match iter.graph {
+            Graph::Yes(_) => Value {
+                kind: Kind::Tensor,
+                parts: Parts::Same,
+                ..iter
+            },
+            // The elements of a tensor are tensors (rows, or 0-d tensors).
+            _ if iter.kind == Kind::Tensor => Value {
+                parts: Parts::Same,
+                scalar: false,
+                ..iter
+            },
+            _ => Value::unknown(),
+        }
     }
 
     /// The dotted, import-resolved name of a function being called, when the call is of a
@@ -521,6 +608,14 @@ impl<'a> SemanticModel<'a> {
     ) -> Value {
         let method = attr.attr.as_str();
         let recv_expr = &*attr.value;
+        // `out.get("acc")`, `out.pop("acc")` of a dict whose entries are known: that entry.
+        if matches!(method, "get" | "pop") {
+            if let Some(Expr::StringLiteral(k)) = call.arguments.args.first() {
+                if let Some(v) = self.value_inner(recv_expr).entry(k.value.to_str()) {
+                    return v.clone();
+                }
+            }
+        }
         // `self.fc(x)`, `self.criterion(a, b)`: an attribute holding a module or loss.
         if let Some(a) = self_attr(&call.func) {
             let mut held = match self.lookup(&format!("self.{a}")) {

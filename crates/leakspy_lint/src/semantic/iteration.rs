@@ -159,6 +159,7 @@ impl Training {
             no_grad: 0,
             defined: FxHashSet::default(),
             calls_buf: Vec::new(),
+            constants: literal_constants(suite),
             owned: FxHashSet::default(),
             made: FxHashMap::default(),
         };
@@ -195,6 +196,10 @@ struct LoopInfo {
     steps: bool,
     /// Names of the loop say how often it runs.
     named: Option<Grain>,
+    /// It goes through a collection written out in the source: a fixed, small number of
+    /// iterations (environments to plot, the two optimizers of a GAN), never a training
+    /// iteration of its own, whatever its names or body say.
+    fixed: bool,
     /// Functions of this file called in the body.
     callees: Vec<usize>,
     /// The loop around it in the same function.
@@ -236,6 +241,8 @@ struct Collector<'a, 'f> {
     defined: FxHashSet<&'a str>,
     /// Reused by `exprs`.
     calls_buf: Vec<&'a Expr>,
+    /// Module constants bound once to a collection written out in the source.
+    constants: FxHashSet<&'a str>,
     /// Classes of this file made outside test functions.
     owned: FxHashSet<String>,
     /// Where they are made: (function, innermost loop around the call).
@@ -273,6 +280,9 @@ impl<'a> Collector<'a, '_> {
                 names.sort_unstable();
                 let named = loop_grain(&names, &f.iter, false);
                 self.in_loop(stmt, named, &f.body);
+                if self.is_literal_collection(&f.iter) {
+                    self.loops.last_mut().expect("pushed by in_loop").fixed = true;
+                }
                 self.body(&f.orelse);
             }
             Stmt::While(w) => {
@@ -314,11 +324,22 @@ impl<'a> Collector<'a, '_> {
         }
     }
 
+    /// A list, tuple or set written out in the source (`["a", "b"]`, `(opt_g, opt_d)`), or a
+    /// module constant bound to one: a loop over it runs a fixed, small number of times.
+    fn is_literal_collection(&self, iter: &Expr) -> bool {
+        match iter {
+            Expr::List(_) | Expr::Tuple(_) | Expr::Set(_) => literal_elements(iter),
+            Expr::Name(n) => self.constants.contains(n.id.as_str()),
+            _ => false,
+        }
+    }
+
     fn in_loop(&mut self, stmt: &'a Stmt, named: Option<Grain>, body: &'a [Stmt]) {
         self.loops.push(LoopInfo {
             stmt: stmt as *const Stmt as usize,
             trains: false,
             steps: false,
+            fixed: false,
             named,
             callees: Vec::new(),
             parent: self.loop_stack.last().copied(),
@@ -553,6 +574,7 @@ impl<'a> Collector<'a, '_> {
             .zip(&loop_trains)
             .map(
                 |(l, &trains_through)| match (l.named, l.steps || trains_through) {
+                    _ if l.fixed => LoopRole::Other,
                     (Some(g), _) => LoopRole::Training(g),
                     (None, true) => LoopRole::Training(Grain::Step),
                     (None, false) => LoopRole::Other,
@@ -679,6 +701,55 @@ impl<'a> Collector<'a, '_> {
     }
 }
 
+/// Is every element of a list, tuple or set literal a constant or a name (never a starred or
+/// computed element, whose length the source does not show)? An empty one is filled later.
+fn literal_elements(e: &Expr) -> bool {
+    let elts = match e {
+        Expr::List(l) => &l.elts,
+        Expr::Tuple(t) => &t.elts,
+        Expr::Set(s) => &s.elts,
+        _ => return false,
+    };
+    !elts.is_empty()
+        && elts.iter().all(|e| {
+            matches!(
+                e,
+                Expr::StringLiteral(_)
+                    | Expr::NumberLiteral(_)
+                    | Expr::BooleanLiteral(_)
+                    | Expr::Name(_)
+                    | Expr::Attribute(_)
+            ) || literal_elements(e)
+        })
+}
+
+/// Module-level names bound exactly once, to a collection written out in the source
+/// (`ENVS = ["Hopper-v4", "Walker2d-v4"]`).
+fn literal_constants(suite: &[Stmt]) -> FxHashSet<&str> {
+    let mut bound: FxHashMap<&str, bool> = FxHashMap::default();
+    for stmt in suite {
+        let (targets, value): (&[Expr], Option<&Expr>) = match stmt {
+            Stmt::Assign(a) => (&a.targets, Some(&*a.value)),
+            Stmt::AnnAssign(a) => (std::slice::from_ref(&*a.target), a.value.as_deref()),
+            Stmt::AugAssign(a) => (std::slice::from_ref(&*a.target), None),
+            _ => continue,
+        };
+        for t in targets {
+            if let Expr::Name(n) = t {
+                let literal = value.is_some_and(literal_elements);
+                bound
+                    .entry(n.id.as_str())
+                    .and_modify(|l| *l = false)
+                    .or_insert(literal);
+            }
+        }
+    }
+    bound
+        .into_iter()
+        .filter_map(|(n, literal)| literal.then_some(n))
+        .collect()
+}
+
 /// The names of every function and method the file defines, nested ones included.
 fn defined_names<'a>(body: &'a [Stmt], out: &mut FxHashSet<&'a str>) {
     for stmt in body {
@@ -749,6 +820,8 @@ fn training_call(call: &ruff_python_ast::ExprCall) -> (bool, bool) {
             });
             (optimizer, !optimizer)
         }
+        // `policy.step_batch(obs, actions)`, `env.step_async(actions)`: a step of something.
+        m if m.starts_with("step_") => (false, true),
         _ => (false, false),
     }
 }
@@ -930,14 +1003,14 @@ const STEP_WORDS: &[&str] = &[
     "dataloader",
 ];
 
-/// What a job iterates: data sets, loaders and environments.
+/// What a job iterates: data sets, loaders and rollouts. Not environments: going through a
+/// list of environments (a plotting script, one evaluation per task) steps none of them; a loop
+/// that does calls `env.step()`, which makes it a training loop by itself.
 const DATA_WORDS: &[&str] = &[
     "loader",
     "dataloader",
     "data",
     "dataset",
-    "env",
-    "envs",
     "rollout",
     "rollouts",
     "trajectory",

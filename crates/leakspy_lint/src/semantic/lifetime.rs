@@ -142,7 +142,27 @@ impl SemanticModel<'_> {
             return lifetime(Holder::Attribute, until);
         }
         let ScopeKind::Function { def, .. } = &scope.kind else {
-            // Module-level code: a global filled by a training loop of the script.
+            // Module-level code (a script, a notebook) is a function's body run once: a name
+            // bound inside the training loop dies with the iteration, and one an outer loop
+            // binds afresh (a list per epoch) lives until that loop rebinds it.
+            if let (Some(&bound), Iteration::Loop { depth, .. }) = (scope.bound_depth.get(&key), it)
+            {
+                if bound > depth {
+                    return None;
+                }
+                if let Some(outer) = scope.loops[..depth]
+                    .iter()
+                    .rev()
+                    .find(|l| l.facts.rebinds(&key))
+                {
+                    return lifetime(
+                        Holder::OuterLocal,
+                        Until::OuterLoop {
+                            offset: outer.offset,
+                        },
+                    );
+                }
+            }
             return lifetime(Holder::Global, Until::Process);
         };
         if scope.declared_global.contains(&key) {

@@ -121,6 +121,8 @@ pub struct SemanticModel<'a> {
     suite: &'a [Stmt],
     /// The walk that reports (after the silent walks that learn summaries).
     pub(crate) reporting: bool,
+    /// A Python file, or a notebook's cells run by a kernel.
+    pub source_kind: crate::SourceKind,
     pub(crate) scopes: Vec<Scope<'a>>,
     pub(crate) classes: Vec<&'a StmtClassDef>,
     /// Return values of this file's functions (`f`, `Class.method`).
@@ -131,6 +133,8 @@ pub struct SemanticModel<'a> {
     /// Graph-carrying arguments seen at call sites of this file's functions, per parameter
     /// position (after `self`): the callee's parameter then carries a graph.
     pub(crate) param_taint: RefCell<FxHashMap<String, Vec<Option<Rc<Origin>>>>>,
+    /// What call sites of this file pass to each function's parameters: numbers only, or not.
+    pub(crate) param_numbers: RefCell<FxHashMap<String, ArgNumbers>>,
     /// Positional argument count of the call being evaluated, for arity matching.
     pub(crate) current_call_args: Cell<usize>,
     /// Where the walk is: the start of the statement being walked (for memos).
@@ -170,12 +174,14 @@ impl<'a> SemanticModel<'a> {
             training: OnceCell::new(),
             suite,
             reporting: false,
+            source_kind: crate::SourceKind::Python,
             scopes: Vec::new(),
             classes: Vec::new(),
             summaries: FxHashMap::default(),
             method_owners,
             hook_functions: super::iteration::collect_hook_functions(source, suite),
             param_taint: Default::default(),
+            param_numbers: Default::default(),
             current_call_args: Default::default(),
             position: Default::default(),
             iteration_memo: Cell::new(None),
@@ -287,13 +293,23 @@ impl<'a> SemanticModel<'a> {
         f
     }
 
-    /// How many (function, parameter) pairs are known to receive graphs.
+    /// How much the silent walks have learned about parameters: (function, parameter) pairs
+    /// known to receive graphs, and what call sites pass (numbers, then anything else); each
+    /// only grows, so the walks stop when it stops changing.
     pub(crate) fn taint_count(&self) -> usize {
-        self.param_taint
+        let graphs: usize = self
+            .param_taint
             .borrow()
             .values()
             .map(|v| v.iter().filter(|t| t.is_some()).count())
-            .sum()
+            .sum();
+        let numbers: usize = self
+            .param_numbers
+            .borrow()
+            .values()
+            .map(ArgNumbers::learned)
+            .sum();
+        graphs + numbers
     }
 
     // ----- where the walk is -----------------------------------------------------------------
@@ -678,6 +694,39 @@ impl<'a> SemanticModel<'a> {
                 },
             );
         }
+    }
+}
+
+/// What the call sites of one function pass to its parameters, by position (after `self`) and
+/// by keyword: `Some(true)` while every argument seen there is a number (`range`'s ints, a
+/// `len`, an `.item()`), `Some(false)` once one is not.
+#[derive(Debug, Default, Clone)]
+pub struct ArgNumbers {
+    pub positional: Vec<Option<bool>>,
+    pub keyword: FxHashMap<String, bool>,
+}
+
+impl ArgNumbers {
+    pub(crate) fn see(slot: &mut Option<bool>, number: bool) {
+        *slot = Some(slot.unwrap_or(true) && number);
+    }
+
+    /// Is parameter `name` at `position` given a number at every call site that passes it
+    /// (and at one at least)?
+    pub fn always_number(&self, position: Option<usize>, name: &str) -> bool {
+        let pos = position.and_then(|i| self.positional.get(i).copied().flatten());
+        let kw = self.keyword.get(name).copied();
+        (pos.is_some() || kw.is_some()) && pos != Some(false) && kw != Some(false)
+    }
+
+    fn learned(&self) -> usize {
+        let weight = |s: bool| if s { 1 } else { 2 };
+        self.positional
+            .iter()
+            .flatten()
+            .map(|&s| weight(s))
+            .sum::<usize>()
+            + self.keyword.values().map(|&s| weight(s)).sum::<usize>()
     }
 }
 

@@ -14,7 +14,7 @@ use ruff_text_size::Ranged;
 use super::model::{Scope, ScopeKind, SemanticModel};
 use super::names::{is_conventional_loss_param, is_conventional_module_param};
 use super::scan::BlockFacts;
-use super::value::{Graph, Kind, Origin, Parts, Value};
+use super::value::{Graph, Kind, Origin, Value};
 
 impl<'a> SemanticModel<'a> {
     /// A method defined by exactly one class of this file (`agent.update(...)` when only
@@ -57,6 +57,30 @@ impl<'a> SemanticModel<'a> {
                 if o.param.is_none() {
                     taints.resize(i + 1, None);
                     taints[i] = Some(o.clone());
+                }
+            }
+        }
+        // What the arguments are, for parameters that only ever receive numbers.
+        {
+            let number = |v: &Value| v.kind == Kind::Plain && v.graph == Graph::No;
+            let mut map = self.param_numbers.borrow_mut();
+            let entry = map.entry(key.to_string()).or_default();
+            let starred = call
+                .arguments
+                .args
+                .iter()
+                .any(|a| matches!(a, Expr::Starred(_)));
+            if entry.positional.len() < args.len() {
+                entry.positional.resize(args.len(), None);
+            }
+            for (slot, a) in entry.positional.iter_mut().zip(&args) {
+                super::model::ArgNumbers::see(slot, number(a) && !starred);
+            }
+            for k in &call.arguments.keywords {
+                if let Some(name) = &k.arg {
+                    let v = self.value_inner(&k.value);
+                    let slot = entry.keyword.entry(name.to_string()).or_insert(true);
+                    *slot &= number(&v);
                 }
             }
         }
@@ -171,6 +195,20 @@ impl<'a> SemanticModel<'a> {
             .map(|p| p.parameter.name.as_str())
             .filter(|n| !matches!(*n, "self" | "cls"))
             .collect();
+        // Parameters that every call site in this file gives a number are numbers (`i` in
+        // `agent.update(i, batch)` called with `range`'s ints).
+        if let Some(numbers) = self.param_numbers.borrow().get(&key) {
+            for (i, pname) in positional.iter().enumerate() {
+                if numbers.always_number(Some(i), pname)
+                    && scope
+                        .env
+                        .get(*pname)
+                        .is_some_and(|v| v.kind == Kind::Unknown && v.graph == Graph::Unknown)
+                {
+                    scope.env.insert((*pname).to_string(), Value::plain());
+                }
+            }
+        }
         // In a silent walk, unknown parameters carry a placeholder graph, so the summary can
         // say "returns a graph when argument i carries one" (`def compute(pred, y): return
         // F.mse_loss(pred, y)`, a normalizer's `update(x)`).
@@ -276,10 +314,7 @@ fn backpropagated(v: Value) -> Value {
         }
         g => g,
     };
-    let parts = match v.parts {
-        Parts::Elements(e) => Parts::Elements(e.iter().cloned().map(backpropagated).collect()),
-        p => p,
-    };
+    let parts = v.parts.map(|x| backpropagated(x.clone()));
     Value { graph, parts, ..v }
 }
 
@@ -292,10 +327,7 @@ fn summary_key(def: &StmtFunctionDef, class: Option<&StmtClassDef>) -> String {
 
 /// The value with no graph anywhere in it (computed under `no_grad`).
 fn without_graph(v: Value) -> Value {
-    let parts = match v.parts {
-        Parts::Elements(e) => Parts::Elements(e.iter().cloned().map(without_graph).collect()),
-        p => p,
-    };
+    let parts = v.parts.map(|x| without_graph(x.clone()));
     Value {
         graph: Graph::No,
         parts,
@@ -305,10 +337,7 @@ fn without_graph(v: Value) -> Value {
 
 /// A summary's value at a call: graphs that stand for parameter `i` become the argument's.
 fn substitute(v: &Value, args: &[Value]) -> Value {
-    let parts = match &v.parts {
-        Parts::Elements(e) => Parts::Elements(e.iter().map(|x| substitute(x, args)).collect()),
-        p => p.clone(),
-    };
+    let parts = v.parts.map(|x| substitute(x, args));
     if let Graph::Yes(o) = &v.graph {
         if let Some(i) = o.param {
             return match args.get(i) {

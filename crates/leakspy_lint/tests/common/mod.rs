@@ -1,0 +1,34 @@
+//! What the fixture tests share: the findings `# expect:` comments mark, and the findings the
+//! default rule set raises.
+
+use leakspy_lint::{check_source_as, RuleSet, SourceKind};
+
+/// (line, code) pairs from `# expect: LSxxx[, LSyyy]` comments.
+pub fn expected(source: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (i, line) in source.lines().enumerate() {
+        if let Some(codes) = line.split("# expect:").nth(1) {
+            for code in codes.split(',') {
+                out.push((i + 1, code.trim().to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// (line, code) of each finding at the default rule set, in order.
+pub fn found(source: &str, kind: SourceKind) -> Vec<(usize, String)> {
+    let mut checked = check_source_as(source, &RuleSet::default(), kind);
+    assert!(checked.syntax_error.is_none(), "{:?}", checked.syntax_error);
+    let index = checked.take_line_index(source);
+    let mut out: Vec<(usize, String)> = checked
+        .diagnostics
+        .iter()
+        .map(|d| {
+            let line = index.line_column(d.range.start(), source).line.get();
+            (line, d.rule.code().to_string())
+        })
+        .collect();
+    out.sort();
+    out
+}
