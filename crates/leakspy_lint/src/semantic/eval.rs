@@ -608,6 +608,13 @@ impl<'a> SemanticModel<'a> {
     ) -> Value {
         let method = attr.attr.as_str();
         let recv_expr = &*attr.value;
+        // `accelerator.gather(x)`: `x`'s values from every process, with its graph on one.
+        if super::hooks::accelerate_passes_value(method)
+            && call.arguments.args.len() == 1
+            && self.facts.imports.has_alias_for("accelerate")
+        {
+            return self.value_inner(&call.arguments.args[0]);
+        }
         // `out.get("acc")`, `out.pop("acc")` of a dict whose entries are known: that entry.
         if matches!(method, "get" | "pop") {
             if let Some(Expr::StringLiteral(k)) = call.arguments.args.first() {

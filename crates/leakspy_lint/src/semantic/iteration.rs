@@ -143,7 +143,12 @@ impl Training {
             .contains(&(def as *const StmtFunctionDef as usize))
     }
 
-    pub fn collect(suite: &[Stmt], facts: &ModuleFacts, hooks: &FxHashSet<String>) -> Self {
+    pub fn collect(
+        source: &str,
+        suite: &[Stmt],
+        facts: &ModuleFacts,
+        hooks: &FxHashSet<String>,
+    ) -> Self {
         let mut c = Collector {
             facts,
             funcs: vec![Func {
@@ -160,6 +165,7 @@ impl Training {
             defined: FxHashSet::default(),
             calls_buf: Vec::new(),
             constants: literal_constants(suite),
+            event_handlers: event_handlers(source, suite),
             owned: FxHashSet::default(),
             made: FxHashMap::default(),
         };
@@ -243,6 +249,8 @@ struct Collector<'a, 'f> {
     calls_buf: Vec<&'a Expr>,
     /// Module constants bound once to a collection written out in the source.
     constants: FxHashSet<&'a str>,
+    /// Functions registered as an event engine's handlers, and how often their event fires.
+    event_handlers: FxHashMap<&'a str, Grain>,
     /// Classes of this file made outside test functions.
     owned: FxHashSet<String>,
     /// Where they are made: (function, innermost loop around the call).
@@ -367,7 +375,8 @@ impl<'a> Collector<'a, '_> {
         let decorated = def
             .decorator_list
             .iter()
-            .find_map(|d| event_grain(&d.expression));
+            .find_map(|d| event_grain(&d.expression))
+            .or_else(|| self.event_handlers.get(def.name.as_str()).copied());
         self.funcs.push(Func {
             def: Some(def),
             name,
@@ -858,15 +867,50 @@ fn event_grain(decorator: &Expr) -> Option<Grain> {
     if a.attr.as_str() != "on" {
         return None;
     }
-    let arg = dotted(call.arguments.args.first()?)?;
-    let event = last_segment(&arg).to_ascii_uppercase();
-    if event.starts_with("ITERATION") || event.starts_with("GET_BATCH") {
-        Some(Grain::Step)
-    } else if event.starts_with("EPOCH") {
-        Some(Grain::Epoch)
-    } else {
-        None
+    event_arg_grain(call.arguments.args.first()?)
+}
+
+/// `Events.ITERATION_COMPLETED`, or with a filter (`Events.ITERATION_COMPLETED(every=10)`):
+/// how often the handler of that event runs (`hooks.rs`).
+fn event_arg_grain(arg: &Expr) -> Option<Grain> {
+    let arg = match arg {
+        Expr::Call(c) => &*c.func,
+        e => e,
+    };
+    let arg = dotted(arg)?;
+    super::hooks::event(last_segment(&arg)).map(|h| h.grain)
+}
+
+/// Handlers registered with `engine.add_event_handler(Events.X, handler)`, by name.
+fn event_handlers<'a>(source: &str, suite: &'a [Stmt]) -> FxHashMap<&'a str, Grain> {
+    let mut out = FxHashMap::default();
+    if memchr::memmem::find(source.as_bytes(), b"add_event_handler").is_none() {
+        return out;
     }
+    struct H<'a, 'o> {
+        out: &'o mut FxHashMap<&'a str, Grain>,
+    }
+    impl<'a> Visitor<'a> for H<'a, '_> {
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if let Expr::Call(call) = expr {
+                if let Expr::Attribute(a) = &*call.func {
+                    if a.attr.as_str() == "add_event_handler" {
+                        if let [event, Expr::Name(handler), ..] = &*call.arguments.args {
+                            if let Some(g) = event_arg_grain(event) {
+                                self.out.insert(handler.id.as_str(), g);
+                            }
+                        }
+                    }
+                }
+            }
+            walk_expr(self, expr);
+        }
+    }
+    let mut h = H { out: &mut out };
+    for stmt in suite {
+        ruff_python_ast::visitor::walk_stmt(&mut h, stmt);
+    }
+    out
 }
 
 fn seed_cadence(f: &Func, funcs: &[Func], hooks: &FxHashSet<String>) -> Cadence {
@@ -901,6 +945,9 @@ fn seed_cadence(f: &Func, funcs: &[Func], hooks: &FxHashSet<String>) -> Cadence 
 /// `on_train_batch_end`, Hugging Face's `on_step_end`, fastai's `after_batch`, Avalanche's
 /// `after_training_iteration`, Keras-style `on_batch_end`, an environment's or agent's `step`.
 pub fn hook_grain(name: &str) -> Option<Grain> {
+    if let Some(h) = super::hooks::method(name) {
+        return Some(h.grain);
+    }
     let n = name.trim_start_matches('_');
     if n == "step" || n.ends_with("_step") || n.ends_with("_step_end") {
         // `lr_scheduler_step` runs per epoch in most set-ups; either way it keeps nothing.
@@ -1217,7 +1264,7 @@ mod tests {
         let parsed = ruff_python_parser::parse_module(src).unwrap();
         let suite = parsed.suite();
         let facts = ModuleFacts::collect(suite);
-        let t = Training::collect(suite, &facts, &FxHashSet::default());
+        let t = Training::collect(src, suite, &facts, &FxHashSet::default());
         let mut out = Vec::new();
         super::super::facts::visit_body(suite, &mut |s| {
             if matches!(s, Stmt::For(_) | Stmt::While(_)) {
@@ -1300,7 +1347,7 @@ def log(x):
         let parsed = ruff_python_parser::parse_module(src).unwrap();
         let suite = parsed.suite();
         let facts = ModuleFacts::collect(suite);
-        let t = Training::collect(suite, &facts, &FxHashSet::default());
+        let t = Training::collect(src, suite, &facts, &FxHashSet::default());
         let mut got = Vec::new();
         super::super::facts::visit_body(suite, &mut |s| {
             if let Stmt::FunctionDef(f) = s {

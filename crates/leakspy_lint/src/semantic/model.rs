@@ -269,8 +269,9 @@ impl<'a> SemanticModel<'a> {
     /// The loop and function answers of `iteration.rs`, made on first use: most functions of a
     /// large tree never lead a rule as far as asking.
     pub fn training(&self) -> &Training {
-        self.training
-            .get_or_init(|| Training::collect(self.suite, self.facts, &self.hook_functions))
+        self.training.get_or_init(|| {
+            Training::collect(self.source, self.suite, self.facts, &self.hook_functions)
+        })
     }
 
     /// The file's top-level statements.

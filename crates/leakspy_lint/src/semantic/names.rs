@@ -353,22 +353,6 @@ pub fn disables_grad(qualified: &str) -> bool {
         && (qualified.starts_with("torch") || !qualified.contains('.'))
 }
 
-/// Hooks that Lightning runs with autograd off: what they compute carries no graph.
-pub fn framework_runs_without_grad(method: &str) -> bool {
-    matches!(
-        method,
-        "validation_step"
-            | "test_step"
-            | "predict_step"
-            | "on_validation_epoch_end"
-            | "on_test_epoch_end"
-            | "on_predict_epoch_end"
-            | "on_validation_batch_end"
-            | "on_test_batch_end"
-            | "on_predict_batch_end"
-    )
-}
-
 /// Parameter names that, by near-universal convention, hold an `nn.Module`. Used only for
 /// function parameters, whose type is otherwise unknown.
 pub fn is_conventional_module_param(name: &str) -> bool {

@@ -254,7 +254,7 @@ impl<'a> SemanticModel<'a> {
             .iter()
             .any(|d| self.is_grad_disabling(&d.expression))
             || self.training().only_called_without_grad(def)
-            || class.is_some() && super::names::framework_runs_without_grad(name)
+            || class.is_some() && super::hooks::method(name).is_some_and(|h| !h.grad)
         {
             scope.no_grad = 1;
         }
