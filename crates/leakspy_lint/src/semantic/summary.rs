@@ -63,6 +63,18 @@ impl<'a> SemanticModel<'a> {
         // What the arguments are, for parameters that only ever receive numbers.
         {
             let number = |v: &Value| v.kind == Kind::Plain && v.graph == Graph::No;
+            // Evaluated before the map is borrowed: a keyword's value may call another function.
+            let keywords: Vec<(&str, bool)> = call
+                .arguments
+                .keywords
+                .iter()
+                .filter_map(|k| {
+                    Some((
+                        k.arg.as_ref()?.as_str(),
+                        number(&self.value_inner(&k.value)),
+                    ))
+                })
+                .collect();
             let mut map = self.param_numbers.borrow_mut();
             let entry = map.entry(key.to_string()).or_default();
             let starred = call
@@ -76,12 +88,9 @@ impl<'a> SemanticModel<'a> {
             for (slot, a) in entry.positional.iter_mut().zip(&args) {
                 super::model::ArgNumbers::see(slot, number(a) && !starred);
             }
-            for k in &call.arguments.keywords {
-                if let Some(name) = &k.arg {
-                    let v = self.value_inner(&k.value);
-                    let slot = entry.keyword.entry(name.to_string()).or_insert(true);
-                    *slot &= number(&v);
-                }
+            for (name, is_number) in keywords {
+                let slot = entry.keyword.entry(name.to_string()).or_insert(true);
+                *slot &= is_number;
             }
         }
         if !taints.is_empty() && grad {

@@ -21,8 +21,12 @@ class Agent:
         self.scaled.append(loss.item() * 2 + len(batch))
 
 
+def normalize(batch):
+    return batch / batch.norm()
+
+
 def train(loader, opt):
     agent = Agent(opt)
     for i in range(1000):
         for batch in loader:
-            agent.update(i, batch)
+            agent.update(i, batch=normalize(batch))
