@@ -63,20 +63,19 @@ impl<'a> SemanticModel<'a> {
         // What the arguments are, for parameters that only ever receive numbers.
         {
             let number = |v: &Value| v.kind == Kind::Plain && v.graph == Graph::No;
-            // Evaluated before the map is borrowed: a keyword's value may call another function.
+            // Keywords are read without evaluating calls in them: evaluating them here would
+            // evaluate nested calls once more per level of nesting.
             let keywords: Vec<(&str, bool)> = call
                 .arguments
                 .keywords
                 .iter()
-                .filter_map(|k| {
-                    Some((
-                        k.arg.as_ref()?.as_str(),
-                        number(&self.value_inner(&k.value)),
-                    ))
-                })
+                .filter_map(|k| Some((k.arg.as_ref()?.as_str(), self.plainly_number(&k.value))))
                 .collect();
             let mut map = self.param_numbers.borrow_mut();
-            let entry = map.entry(key.to_string()).or_default();
+            if !map.contains_key(key) {
+                map.insert(key.to_string(), Default::default());
+            }
+            let entry = map.get_mut(key).expect("inserted above");
             let starred = call
                 .arguments
                 .args
@@ -111,6 +110,29 @@ impl<'a> SemanticModel<'a> {
         }
         // A summary whose graph comes from parameter `i` passes the argument's graph through.
         Some(substitute(v, &args))
+    }
+
+    /// Is `expr` a number without evaluating any call in it: a literal, a name or attribute
+    /// holding one, `len(...)`, `.item()`, or arithmetic on those.
+    fn plainly_number(&self, expr: &Expr) -> bool {
+        match expr {
+            Expr::NumberLiteral(_) | Expr::BooleanLiteral(_) => true,
+            Expr::Name(_) | Expr::Attribute(_) => {
+                let v = self.value_inner(expr);
+                v.kind == Kind::Plain && v.graph == Graph::No
+            }
+            Expr::UnaryOp(u) => self.plainly_number(&u.operand),
+            Expr::BinOp(b) => self.plainly_number(&b.left) && self.plainly_number(&b.right),
+            Expr::Call(c) => match &*c.func {
+                Expr::Name(n) => {
+                    matches!(n.id.as_str(), "len" | "int" | "float" | "round")
+                        && self.lookup(n.id.as_str()).is_none()
+                }
+                Expr::Attribute(a) => a.attr.as_str() == "item",
+                _ => false,
+            },
+            _ => false,
+        }
     }
 
     /// Opens the scope of a function: its parameters bound (conventional module and loss names
