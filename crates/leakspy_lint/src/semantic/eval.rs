@@ -156,7 +156,7 @@ impl<'a> SemanticModel<'a> {
             Expr::List(l) => self.container(l.elts.iter(), Kind::List),
             Expr::Tuple(t) => {
                 let elems: Vec<Value> = t.elts.iter().map(|e| self.value_inner(e)).collect();
-                let v = self.container(t.elts.iter(), Kind::Tuple);
+                let v = container_of(elems.iter().cloned(), Kind::Tuple);
                 if t.elts.iter().any(|e| matches!(e, Expr::Starred(_))) {
                     return v;
                 }
@@ -167,23 +167,29 @@ impl<'a> SemanticModel<'a> {
             }
             Expr::Set(s) => self.container(s.elts.iter(), Kind::Set),
             Expr::Dict(d) => {
-                let v = self.container(d.items.iter().map(|i| &i.value), Kind::Dict);
-                let keys: Option<Vec<(Box<str>, Value)>> = d
+                let string_keys = !d.items.is_empty()
+                    && d.items
+                        .iter()
+                        .all(|i| matches!(i.key, Some(Expr::StringLiteral(_))));
+                if !string_keys {
+                    return self.container(d.items.iter().map(|i| &i.value), Kind::Dict);
+                }
+                // Each value evaluated once, for its entry and for the dict as a whole.
+                let entries: Vec<(Box<str>, Value)> = d
                     .items
                     .iter()
-                    .map(|i| match &i.key {
-                        Some(Expr::StringLiteral(k)) => {
-                            Some((k.value.to_str().into(), self.value_inner(&i.value)))
-                        }
-                        _ => None,
+                    .map(|i| {
+                        let key = match &i.key {
+                            Some(Expr::StringLiteral(k)) => k.value.to_str().into(),
+                            _ => Box::default(),
+                        };
+                        (key, self.value_inner(&i.value))
                     })
                     .collect();
-                match keys {
-                    Some(k) if !k.is_empty() => Value {
-                        parts: Parts::Keys(k.into()),
-                        ..v
-                    },
-                    _ => v,
+                let v = container_of(entries.iter().map(|(_, v)| v.clone()), Kind::Dict);
+                Value {
+                    parts: Parts::Keys(entries.into()),
+                    ..v
                 }
             }
             Expr::ListComp(c) => {
@@ -896,6 +902,30 @@ impl<'a> SemanticModel<'a> {
             }
             _ => None,
         }
+    }
+}
+
+/// A container of values already evaluated: it carries a graph when an element does.
+fn container_of(values: impl Iterator<Item = Value>, kind: Kind) -> Value {
+    let mut graph = Graph::No;
+    let mut device = false;
+    for v in values {
+        device |= v.device;
+        match v.graph {
+            Graph::Yes(o) => {
+                graph = Graph::Yes(o);
+                break;
+            }
+            Graph::Unknown => graph = Graph::Unknown,
+            Graph::No => {}
+        }
+    }
+    Value {
+        graph,
+        kind,
+        device,
+        parts: Parts::Same,
+        scalar: false,
     }
 }
 

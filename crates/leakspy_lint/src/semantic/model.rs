@@ -294,23 +294,15 @@ impl<'a> SemanticModel<'a> {
         f
     }
 
-    /// How much the silent walks have learned about parameters: (function, parameter) pairs
-    /// known to receive graphs, and what call sites pass (numbers, then anything else); each
-    /// only grows, so the walks stop when it stops changing.
+    /// How many (function, parameter) pairs are known to receive graphs. Parameters that
+    /// receive numbers do not count: what the first walk learns of them serves the walks after
+    /// it, and a file that passes no graph needs no second silent walk for them.
     pub(crate) fn taint_count(&self) -> usize {
-        let graphs: usize = self
-            .param_taint
+        self.param_taint
             .borrow()
             .values()
             .map(|v| v.iter().filter(|t| t.is_some()).count())
-            .sum();
-        let numbers: usize = self
-            .param_numbers
-            .borrow()
-            .values()
-            .map(ArgNumbers::learned)
-            .sum();
-        graphs + numbers
+            .sum()
     }
 
     // ----- where the walk is -----------------------------------------------------------------
@@ -718,16 +710,6 @@ impl ArgNumbers {
         let pos = position.and_then(|i| self.positional.get(i).copied().flatten());
         let kw = self.keyword.get(name).copied();
         (pos.is_some() || kw.is_some()) && pos != Some(false) && kw != Some(false)
-    }
-
-    fn learned(&self) -> usize {
-        let weight = |s: bool| if s { 1 } else { 2 };
-        self.positional
-            .iter()
-            .flatten()
-            .map(|&s| weight(s))
-            .sum::<usize>()
-            + self.keyword.values().map(|&s| weight(s)).sum::<usize>()
     }
 }
 
