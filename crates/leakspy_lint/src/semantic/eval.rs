@@ -15,7 +15,8 @@ use super::facts::{init_kind_of_call, is_loss_ctor, is_module_ctor, self_attr, P
 use super::model::{shorten, SemanticModel};
 use super::names::{
     builtin_cuts, builtin_passes, dotted, is_dotted, is_functional_loss, is_snapshot_method,
-    last_segment, tensor_attr_cuts, tensor_method_cuts, torch_function_cuts,
+    last_segment, returns_values_and_indices, tensor_attr_cuts, tensor_method_cuts,
+    torch_function_cuts,
 };
 use super::value::{Graph, Kind, Origin, Parts, Value};
 
@@ -544,6 +545,10 @@ impl<'a> SemanticModel<'a> {
                 return tensor(Graph::No, on_device);
             }
             let args = self.args_value(call);
+            // `torch.max(x, 1)`, `torch.topk(x, k)`: values with the graph, indices without.
+            if returns_values_and_indices(last, call_arity(call).saturating_sub(1)) {
+                return values_and_indices(args.graph, args.device || on_device);
+            }
             // `torch.split`, `torch.chunk`, `torch.unbind` give a tuple of tensors.
             let kind = if matches!(
                 last,
@@ -751,6 +756,9 @@ impl<'a> SemanticModel<'a> {
                         Value::plain()
                     }
                 }
+                _ if returns_values_and_indices(method, call_arity(call)) => {
+                    values_and_indices(recv.graph, device)
+                }
                 _ => Value {
                     kind: match method {
                         "split" | "chunk" | "unbind" | "tensor_split" => Kind::Tuple,
@@ -902,6 +910,31 @@ impl<'a> SemanticModel<'a> {
             }
             _ => None,
         }
+    }
+}
+
+/// Positional and keyword arguments of a call.
+fn call_arity(call: &ExprCall) -> usize {
+    call.arguments.args.len() + call.arguments.keywords.len()
+}
+
+/// `(values, indices)`: the values carry `graph`, the indices none.
+fn values_and_indices(graph: Graph, device: bool) -> Value {
+    let values = Value {
+        graph: graph.clone(),
+        kind: Kind::Tensor,
+        device,
+        parts: Parts::Same,
+        scalar: false,
+    };
+    let indices = Value {
+        device,
+        ..Value::no_graph(Kind::Tensor)
+    };
+    Value {
+        kind: Kind::Tuple,
+        parts: Parts::Elements([values.clone(), indices].into()),
+        ..values
     }
 }
 

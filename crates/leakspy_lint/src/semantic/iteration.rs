@@ -97,6 +97,8 @@ pub struct Training {
     /// loop (or by a function that runs once per iteration): an object lives one epoch, one
     /// evaluation, one episode.
     fresh: FxHashSet<String>,
+    /// Module constants bound once to a collection written out in the source.
+    constants: FxHashSet<String>,
 }
 
 impl Training {
@@ -112,6 +114,15 @@ impl Training {
     pub fn loop_trains(&self, stmt: &Stmt) -> bool {
         self.training_loops
             .contains(&(stmt as *const Stmt as usize))
+    }
+
+    /// Is `expr` a collection written out in the source (`{0, 2, n - 1}`), or a module constant
+    /// bound once to one: a fixed, small number of elements.
+    pub fn is_literal_collection(&self, expr: &Expr) -> bool {
+        match expr {
+            Expr::Name(n) => self.constants.contains(n.id.as_str()),
+            e => literal_elements(e),
+        }
     }
 
     /// Does this file make objects of `class` (outside test functions)?
@@ -510,6 +521,7 @@ impl<'a> Collector<'a, '_> {
             sites: raw_sites,
             owned,
             made,
+            constants,
             ..
         } = self;
         // Resolve callees: module functions and nested functions by name, methods through the
@@ -685,6 +697,7 @@ impl<'a> Collector<'a, '_> {
         let mut out = Training {
             owned,
             fresh,
+            constants: constants.into_iter().map(str::to_string).collect(),
             ..Default::default()
         };
         for ((l, role), trains) in loops.iter().zip(roles).zip(loop_trains) {
@@ -720,16 +733,23 @@ fn literal_elements(e: &Expr) -> bool {
         _ => return false,
     };
     !elts.is_empty()
-        && elts.iter().all(|e| {
-            matches!(
-                e,
-                Expr::StringLiteral(_)
-                    | Expr::NumberLiteral(_)
-                    | Expr::BooleanLiteral(_)
-                    | Expr::Name(_)
-                    | Expr::Attribute(_)
-            ) || literal_elements(e)
-        })
+        && elts
+            .iter()
+            .all(|e| simple_element(e) || literal_elements(e))
+}
+
+/// A constant, a name, or arithmetic on them (`n - 2`).
+fn simple_element(e: &Expr) -> bool {
+    match e {
+        Expr::StringLiteral(_)
+        | Expr::NumberLiteral(_)
+        | Expr::BooleanLiteral(_)
+        | Expr::Name(_)
+        | Expr::Attribute(_) => true,
+        Expr::BinOp(b) => simple_element(&b.left) && simple_element(&b.right),
+        Expr::UnaryOp(u) => simple_element(&u.operand),
+        _ => false,
+    }
 }
 
 /// Module-level names bound exactly once, to a collection written out in the source

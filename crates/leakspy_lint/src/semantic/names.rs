@@ -276,6 +276,7 @@ pub fn tensor_method_cuts(method: &str) -> bool {
 
 /// Tensor attributes that carry no graph.
 pub fn tensor_attr_cuts(attr: &str) -> bool {
+    // `indices` of what `max(dim)`, `topk` or `sort` return: positions, never a graph.
     matches!(
         attr,
         "data"
@@ -287,6 +288,7 @@ pub fn tensor_attr_cuts(attr: &str) -> bool {
             | "grad_fn"
             | "is_leaf"
             | "ndim"
+            | "indices"
             | "is_cuda"
             | "layout"
             | "names"
@@ -443,5 +445,17 @@ mod tests {
             assert_eq!(dotted(&e).as_deref() == Some(key), want, "{src} vs {key}");
         }
         assert_eq!(dotted(&expr("self.actor.net")).unwrap().capacity(), 14);
+    }
+}
+
+/// Tensor methods and torch functions that return `(values, indices)`: the values keep the
+/// input's graph, the indices never carry one. `max`, `min` and `median` do when given a
+/// dimension (with another tensor, `max` is elementwise and returns one tensor, which is
+/// never unpacked into two).
+pub fn returns_values_and_indices(method: &str, nargs: usize) -> bool {
+    match method {
+        "topk" | "sort" | "kthvalue" | "mode" | "cummax" | "cummin" => true,
+        "max" | "min" | "median" | "nanmedian" => nargs > 0,
+        _ => false,
     }
 }

@@ -8,6 +8,7 @@ NUM_CLASSES = 10
 def train(loader, opt, epochs):
     model = nn.Linear(4, NUM_CLASSES)
     per_class = []
+    snapshots = []
     for epoch in range(epochs):
         for x, y in loader:
             out = model(x)
@@ -15,4 +16,6 @@ def train(loader, opt, epochs):
             loss.backward()
             opt.step()
             per_class.append(out)  # expect: LS002
-    return per_class
+            if epoch % 10 == 0:
+                snapshots.append(out)  # expect: LS002
+    return per_class, snapshots

@@ -22,7 +22,7 @@ def step_outputs(model, x, y):
 
 
 def train(model, loader, opt):
-    mean_lens, corrects, accs, sizes, pairs = [], [], [], [], []
+    mean_lens, corrects, accs, sizes, pairs, preds = [], [], [], [], [], []
     for x, y in loader:
         h = model(x)
         loss, mean_len, lengths = regularize(h)
@@ -36,4 +36,8 @@ def train(model, loader, opt):
         sizes.append(out.get("n"))
         for l, n in zip([loss2], [n_correct]):
             pairs.append(n)
-    return mean_lens, corrects, accs, sizes, pairs
+        # The indices of `max(dim)`, `topk` and `sort` carry no graph; only their values do.
+        _, idx = model(x).max(1)
+        preds.append(idx)
+        preds.append(model(x).topk(3).indices)
+    return mean_lens, corrects, accs, sizes, pairs, preds
