@@ -5,6 +5,7 @@
 pub mod eval;
 pub mod facts;
 pub mod guard;
+pub mod hook_grad;
 pub mod hooks;
 pub mod iteration;
 pub mod lifetime;
