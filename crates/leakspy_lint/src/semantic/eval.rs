@@ -497,6 +497,9 @@ impl<'a> SemanticModel<'a> {
             }
         }
         if is_module_ctor(q, &self.facts.classes) {
+            if last == "Sequential" && !self.reporting {
+                self.sequential_taints(call);
+            }
             return Value::no_graph(Kind::Module);
         }
         if is_loss_ctor(q) {
@@ -609,6 +612,46 @@ impl<'a> SemanticModel<'a> {
         }
         let kind = init_kind_of_call(call, &self.facts.imports, &self.facts.classes);
         Value::of_kind(kind)
+    }
+
+    /// `nn.Sequential(nn.Conv2d(...), ManualBatchNorm2d(6), ...)`: each layer's `forward` gets
+    /// the previous layer's output, which carries a graph when the sequence runs with autograd
+    /// on. A layer of a module class of this file placed after a module then receives a graph
+    /// in its `forward`, as `self.norm(self.encoder(x))` would give it.
+    fn sequential_taints(&self, call: &ExprCall) {
+        for pair in call.arguments.args.windows(2) {
+            let [prev, layer] = pair else { continue };
+            let Expr::Call(prev_call) = prev else {
+                continue;
+            };
+            let prev_is_module = self
+                .qualified_function(&prev_call.func)
+                .is_some_and(|q| is_module_ctor(&q, &self.facts.classes));
+            let Some(class) = self.class_of(layer) else {
+                continue;
+            };
+            let has_forward = self
+                .facts
+                .class(&class)
+                .is_some_and(|c| c.is_module && c.methods.contains("forward"));
+            if !prev_is_module || !has_forward {
+                continue;
+            }
+            let origin = Rc::new(Origin {
+                what: format!("{}(...)", shorten(&self.source[prev_call.func.range()])),
+                offset: prev_call.start(),
+                is_loss: false,
+                backpropagated: false,
+                param: None,
+            });
+            let mut map = self.param_taint.borrow_mut();
+            let entry = map.entry(format!("{class}.forward")).or_default();
+            if entry.is_empty() {
+                entry.push(Some(origin));
+            } else if entry[0].is_none() {
+                entry[0] = Some(origin);
+            }
+        }
     }
 
     fn method_call_value(

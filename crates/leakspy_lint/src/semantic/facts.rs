@@ -212,10 +212,13 @@ impl ModuleFacts {
         if let Some(c) = self.classes.get(q.as_str()) {
             return c.is_module;
         }
+        // Any of torch's own layers is a module: a hand-written batch norm that subclasses
+        // `nn.BatchNorm2d` runs its `forward` with autograd on like any `nn.Module`'s.
         matches!(
             q.as_str(),
             "torch.nn.Module" | "torch.nn.modules.module.Module"
         ) || matches!(last_segment(&q), "Module" | "LightningModule")
+            || q.starts_with("torch.nn.") && is_module_ctor(&q, &self.classes)
     }
 
     fn collect_class(&mut self, class: &StmtClassDef) {
