@@ -63,6 +63,9 @@ pub struct ClassFacts {
     pub bases_seen: bool,
     /// Base classes defined in this file.
     pub in_file_bases: Vec<String>,
+    /// A framework makes the object drive it and owns it (`hooks::FRAMEWORK_OWNED`): nothing
+    /// outside the class resets its attributes.
+    pub framework_owned: bool,
 }
 
 #[derive(Debug, Default)]
@@ -101,6 +104,12 @@ impl ModuleFacts {
             if let Stmt::ClassDef(class) = stmt {
                 let is_module = facts.is_module_class_def(class);
                 let (bases_seen, in_file_bases) = facts.bases_of(class);
+                let framework_owned = class.arguments.iter().flat_map(|a| a.args.iter()).any(|b| {
+                    facts
+                        .imports
+                        .qualify(b)
+                        .is_some_and(|q| super::hooks::framework_owned(&q))
+                });
                 facts.classes.insert(
                     class.name.as_str().to_string(),
                     ClassFacts {
@@ -109,6 +118,7 @@ impl ModuleFacts {
                         offset: class.start(),
                         bases_seen,
                         in_file_bases,
+                        framework_owned,
                         ..Default::default()
                     },
                 );

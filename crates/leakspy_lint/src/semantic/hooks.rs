@@ -99,6 +99,25 @@ pub const HOOKS: &[Hook] = &[
     hook(Ignite, "EPOCH_STARTED", Epoch, true, Ignored),
 ];
 
+/// Base classes whose objects a framework drives through the hooks above and keeps for the
+/// run: the user makes one and hands it over (`trainer.fit(model)`), and the framework never
+/// touches the attributes the subclass adds. What its hooks keep, only the class itself can
+/// release.
+const FRAMEWORK_OWNED: &[&str] = &[
+    "pytorch_lightning.LightningModule",
+    "pytorch_lightning.core.LightningModule",
+    "pytorch_lightning.core.module.LightningModule",
+    "lightning.LightningModule",
+    "lightning.pytorch.LightningModule",
+    "lightning.pytorch.core.LightningModule",
+    "lightning.pytorch.core.module.LightningModule",
+];
+
+/// Is the qualified name one of those bases?
+pub fn framework_owned(qualified: &str) -> bool {
+    FRAMEWORK_OWNED.contains(&qualified)
+}
+
 /// The hook of that method name (leading underscores kept: SB3's `_on_step` is its own).
 pub fn method(name: &str) -> Option<&'static Hook> {
     HOOKS

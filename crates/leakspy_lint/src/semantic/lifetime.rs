@@ -450,11 +450,13 @@ impl SemanticModel<'_> {
 
     /// Can this file say that nothing resets `class.attr`? Only when it creates the class's
     /// objects outside tests (their owner is here; an object a test makes lives for one test),
-    /// or the attribute is private: a public attribute of a
-    /// class made elsewhere may be reset by the code that owns the object
+    /// or the attribute is private, or a framework owns the objects (a `LightningModule`): a
+    /// public attribute of a class made elsewhere may be reset by the code that owns the object
     /// (`classifier.log_scalings.clear()` in another module).
     pub fn owner_visible(&self, class: &str, attr: &str) -> bool {
-        attr.starts_with('_') || self.training().owns_instances(class)
+        attr.starts_with('_')
+            || self.training().owns_instances(class)
+            || self.facts.class(class).is_some_and(|c| c.framework_owned)
     }
 
     /// Does the current function outlive the call that made it: is it returned by the function
