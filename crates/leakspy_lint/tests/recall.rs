@@ -33,7 +33,7 @@ use leakspy_lint::{check_source, RuleSet};
 
 /// The least recall the tuned part must keep (marked lines found / marked lines). Raise it
 /// when the analysis finds more; never lower it to make a change pass.
-const FLOOR: f64 = 0.75;
+const FLOOR: f64 = 0.80;
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("resources/test/recall")

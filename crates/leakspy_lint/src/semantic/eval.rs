@@ -665,7 +665,8 @@ impl<'a> SemanticModel<'a> {
         // `accelerator.gather(x)`: `x`'s values from every process, with its graph on one.
         if super::hooks::accelerate_passes_value(method)
             && call.arguments.args.len() == 1
-            && self.facts.imports.has_alias_for("accelerate")
+            && call.arguments.keywords.is_empty()
+            && !self.value_inner(recv_expr).is_tensor_like()
         {
             return self.value_inner(&call.arguments.args[0]);
         }

@@ -35,11 +35,17 @@ pub struct PlaceFacts {
 }
 
 impl PlaceFacts {
-    /// A reset outside the initialiser: `.clear()`, a trim, or a rebinding.
+    /// A reset outside the initialisers: `.clear()`, a trim, or a rebinding. `__init__` and the
+    /// set-up methods frameworks call once (skorch's `initialize`, `setup`) make the attribute,
+    /// they do not reset it.
     pub fn resets(&self) -> impl Iterator<Item = &Change> {
         self.changes.iter().filter(|c| {
             c.mutation != Mutation::Grow
-                && !(c.mutation == Mutation::Rebind && c.function == "__init__")
+                && !(c.mutation == Mutation::Rebind
+                    && matches!(
+                        c.function.trim_start_matches('_'),
+                        "init__" | "initialize" | "setup"
+                    ))
         })
     }
     pub fn is_bounded(&self) -> bool {
@@ -671,6 +677,10 @@ fn is_modelled_library_class(qualified: &str) -> bool {
             | "pytorch_lightning"
             | "lightning_fabric"
             | "transformers"
+            | "skorch"
+            | "stable_baselines3"
+            | "sb3_contrib"
+            | "ignite"
             | "gym"
             | "gymnasium"
             | "abc"

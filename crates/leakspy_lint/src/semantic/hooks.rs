@@ -135,11 +135,12 @@ pub fn event(name: &str) -> Option<&'static Hook> {
 
 /// Methods accelerate's `Accelerator` offers in place of torch's: `backward(loss)` trains,
 /// `gather(x)` returns `x`'s values from every process (on one process `x` itself, with its
-/// graph).
+/// graph). Called with one argument on something that is not a tensor (a tensor's own
+/// `gather` takes a dimension and an index).
 pub fn accelerate_passes_value(method: &str) -> bool {
     matches!(
         method,
-        "gather" | "gather_for_metrics" | "reduce" | "pad_across_processes"
+        "gather" | "gather_for_metrics" | "pad_across_processes"
     )
 }
 
