@@ -69,7 +69,7 @@ impl<'a> Checker<'a> {
     }
 
     /// Tells the analysis whether the text is a notebook's cells (run by a kernel).
-    pub fn with_source_kind(mut self, kind: crate::SourceKind) -> Self {
+    pub fn with_source_kind(mut self, kind: crate::SourceKind<'a>) -> Self {
         self.semantic.source_kind = kind;
         self
     }

@@ -19,14 +19,19 @@ fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("resources/test/principles")
 }
 
-/// The text `check` sees and its kind: a notebook's cells are joined into one module.
-fn checked_text(name: &str) -> (String, SourceKind) {
+/// The findings `check` raises on a fixture (a notebook's cells are joined into one module),
+/// and the lines its `# expect:` comments mark.
+fn checked(name: &str) -> (Vec<(usize, String)>, Vec<(usize, String)>) {
     let text = std::fs::read_to_string(dir().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
     if name.ends_with(".ipynb") {
         let notebook = Notebook::parse(text).unwrap_or_else(|e| panic!("{name}: {e}"));
-        (notebook.joined().checked, SourceKind::Notebook)
+        let joined = notebook.joined();
+        (
+            found(&joined.checked, joined.source_kind()),
+            expected(&joined.checked),
+        )
     } else {
-        (text, SourceKind::Python)
+        (found(&text, SourceKind::Python), expected(&text))
     }
 }
 
@@ -41,18 +46,15 @@ fn each_principle_keeps_the_leak_and_drops_the_false_alarm() {
     assert!(names.len() >= 9, "principle fixtures: {names:?}");
     let mut failures = Vec::new();
     for name in &names {
-        let (source, kind) = checked_text(name);
-        let want = expected(&source);
+        let (got, want) = checked(name);
         assert!(!want.is_empty(), "{name} marks no expected finding");
-        let got = found(&source, kind);
         if got != want {
             failures.push(format!("{name}: expected {want:?}, found {got:?}"));
         }
         let (stem, ext) = name.rsplit_once('.').unwrap();
         let twin = format!("{stem}_ok.{ext}");
-        let (ok, kind) = checked_text(&twin);
-        assert!(expected(&ok).is_empty(), "{twin} must expect nothing");
-        let got = found(&ok, kind);
+        let (got, marked) = checked(&twin);
+        assert!(marked.is_empty(), "{twin} must expect nothing");
         if !got.is_empty() {
             failures.push(format!("{twin}: expected nothing, found {got:?}"));
         }

@@ -270,7 +270,7 @@ enum Origin {
 /// A notebook whose code picks no backend of its own runs matplotlib's inline backend, which
 /// shows and closes every figure when the cell ends: `plt.close()` would only hide the plot.
 fn inline_backend(checker: &Checker) -> bool {
-    checker.source_kind == crate::SourceKind::Notebook
+    checker.source_kind.is_notebook()
         && !checker.source.contains(".use(")
         && !checker.source.contains("switch_backend")
 }

@@ -724,7 +724,28 @@ pub fn is_module_ctor(qualified: &str, classes: &FxHashMap<String, ClassFacts>) 
             && class != "ParameterList"
             && class != "ParameterDict";
     }
-    last == "from_pretrained"
+    // `X.from_pretrained(...)` loads a model, unless `X` is one of the companions libraries
+    // load the same way: a tokenizer, a processor, a configuration, a scheduler, a pipeline
+    // (which runs models under `no_grad` and returns its own objects).
+    let loads_model = || {
+        let class = qualified
+            .rsplit('.')
+            .nth(1)
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        ![
+            "tokenizer",
+            "tokenizerfast",
+            "processor",
+            "config",
+            "extractor",
+            "scheduler",
+            "pipeline",
+        ]
+        .iter()
+        .any(|w| class.ends_with(w))
+    };
+    last == "from_pretrained" && loads_model()
         || qualified.starts_with("torchvision.models.")
         || qualified == "timm.create_model"
 }

@@ -122,7 +122,7 @@ pub struct SemanticModel<'a> {
     /// The walk that reports (after the silent walks that learn summaries).
     pub(crate) reporting: bool,
     /// A Python file, or a notebook's cells run by a kernel.
-    pub source_kind: crate::SourceKind,
+    pub source_kind: crate::SourceKind<'a>,
     pub(crate) scopes: Vec<Scope<'a>>,
     pub(crate) classes: Vec<&'a StmtClassDef>,
     /// Return values of this file's functions (`f`, `Class.method`).

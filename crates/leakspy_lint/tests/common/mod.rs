@@ -33,3 +33,18 @@ pub fn found(source: &str, kind: SourceKind) -> Vec<(usize, String)> {
     out.sort();
     out
 }
+
+/// Where the cells of a notebook written as a Python file end: at each `# %%` line, and at the
+/// end of the text (the percent format of Jupytext and editors).
+pub fn percent_cells(source: &str) -> Vec<ruff_text_size::TextSize> {
+    let mut ends = Vec::new();
+    let mut at = 0;
+    for line in source.split_inclusive('\n') {
+        if line.starts_with("# %%") && at > 0 {
+            ends.push(ruff_text_size::TextSize::try_from(at).unwrap());
+        }
+        at += line.len();
+    }
+    ends.push(ruff_text_size::TextSize::try_from(at).unwrap());
+    ends
+}
