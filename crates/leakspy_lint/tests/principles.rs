@@ -19,9 +19,12 @@ fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("resources/test/principles")
 }
 
+/// (line, rule code) pairs.
+type Lines = Vec<(usize, String)>;
+
 /// The findings `check` raises on a fixture (a notebook's cells are joined into one module),
 /// and the lines its `# expect:` comments mark.
-fn checked(name: &str) -> (Vec<(usize, String)>, Vec<(usize, String)>) {
+fn checked(name: &str) -> (Lines, Lines) {
     let text = std::fs::read_to_string(dir().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
     if name.ends_with(".ipynb") {
         let notebook = Notebook::parse(text).unwrap_or_else(|e| panic!("{name}: {e}"));

@@ -338,10 +338,8 @@ fn packs_reset(checker: &Checker, body: &[Stmt], value: &Expr) -> bool {
                 reset = true;
             }
         }
-        Stmt::Expr(e) => {
-            if packed.iter().any(|k| resets_by_call(checker, &e.value, k)) {
-                reset = true;
-            }
+        Stmt::Expr(e) if packed.iter().any(|k| resets_by_call(checker, &e.value, k)) => {
+            reset = true;
         }
         _ => {}
     });
@@ -364,7 +362,7 @@ fn reset_in(checker: &Checker, body: &[Stmt], key: &str, outputs: &[String]) -> 
                 }
                 keys.iter().any(|k| k == key)
                     && !is_carry(checker, &a.value, key)
-                    && !(repacks(&a.value, outputs) && !packs_reset(checker, body, &a.value))
+                    && (!repacks(&a.value, outputs) || packs_reset(checker, body, &a.value))
             }
             Stmt::AnnAssign(a) => {
                 is_dotted(&a.target, key)

@@ -414,6 +414,18 @@ pub fn is_stat_name(name: &str) -> bool {
         .any(|s| n.contains(s))
 }
 
+/// Tensor methods and torch functions that return `(values, indices)`: the values keep the
+/// input's graph, the indices never carry one. `max`, `min` and `median` do when given a
+/// dimension (with another tensor, `max` is elementwise and returns one tensor, which is
+/// never unpacked into two).
+pub fn returns_values_and_indices(method: &str, nargs: usize) -> bool {
+    match method {
+        "topk" | "sort" | "kthvalue" | "mode" | "cummax" | "cummin" => true,
+        "max" | "min" | "median" | "nanmedian" => nargs > 0,
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{dotted, is_dotted};
@@ -445,17 +457,5 @@ mod tests {
             assert_eq!(dotted(&e).as_deref() == Some(key), want, "{src} vs {key}");
         }
         assert_eq!(dotted(&expr("self.actor.net")).unwrap().capacity(), 14);
-    }
-}
-
-/// Tensor methods and torch functions that return `(values, indices)`: the values keep the
-/// input's graph, the indices never carry one. `max`, `min` and `median` do when given a
-/// dimension (with another tensor, `max` is elementwise and returns one tensor, which is
-/// never unpacked into two).
-pub fn returns_values_and_indices(method: &str, nargs: usize) -> bool {
-    match method {
-        "topk" | "sort" | "kthvalue" | "mode" | "cummax" | "cummin" => true,
-        "max" | "min" | "median" | "nanmedian" => nargs > 0,
-        _ => false,
     }
 }
