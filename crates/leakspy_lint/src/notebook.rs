@@ -259,11 +259,16 @@ impl Notebook {
                 ));
             }
         }
+        let cell_ends = starts
+            .iter()
+            .map(|s| s.offset + TextSize::try_from(s.len).unwrap_or_default())
+            .collect();
         Joined {
             display,
             checked,
             index: NotebookIndex { starts },
             blanked,
+            cell_ends,
         }
     }
 
@@ -544,9 +549,18 @@ pub struct Joined {
     pub checked: String,
     pub index: NotebookIndex,
     blanked: Vec<TextRange>,
+    /// Where each code cell ends in the joined module.
+    cell_ends: Vec<TextSize>,
 }
 
 impl Joined {
+    /// What `check_source_as` is told the joined text is: a notebook, with its cells.
+    pub fn source_kind(&self) -> crate::SourceKind<'_> {
+        crate::SourceKind::Notebook {
+            cell_ends: &self.cell_ends,
+        }
+    }
+
     /// Whether a fix may be written back: each edit inside one cell, none in a blanked escape.
     pub fn allows(&self, fix: &Fix) -> bool {
         fix.edits.iter().all(|e| {
