@@ -89,8 +89,9 @@ impl Work {
 pub enum FixVerdict {
     /// The first run leaked; the fixed run, as long and comparable, does not.
     Fixed,
-    /// The fixed run, as long and comparable, grows significantly less but
-    /// still grows: the fixes help, and what still grows is said.
+    /// The fixed run, as long and comparable, is no leak by the verdict and
+    /// grows significantly less, but still grows steadily (too early to
+    /// tell in a run this long): the fixes help, and what still grows is said.
     Improved,
     /// The growth remains (or the comparison cannot tell).
     NotFixed,
@@ -132,7 +133,12 @@ pub fn prove(before: &Leg<'_>, after: &Leg<'_>) -> FixProof {
         FixVerdict::NotComparable
     } else if comparison.verdict == DiffVerdict::Fixed {
         FixVerdict::Fixed
-    } else if comparison.verdict == DiffVerdict::Improved {
+    } else if comparison.verdict == DiffVerdict::Improved
+        && comparison.after.verdict != leakspy_stats::Verdict::Leak
+    {
+        // Less, and no longer a leak by the verdict, but still growing: the
+        // patch helps. A fixed run that still leaks, however much less, is
+        // not fixed.
         FixVerdict::Improved
     } else {
         FixVerdict::NotFixed
