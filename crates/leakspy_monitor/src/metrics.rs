@@ -391,6 +391,7 @@ mod tests {
                     swap: 0,
                     pss: None,
                     uss: None,
+                    cpu_s: None,
                 },
                 ProcSample {
                     pid: 101,
@@ -401,6 +402,7 @@ mod tests {
                     swap: 0,
                     pss: None,
                     uss: None,
+                    cpu_s: None,
                 },
             ],
             ranks: vec![(100, 0)],

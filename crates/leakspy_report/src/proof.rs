@@ -12,9 +12,9 @@ use crate::census::GrowthGroup;
 use crate::diff::{compare, Comparison, DiffVerdict};
 use crate::model::Diagnosis;
 
-/// A fixed run slower than this share of the first run's steps per second
-/// is not compared: a fix that halves the speed of training is no fix, and
-/// a machine that busy makes the two curves incomparable.
+/// A fixed run slower than this share of the first run's speed (CPU time
+/// per step, else steps per second) is not compared: a fix that halves the
+/// speed of training is no fix.
 const SLOWER_LIMIT: f64 = 0.5;
 /// A fixed run with fewer steps than this share of the first run's stopped
 /// short (a crash caught by the job, an early exit).
@@ -37,6 +37,29 @@ pub struct Work {
     pub duration_s: f64,
     /// Steps per second between the first and the last step event.
     pub steps_per_s: Option<f64>,
+    /// CPU seconds the process tree used per step over the run (`/proc`
+    /// times in the samples): what a step costs, whatever else the machine
+    /// ran. `None` for traces without CPU times.
+    pub cpu_per_step: Option<f64>,
+}
+
+/// CPU seconds the tree used over the run: each process's last reading less
+/// its first (a process born mid-run starts near zero).
+fn tree_cpu_s(trace: &Trace) -> Option<f64> {
+    let mut first: std::collections::HashMap<u32, f64> = std::collections::HashMap::new();
+    let mut last: std::collections::HashMap<u32, f64> = std::collections::HashMap::new();
+    for s in trace.samples() {
+        for p in &s.procs {
+            if let Some(c) = p.cpu_s {
+                first.entry(p.pid).or_insert(c);
+                last.insert(p.pid, c);
+            }
+        }
+    }
+    if last.is_empty() {
+        return None;
+    }
+    Some(last.iter().map(|(pid, c)| c - first[pid]).sum())
 }
 
 /// The most steps one process of the run reported (its count at its last
@@ -75,8 +98,12 @@ impl Work {
             }
             _ => None,
         };
+        let cpu_per_step = tree_cpu_s(trace)
+            .filter(|c| *c > 0.0)
+            .and_then(|c| (steps > 0).then(|| c / steps as f64));
         Work {
             steps,
+            cpu_per_step,
             duration_s: trace.duration(),
             steps_per_s,
         }
@@ -187,7 +214,19 @@ fn comparability(before: &Leg<'_>, after: &Leg<'_>, wb: &Work, wa: &Work) -> Vec
             wa.duration_s, wb.duration_s
         ));
     }
-    if let (Some(rb), Some(ra)) = (wb.steps_per_s, wa.steps_per_s) {
+    // Slower by the CPU time a step costs where the traces have it: a busy
+    // machine slows the wall clock of one run and not the other, not what
+    // a step costs. Without CPU times, by steps per second.
+    if let (Some(cb), Some(ca)) = (wb.cpu_per_step, wa.cpu_per_step) {
+        if ca * SLOWER_LIMIT > cb {
+            why.push(format!(
+                "the fixed run took {:.1} ms of CPU per step, the first {:.1} ms (a fix must \
+                 not slow training down)",
+                ca * 1e3,
+                cb * 1e3
+            ));
+        }
+    } else if let (Some(rb), Some(ra)) = (wb.steps_per_s, wa.steps_per_s) {
         if ra < rb * SLOWER_LIMIT {
             why.push(format!(
                 "the fixed run trained at {ra:.1} steps/s, the first at {rb:.1} (a fix must not \
@@ -230,5 +269,66 @@ mod tests {
         // From step 10 at 1 s to step 100 at 10 s.
         assert!((w.steps_per_s.unwrap() - 10.0).abs() < 1e-9, "{w:?}");
         assert_eq!(steps_done(&trace(&[header()])), 0);
+    }
+
+    /// A run of `steps` steps over `secs` seconds whose process used `cpu`
+    /// CPU seconds.
+    fn run(steps: u64, secs: f64, cpu: f64) -> Trace {
+        let mut lines = vec![header()];
+        for i in 0..=10u64 {
+            let t = secs * i as f64 / 10.0;
+            lines.push(format!(
+                r#"{{"kind":"sample","t":{t},"procs":[{{"pid":11,"rss":1000,"cpu_s":{}}}],"total":{{"rss":1000}}}}"#,
+                cpu * i as f64 / 10.0
+            ));
+            lines.push(format!(
+                r#"{{"kind":"step","t":{t},"step":{},"source":"optimizer","pid":11}}"#,
+                steps * i / 10
+            ));
+        }
+        trace(&lines)
+    }
+
+    fn why_not(before: &Trace, after: &Trace) -> Vec<String> {
+        let d = crate::diagnose(before, &crate::DiagnoseOptions::default());
+        let leg = |label, trace, diagnosis| Leg {
+            label,
+            trace,
+            diagnosis,
+            stopped: true,
+        };
+        let (wb, wa) = (Work::of(before), Work::of(after));
+        comparability(&leg("b", before, &d), &leg("a", after, &d), &wb, &wa)
+    }
+
+    #[test]
+    fn a_busy_machine_is_not_a_slower_fix_a_costlier_step_is() {
+        let before = run(400, 20.0, 18.0);
+        // The same CPU per step, at a third of the wall-clock speed: the
+        // machine was busy, the fix did not slow training.
+        assert_eq!(
+            why_not(&before, &run(400, 60.0, 18.0)),
+            Vec::<String>::new()
+        );
+        // Three times the CPU per step: the fix made training slower.
+        let why = why_not(&before, &run(400, 60.0, 54.0));
+        assert!(
+            why.len() == 1 && why[0].contains("ms of CPU per step"),
+            "{why:?}"
+        );
+        // Without CPU times, the wall clock is all there is.
+        let strip = |t: &Trace| {
+            let mut t = t.clone();
+            for e in &mut t.events {
+                if let leakspy_trace::Event::Sample(s) = e {
+                    for p in &mut s.procs {
+                        p.cpu_s = None;
+                    }
+                }
+            }
+            t
+        };
+        let why = why_not(&strip(&before), &strip(&run(400, 60.0, 18.0)));
+        assert!(why.len() == 1 && why[0].contains("steps/s"), "{why:?}");
     }
 }
