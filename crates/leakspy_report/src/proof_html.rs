@@ -92,7 +92,9 @@ pub fn render_fix_html(
             } else {
                 "ctx"
             };
-        let _ = writeln!(out, "<span class=\"{class}\">{}</span>", escape(line));
+        // One block per line: a newline between them inside <pre> would show
+        // as an empty line after each.
+        let _ = write!(out, "<span class=\"{class}\">{}</span>", escape(line));
     }
     out.push_str("</pre></section>\n");
     let _ = write!(
@@ -105,7 +107,7 @@ pub fn render_fix_html(
 
 const PATCH_STYLE: &str = "
 pre.patch{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:13px;overflow-x:auto;background:var(--code);padding:10px;border-radius:6px;margin:0}
-pre.patch span{display:block;white-space:pre}
+pre.patch span{display:block;white-space:pre;min-height:1.3em}
 pre.patch .add{background:#dafbe1}.patch .del{background:#ffebe9}.patch .hunk{color:#8250df}.patch .file{font-weight:700}
 ";
 
