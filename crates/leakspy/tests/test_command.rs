@@ -87,7 +87,7 @@ echo /nowhere/torch
         tail,
         [
             "137 passed, 2 failed",
-            "failed: cargo test, pytest python/tests",
+            "failed: cargo test, pytest python/tests bench/tests",
             "FAILED python/tests/test_probe.py::test_census - assert 1 == 2",
             "FAILED attach: a_leaking_job_is_diagnosed",
         ],
