@@ -31,8 +31,11 @@ failed_stages=()
 # A test binary prints nothing until its last test ends (the framework runs take minutes):
 # every minute without output, one line says what is still running and for how long.
 ticker() {
-  local name="$1" start=$SECONDS size=-1 quiet_since=$SECONDS now running
-  while sleep 15; do
+  local name="$1" start=$SECONDS size=-1 quiet_since=$SECONDS now running nap
+  # `wait` on a background sleep, not a foreground one: the stage's end stops the ticker at
+  # once instead of after the nap.
+  trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+  while sleep 15 & nap=$! && wait "$nap"; do
     now=$(wc -c <"$log")
     if [[ "$now" != "$size" ]]; then
       size=$now
