@@ -40,7 +40,7 @@ const AFTER_SLACK_S: f64 = 60.0;
 /// Runs of the fixed copy at most: the fixes for what the first run named,
 /// then for what a fixed run still names (a holder that the first one hid:
 /// the probe names the top holder of a chain).
-const MAX_ROUNDS: usize = 3;
+const MAX_ROUNDS: usize = 5;
 
 #[derive(Args)]
 #[command(
