@@ -18,7 +18,8 @@ plus torch's own sources (the project's venv, or $LEAKSPY_TORCH_DIR: library cod
 training code). Rule work is tuned on the train part only; the test part's findings are judged
 once, when the rule work is done, and their precision is reported apart.
 
-`fetch` runs `pip download --no-deps` for each package into a cache outside the repository
+`fetch` downloads each package (an sdist as a file from the index, a wheel with `pip download
+--no-deps`; nothing is built) into a cache outside the repository
 ($LEAKSPY_CORPUS_CACHE, default ~/.cache/leakspy-corpus2), reused when present, and unpacks
 their `.py` files and `.ipynb` notebooks. Judgements live in bench/corpus/judgements.txt, one
 finding a line:
@@ -151,6 +152,67 @@ def unpack(archive, dest):
                 raise
 
 
+def index_url():
+    return (os.environ.get("PIP_INDEX_URL") or "https://pypi.org/simple").rstrip("/")
+
+
+def _open(url, accept=None):
+    import ssl
+    import urllib.request
+    cafile = os.environ.get("PIP_CERT") or os.environ.get("SSL_CERT_FILE")
+    ctx = ssl.create_default_context(cafile=cafile if cafile and os.path.exists(cafile) else None)
+    req = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
+    return urllib.request.urlopen(req, context=ctx, timeout=180)
+
+
+def download_sdist(name, version, tmp):
+    """The package's own sdist, taken from the index as a file.
+
+    Not `pip download --no-binary`: pip prepares an sdist's metadata, which installs its build
+    requirements (torch, for some) and filled a CI machine's disk."""
+    import hashlib
+    project = re.sub(r"[-_.]+", "-", name).lower()
+    try:
+        with _open(f"{index_url()}/{project}/",
+                   accept="application/vnd.pypi.simple.v1+json") as r:
+            files = json.load(r)["files"]
+    except Exception as e:  # noqa: BLE001 - one message, whatever the network said
+        raise RuntimeError(f"the index has no listing for {name} ({e})") from e
+    stem = re.sub(r"[-_.]+", "_", f"{name}-{version}".lower())
+    want = [f for f in files if f["filename"].endswith((".tar.gz", ".zip"))
+            and re.sub(r"[-_.]+", "_", f["filename"].lower().rsplit(".tar.gz", 1)[0]
+                       .rsplit(".zip", 1)[0]) == stem]
+    if not want:
+        raise RuntimeError(f"the index has no sdist of {name}=={version}")
+    f = want[0]
+    out = os.path.join(tmp, f["filename"])
+    digest = hashlib.sha256()
+    try:
+        with _open(f["url"]) as r, open(out, "wb") as w:
+            for chunk in iter(lambda: r.read(1 << 20), b""):
+                digest.update(chunk)
+                w.write(chunk)
+    except Exception as e:  # noqa: BLE001
+        raise RuntimeError(f"downloading {f['url']} failed ({e})") from e
+    expected = f.get("hashes", {}).get("sha256")
+    if expected and digest.hexdigest() != expected:
+        raise RuntimeError(f"{f['filename']}: sha256 does not match the index's")
+    return f["filename"]
+
+
+def download_wheel(name, version, tmp):
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+         "--disable-pip-version-check", "--only-binary", ":all:", "-d", tmp,
+         f"{name}=={version}"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"pip download {name}=={version} (wheel) failed:\n"
+                           f"{proc.stdout[-3000:]}")
+    (got,) = os.listdir(tmp)
+    return got
+
+
 def fetch_one(name, version, dist, cache):
     dest = os.path.join(cache, "src", tree_name(name, version))
     if os.path.isdir(dest):
@@ -158,20 +220,13 @@ def fetch_one(name, version, dist, cache):
     dists = os.path.join(cache, "dist", tree_name(name, version))
     os.makedirs(dists, exist_ok=True)
     if not os.listdir(dists):
-        # The package's own sdist; its build requirements (pip prepares its metadata) come as
-        # wheels, so nothing is compiled.
-        only = ["--no-binary", name] if dist == "sdist" else ["--only-binary", ":all:"]
         scratch = os.path.join(cache, "tmp")
         os.makedirs(scratch, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=scratch) as tmp:
-            proc = subprocess.run(
-                [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                 "--disable-pip-version-check", *only, "-d", tmp, f"{name}=={version}"],
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            if proc.returncode != 0:
-                raise RuntimeError(f"pip download {name}=={version} ({dist}) failed:\n"
-                                   f"{proc.stdout[-3000:]}")
-            (got,) = os.listdir(tmp)
+            if dist == "sdist":
+                got = download_sdist(name, version, tmp)
+            else:
+                got = download_wheel(name, version, tmp)
             try:
                 # Atomic: a process listing `dists` sees no archive or a whole one.
                 os.rename(os.path.join(tmp, got), os.path.join(dists, got))
