@@ -23,6 +23,8 @@ pub struct ProcSampler {
     children_files: bool,
     /// smaps_rollup was unreadable for these pids (permissions, hidepid): not retried.
     smaps_denied: BTreeSet<u32>,
+    /// Seconds the last smaps_rollup reads of the whole tree took.
+    rollup_s: f64,
 }
 
 impl ProcSampler {
@@ -36,6 +38,7 @@ impl ProcSampler {
             refresh_every: refresh_every.max(1),
             children_files,
             smaps_denied: BTreeSet::new(),
+            rollup_s: 0.0,
         }
     }
 
@@ -56,6 +59,7 @@ impl ProcSampler {
         }
         self.calls += 1;
         let mut procs = Vec::with_capacity(self.pids.len());
+        let started = rollup.then(std::time::Instant::now);
         for &pid in &self.pids {
             if let Some(mut p) = read_status(pid) {
                 if rollup && !self.smaps_denied.contains(&pid) {
@@ -72,10 +76,18 @@ impl ProcSampler {
                 procs.push(p);
             }
         }
+        if let Some(t0) = started {
+            self.rollup_s = t0.elapsed().as_secs_f64();
+        }
         // Drop pids that are gone so later samples do not keep trying them.
         self.pids.retain(|pid| procs.iter().any(|p| p.pid == *pid));
         let totals = totals(&procs);
         (procs, totals)
+    }
+
+    /// Seconds the last sample with smaps_rollup took (the whole tree).
+    pub fn rollup_seconds(&self) -> f64 {
+        self.rollup_s
     }
 
     /// Whether smaps_rollup could not be read for some process.

@@ -71,6 +71,9 @@ pub struct GrowthGroup {
     /// finding on the line that made its objects says keeps them
     /// (`self.hall_of_fame`, `pyplot`).
     pub static_holder: Option<String>,
+    /// The process it grows in, when the job has several
+    /// (`DataLoader worker 1 of 2 (pid 4242)`); the main process is unnamed.
+    pub process: Option<String>,
 }
 
 impl GrowthGroup {
@@ -80,6 +83,9 @@ impl GrowthGroup {
         let mut s = g.describe();
         if let Some(h) = &self.holder {
             s.push_str(&format!(", held by {}", h.describe()));
+        }
+        if let Some(p) = &self.process {
+            s.push_str(&format!(" in {p}"));
         }
         if let Some(c) = &self.created_at {
             s.push_str(&format!(", made at {}", c.describe()));
@@ -779,6 +785,7 @@ fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
             static_findings: Vec::new(),
             site_from: None,
             static_holder: None,
+            process: None,
         });
     }
     // matplotlib's own objects multiply with the figures left open.
@@ -848,6 +855,7 @@ fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
             static_findings: Vec::new(),
             site_from: None,
             static_holder: None,
+            process: None,
         });
     }
     out
@@ -940,6 +948,7 @@ mod tests {
             static_findings: Vec::new(),
             site_from: None,
             static_holder: None,
+            process: None,
         }
     }
 

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use leakspy_trace::Trace;
 
-use crate::extract::{memory_series, Series, StepClock};
+use crate::extract::{memory_series, Series, StepClock, TREE_PSS, TREE_RSS};
 use crate::model::{
     Basis, DiagnoseOptions, Diagnosis, ExitInfo, Finding, Fit, Growth, ProbeInfo, RunInfo,
     SeriesReport, ThroughputReport,
@@ -36,20 +36,33 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     let exit = exit_info(trace);
     let mut notes = Vec::new();
     let mut findings = Vec::new();
+    // The tree's memory: PSS when several processes ran (their summed RSS
+    // counts every page they share once per process), else RSS.
+    let tree = if analysed
+        .iter()
+        .any(|(_, r, a)| r.key == TREE_PSS && a.shape != Shape::TooShort)
+    {
+        TREE_PSS
+    } else {
+        TREE_RSS
+    };
     let rss_leaks = analysed
         .iter()
-        .any(|(_, r, _)| r.key == "total.rss" && r.verdict == Verdict::Leak);
+        .any(|(_, r, _)| r.key == tree && r.verdict == Verdict::Leak);
     for (_, r, _) in &analysed {
         if r.verdict != Verdict::Leak {
             continue;
         }
         // Anonymous memory rising with RSS is the same leak: one finding,
-        // with the anon fit as extra evidence.
-        if r.key == "total.anon" && rss_leaks {
+        // with the anon fit as extra evidence. Summed over processes that
+        // share pages, RSS and anon are not the tree's memory at all.
+        if (r.key == "total.anon" && rss_leaks)
+            || (tree == TREE_PSS && (r.key == TREE_RSS || r.key == "total.anon"))
+        {
             continue;
         }
         let mut evidence = r.evidence.clone();
-        if r.key == "total.rss" {
+        if r.key == TREE_RSS {
             if let Some((_, anon, _)) = analysed.iter().find(|(_, a, _)| a.key == "total.anon") {
                 if let Some(g) = anon.per_step.as_ref().or(anon.per_second.as_ref()) {
                     evidence.push(format!(
@@ -89,7 +102,7 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     }
     let probe = probe_info(trace);
 
-    let rss = analysed.iter().find(|(_, r, _)| r.key == "total.rss");
+    let rss = analysed.iter().find(|(_, r, _)| r.key == tree);
     // RSS alone can look flat at the end of a leaking run (the allocator
     // refilling heap that the probe's own census freed, a short run): when
     // the probe saw heavy objects held by a named root grow through the
@@ -124,7 +137,12 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     };
 
     if let Some((_, r, a)) = rss.filter(|_| !corroborated) {
-        notes.extend(shape_notes("RSS", r, a, basis));
+        notes.extend(shape_notes(
+            if tree == TREE_PSS { "PSS" } else { "RSS" },
+            r,
+            a,
+            basis,
+        ));
         if r.verdict == Verdict::Leak {
             if let Some((_, anon, _)) = analysed.iter().find(|(_, a, _)| a.key == "total.anon") {
                 if anon.verdict == Verdict::NoLeak {
@@ -149,7 +167,12 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
         }
     }
 
-    notes.extend(non_leak_notes(trace, &growth, verdict));
+    notes.extend(non_leak_notes(trace, verdict));
+    // What makes memory grow outside the Python objects of the process
+    // that pays for it: processes, copy-on-read, the allocators.
+    let mut mechanisms = crate::processes::mechanisms(trace, &clock);
+    mechanisms.extend(crate::allocator::mechanisms(trace, &growth));
+    crate::processes::label_groups(trace, &mut growth);
     // One story: under a no-leak verdict, what the probe saw grow is not a
     // leak either (its evidence would have made it one); said as a note,
     // not listed as what grows.
@@ -210,7 +233,7 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     let headline_key = findings
         .first()
         .map(|f| f.series.clone())
-        .unwrap_or_else(|| "total.rss".to_string());
+        .unwrap_or_else(|| tree.to_string());
     let headline = analysed.iter().find(|(_, r, _)| r.key == headline_key);
     let (growth_per_step, growth_per_second) = headline
         .map(|(_, r, _)| (r.per_step.clone(), r.per_second.clone()))
@@ -295,8 +318,9 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
         series: analysed.into_iter().map(|(_, r, _)| r).collect(),
         ranks: Vec::new(),
         no_holder: None,
+        mechanisms,
     };
-    if d.verdict == Verdict::Leak {
+    if d.verdict == Verdict::Leak && d.mechanisms.is_empty() {
         d.no_holder = no_holder_reason(trace, &d.growth, &d.probe);
     }
     let ranks = crate::ranks::rank_rows(trace, &d, "", opts);
@@ -587,13 +611,13 @@ fn shape_notes(name: &str, r: &SeriesReport, a: &SeriesAnalysis, basis: Basis) -
             first(a.warmup_end.unwrap_or(0.0))
         )),
         Shape::Flat | Shape::Sawtooth if warm => notes.push(format!(
-            "{name} rose {} up to {}, then stayed flat: it fills, then stays flat — bounded (a \
-             buffer or a cache reaching its size), not a leak",
+            "{name} rose {} up to {}, then stayed flat: it fills, then stays flat — bounded, \
+             not a leak",
             fmt_bytes(a.warmup_rise),
             at(a.warmup_end.unwrap_or(0.0))
         )),
         _ if warm => notes.push(format!(
-            "{name} rose {} during warm-up (up to {}): imports and first-step work, left out of the fit",
+            "{name} rose {} during warm-up (up to {}), left out of the fit",
             fmt_bytes(a.warmup_rise),
             at(a.warmup_end.unwrap_or(0.0))
         )),
@@ -601,8 +625,7 @@ fn shape_notes(name: &str, r: &SeriesReport, a: &SeriesAnalysis, basis: Basis) -
     }
     match a.shape {
         Shape::Saturating if a.verdict == Verdict::NoLeak => notes.push(format!(
-            "{name} grew, then stayed flat since {}: a buffer or cache filling up, or data loaded \
-             once, not a leak",
+            "{name} grew, then stayed flat since {}: bounded, not a leak",
             at(a.flat_since.unwrap_or(0.0))
         )),
         Shape::Saturating => notes.push(format!(
@@ -796,60 +819,12 @@ fn probe_cost(trace: &Trace) -> Option<crate::model::ProbeCost> {
 }
 
 /// What grows but is not a leak, said plainly so nobody chases it.
-fn non_leak_notes(
-    trace: &Trace,
-    growth: &[crate::census::GrowthGroup],
-    verdict: Verdict,
-) -> Vec<String> {
+fn non_leak_notes(trace: &Trace, verdict: Verdict) -> Vec<String> {
     let mut notes = Vec::new();
-    let grows = |key: &str| growth.iter().flat_map(|g| &g.growers).any(|g| g.key == key);
-    let cuda_seen = trace.census().any(|c| c.cuda.is_some());
-    if cuda_seen && !grows("cuda.allocated") {
-        let reserved = cuda_rise(trace, "reserved");
-        let gpu_used_rises = gpu_rise(trace) > 0.0;
-        if grows("cuda.reserved") || reserved > 0.0 || gpu_used_rises {
-            notes.push(
-                "CUDA reserved (or the GPU's used memory) grows while memory allocated by tensors \
-                 stays flat: the caching allocator keeping freed blocks for reuse, not a leak \
-                 (torch.cuda.empty_cache() returns them, at a speed cost)"
-                    .to_string(),
-            );
-        }
-    }
     if let Some(note) = copy_on_read_note(trace, verdict) {
         notes.push(note);
     }
     notes
-}
-
-fn cuda_rise(trace: &Trace, key: &str) -> f64 {
-    let vals: Vec<f64> = trace
-        .census()
-        .filter_map(|c| {
-            let cuda = c.cuda?;
-            Some(if key == "reserved" {
-                cuda.reserved
-            } else {
-                cuda.allocated
-            })
-        })
-        .collect();
-    match (vals.get(1), vals.last()) {
-        (Some(a), Some(b)) if vals.len() >= 3 => b - a,
-        _ => 0.0,
-    }
-}
-
-fn gpu_rise(trace: &Trace) -> f64 {
-    let used: Vec<f64> = trace
-        .gpu()
-        .map(|g| g.devices.iter().map(|d| d.used as f64).sum())
-        .collect();
-    let n = used.len();
-    if n < 6 {
-        return 0.0;
-    }
-    used[n - 1] - used[n / 4]
 }
 
 /// Forked workers whose RSS grows while their private memory (USS) stays

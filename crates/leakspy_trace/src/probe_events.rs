@@ -64,6 +64,13 @@ pub struct Census {
     /// torch's caching allocator (CUDA initialised).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cuda: Option<CudaCensus>,
+    /// What the process is to the job, when the probe can tell
+    /// (`DataLoader worker 1 of 2`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// glibc's malloc in this process (`mallinfo2`), when readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub malloc: Option<MallocCensus>,
     /// Fields this version does not know.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -174,6 +181,34 @@ pub struct CudaCensus {
     pub allocated: f64,
     #[serde(default)]
     pub reserved: f64,
+}
+
+/// glibc's malloc statistics (`mallinfo2`, summed over its arenas).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct MallocCensus {
+    /// Bytes malloc obtained from the system outside `mmap`ed chunks (`arena`).
+    #[serde(default)]
+    pub heap: f64,
+    /// Bytes in `mmap`ed chunks (`hblkhd`).
+    #[serde(default)]
+    pub mmapped: f64,
+    /// Bytes allocated and not freed (`uordblks`).
+    #[serde(default)]
+    pub in_use: f64,
+    /// Bytes freed but kept by malloc (`fordblks`).
+    #[serde(default)]
+    pub free: f64,
+    /// Arenas (the main one and one per thread that contended for it), when
+    /// counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arenas: Option<f64>,
+}
+
+/// Resident memory of a process before and after `malloc_trim(0)`, bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct MallocTrim {
+    pub rss_before: f64,
+    pub rss_after: f64,
 }
 
 /// Something that grew at every census lately, with who holds it. A later
@@ -305,6 +340,10 @@ pub struct Cost {
     /// Most optimizers seen stepping in one iteration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub optimizers: Option<u64>,
+    /// At exit, where glibc's malloc held much freed memory: what
+    /// `malloc_trim(0)` gave back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub malloc_trim: Option<MallocTrim>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
