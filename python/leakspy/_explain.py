@@ -459,6 +459,43 @@ def file_name(f):
     return display_file(f) or os.path.abspath(f)
 
 
+def thread_of(f, line):
+    """The name of the thread, other than the main one and the probe's,
+    whose stack is running the code at ``f``:``line`` now (a background
+    thread that makes and keeps what grows), or None."""
+    th = sys.modules.get("threading")
+    if th is None:
+        return None
+    try:
+        main = th.main_thread().ident
+        me = th.get_ident()
+        active = getattr(th, "_active", {})
+        for ident, top in list(sys._current_frames().items()):
+            if ident in (main, me):
+                continue
+            fr = top
+            while fr is not None:
+                code = fr.f_code
+                if code.co_filename == f and _spans(code, line):
+                    t = active.get(ident)
+                    name = getattr(t, "name", None)
+                    return name if isinstance(name, str) else "thread %d" % ident
+                fr = fr.f_back
+    except Exception:
+        pass
+    finally:
+        top = fr = None
+    return None
+
+
+def _spans(code, line):
+    try:
+        lines = [n for _, _, n in code.co_lines() if n is not None]
+    except AttributeError:  # before 3.10
+        return code.co_firstlineno <= line
+    return bool(lines) and min(lines) <= line <= max(lines)
+
+
 def site_of(site):
     """(file, line, function) of a site found by ``sites``."""
     from ._holders import function_at

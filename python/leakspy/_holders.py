@@ -35,6 +35,9 @@ _CONTAINERS = (list, tuple, dict, set, frozenset)
 # library's named root (a global), then a part of a model passed on the way.
 _LIB_ROOT = 1
 _LIB_PART = 2
+# A frame local reached only past a library object's attribute (the local
+# `trainer` above `Trainer.log_history`) names less than that attribute.
+_LIB_LOCAL = 3
 
 # Where nn.Module keeps its submodules, parameters and buffers.
 _MODULE_REGISTRIES = frozenset(("_modules", "_parameters", "_buffers"))
@@ -203,6 +206,7 @@ class Searcher(object):
         chains = []
         bounded = []
         ldepth = []
+        libpath = []  # per node: the walk passed a library object's attribute
         results = []  # per source: list of candidate roots at the first level found
         fallback = []  # per source: library attributes passed on the way up
         done = []
@@ -220,6 +224,7 @@ class Searcher(object):
                 chains.append([_tname(o)])
                 bounded.append(False)
                 ldepth.append(0)
+                libpath.append(False)
         self._mine(list(groups))
         self.ignore.add(id(groups))
         for g_objs in groups:
@@ -236,7 +241,10 @@ class Searcher(object):
                     _container_id(root)
                     self.ignore.add(id(root))  # it refers to what the walk visits
                     root["_bounded"] = bounded[i]
-                    results[s].append(root)
+                    if libpath[i]:
+                        fallback[s].append((_LIB_LOCAL, len(fallback[s]), root))
+                    else:
+                        results[s].append(root)
             for s, r in enumerate(results):
                 # A frame local is a root to fall back on, not where to
                 # stop: the newest of many kept objects is also the loop's
@@ -258,6 +266,7 @@ class Searcher(object):
             new_chains = []
             new_bounded = []
             new_ldepth = []
+            new_libpath = []
             per_source = {}
             for r in refs:
                 if id(r) in self.ignore:
@@ -280,14 +289,28 @@ class Searcher(object):
                             continue
                         visited[s].add(id(r))
                         root, cont = self._classify(r, nodes[i], childs[i], chains[i])
+                        passed_lib = libpath[i]
                         if root is not None:
                             _container_id(root)
+                            if libpath[i] and "container_id" not in root:
+                                # (A user's object holding a library's: the
+                                # container below is the one the library's
+                                # attribute holds, `Queue.queue`.)
+                                for _, _, fb in fallback[s]:
+                                    if fb.get("container_id"):
+                                        root["container_id"] = fb["container_id"]
+                                        root.setdefault("container", fb.get("container"))
+                                        break
                             self.ignore.add(id(root))
                             root["_bounded"] = bounded[i]
                             # A root the walk goes on past (a library's
                             # attribute or global) is kept in case nothing
                             # better is found above it.
                             lib = root.pop("_lib", 0)
+                            if lib == _LIB_ROOT and root["kind"] == "attribute":
+                                passed_lib = True
+                            if not lib and root["kind"] == "local" and libpath[i]:
+                                lib = _LIB_LOCAL
                             if lib:
                                 fallback[s].append((lib, len(fallback[s]), root))
                             else:
@@ -308,11 +331,12 @@ class Searcher(object):
                                 new_chains.append(chains[i] + [_tname(r)])
                             new_bounded.append(bounded[i] or _is_bounded(r))
                             new_ldepth.append(ld)
+                            new_libpath.append(passed_lib)
             for s, r in enumerate(results):
                 if any(h["kind"] != "local" for h in r):
                     done[s] = True
             nodes, childs, srcs, chains = new_nodes, new_childs, new_srcs, new_chains
-            bounded, ldepth = new_bounded, new_ldepth
+            bounded, ldepth, libpath = new_bounded, new_ldepth, new_libpath
         # Best root per source, then a vote per group.
         per_group = {}
         s = 0
@@ -497,9 +521,13 @@ class Searcher(object):
             root["_value"] = child if name[1] else node
             root["_lib"] = _LIB_PART if internal else 0
             if not internal and not self.libs.is_user_type(tr):
-                # An installed package's own object (a trainer's log
-                # history): named, but not the user's code.
+                # An object of the standard library's or of an installed
+                # package's (a Queue's deque, a trainer's log history, a
+                # logger's handlers): a fallback, and the walk goes on up to
+                # the user's object that holds it (`AsyncValidator.results`).
                 root["library"] = True
+                root["_lib"] = _LIB_ROOT
+                return root, True
             return root, internal
         return None, True
 

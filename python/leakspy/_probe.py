@@ -182,7 +182,12 @@ class _State(object):
         self.after_cost = 0.0
         if census is None:
             census = os.environ.get("LEAKSPY_PROBE_CENSUS", "1").strip() != "0"
+        self.census_wanted = bool(census)
         self.census_on = bool(census) and self.budget > 0
+        # A forked child: the frames of the parent's code that forked it
+        # ((file, line, function), innermost first), for its hello.
+        self.fork_frames = None
+        self.malloc_trim = None
         self.attached = False
         self.busy = _thread.allocate_lock()
         self.connect_lock = _thread.allocate_lock()
@@ -309,7 +314,63 @@ def _hello_msg(st):
         "rank": _int_env("RANK"),
         "local_rank": _int_env("LOCAL_RANK"),
         "world_size": _int_env("WORLD_SIZE"),
+        "role": _role(),
+        "started_at": _started_at(st),
     }
+
+
+def _role():
+    """What this process is to the job, when it can be told without
+    importing anything: a DataLoader worker (torch sets its worker info
+    in the worker), a multiprocessing child."""
+    try:
+        w = sys.modules.get("torch.utils.data._utils.worker")
+        info = getattr(w, "_worker_info", None) if w is not None else None
+        if info is not None:
+            return "DataLoader worker %d of %d" % (int(info.id) + 1, int(info.num_workers))
+        mp = sys.modules.get("multiprocessing.process")
+        if mp is not None:
+            name = mp.current_process().name
+            if isinstance(name, str) and name != "MainProcess":
+                return _clean("multiprocessing %s" % name)
+    except Exception:
+        pass
+    return None
+
+
+def _started_at(st):
+    """The line of the user's code that forked this process (the innermost
+    frame of the user's own files at the fork), for a forked child."""
+    frames = st.fork_frames
+    if not frames:
+        return None
+    try:
+        from ._census import Libraries
+
+        libs = st.libs or Libraries(os.path.dirname(os.path.abspath(__file__)) + os.sep)
+        for f, line, function in frames:
+            if libs.is_user_file(f):
+                from . import _explain
+
+                return {"file": _clean(_explain.file_name(f)), "line": line,
+                        "function": _clean(function)}
+    except Exception:
+        pass
+    return None
+
+
+def _fork_frames():
+    frames = []
+    try:
+        f = sys._getframe(2)
+        while f is not None and len(frames) < 40:
+            code = f.f_code
+            frames.append((code.co_filename, f.f_lineno,
+                           getattr(code, "co_qualname", code.co_name)))
+            f = f.f_back
+    except Exception:
+        pass
+    return frames
 
 
 def _hello(st):
@@ -476,7 +537,7 @@ def _poll(st):
 
 def _start_burst(st, reason):
     now = _monotonic()
-    if (not st.census_on or st.forked or st.burst_until or now < st.burst_ok_after
+    if (not st.census_on or st.burst_until or now < st.burst_ok_after
             or st.bursts >= MAX_BURSTS):
         return
     st.bursts += 1
@@ -533,7 +594,7 @@ def _burst_check(st, now):
 
 def _on_due(st, c):
     """A step when a census (or the end of a creation-site trace) may be due."""
-    if not st.census_on or st.forked or st.exiting:
+    if not st.census_on or st.exiting:
         st.due = _INF
         return
     if not st.busy.acquire(False):
@@ -635,7 +696,8 @@ def _send_cost(st, now):
            "parts": dict((k, round(v, 6)) for k, v in st.parts.items()),
            "steps": round((st.opt.n + st.man.n) * STEP_COST_S, 6),
            "bursts": st.bursts, "burst_s": round(st.burst_spent, 6),
-           "burst_budget": BURST_BUDGET, "optimizers": st.optimizers})
+           "burst_budget": BURST_BUDGET, "optimizers": st.optimizers,
+           "malloc_trim": st.malloc_trim})
 
 
 def _set_due(st):
@@ -791,6 +853,12 @@ def _census(st, source, step, rises=None, look=None):
         with _gc_paused():
             fields, suspects = st.census.run(want_picks=True, rises=rises, warmup=warm,
                                              last=look is not None)
+        from . import _malloc
+
+        fields["malloc"] = _malloc.stats()
+        role = _role()
+        if role is not None:
+            fields["role"] = role
     except Exception as e:
         _charge(st, "census", _perf() - t0)
         _census_failed(st, e)
@@ -1059,6 +1127,9 @@ def _resolve_sites(st):
         f, line, function = _explain.site_of(site)
         msg = dict(msg)
         msg["created_at"] = {"file": _clean(f), "line": line, "function": _clean(function)}
+        thread = _explain.thread_of(site[0], line)
+        if thread is not None:
+            msg["created_at"]["thread"] = _clean(thread)
         st.sent[key] = msg
         _send(msg)
     _charge(st, "sites", _perf() - w0)
@@ -1075,7 +1146,7 @@ def _resolve_sites(st):
 
 
 def _start_timer(st):
-    if st.forked or not st.census_on or st.timer_alive or st.opt.n or st.man.n:
+    if not st.census_on or st.timer_alive or st.opt.n or st.man.n:
         return
     try:
         st.wake = _thread.allocate_lock()
@@ -1107,6 +1178,12 @@ def _timer_main(st, wake, exited):
                     or st.opt.n or st.man.n):
                 break
             now = _monotonic()
+            if st.forked and st.channel.sock is None and now - st.t_start >= FIRST_TIMER_S:
+                # A forked child says hello once it has lived a second (a
+                # child that only execs another program never does), so the
+                # monitor can ask it for a burst too.
+                if not _reconnect(st, st.channel):
+                    break
             _poll(st)
             if not st.active:
                 break
@@ -1194,27 +1271,31 @@ def _after_fork_parent():
 
 
 def _after_fork_child():
+    """A forked child (a DataLoader worker, a multiprocessing process) gets
+    a probe of its own: its own budget, census and connection (made when
+    it first has something to say), and its timer thread, since workers
+    rarely step. The parent's connection is forgotten, not closed."""
+    global S
     try:
-        st = S
-        if st is None or not st.active:
+        old = S
+        if old is None or not old.active:
             return
-        st.pid = os.getpid()
+        frames = _fork_frames()
+        old.channel.reset_after_fork()  # the parent's connection is not ours
+        _stop_tracing(old)  # (a tracemalloc the parent started)
+        st = _State(old.channel.path, old.budget, old.census_wanted)
+        st.channel = old.channel
         st.forked = True
-        st.census_on = False
-        st.due = _INF
-        st.busy = _thread.allocate_lock()
-        st.timer_alive = False
-        st.timer_sleeping = False
-        st.timer_paused = False
-        st.wake = None
-        st.exited = None
-        st.trace_pending = {}
-        st.sent = {}
-        st.opt.reset()
-        st.man.reset()
-        _stop_tracing(st)
-        st.connect_lock = _thread.allocate_lock()
-        st.channel.reset_after_fork()  # the parent's connection is not ours
+        st.attached = old.attached
+        st.fork_frames = frames
+        st.libs = old.libs
+        st.opt_handle, st.finder = old.opt_handle, old.finder
+        st.optimizers = old.optimizers
+        if not st.census_on:
+            st.due = _INF
+        S = st
+        old.active = False
+        _start_timer(st)
     except Exception:
         try:
             _switch_off()
@@ -1234,7 +1315,7 @@ def _at_exit():
             if c.n > c.sent_n:
                 c.sent_n = c.n
                 _send({"kind": "step", "pid": st.pid, "step": c.n, "source": c.source})
-        if (not st.forked and st.census_on and not st.looked and st.census is not None
+        if (st.census_on and not st.looked and st.census is not None
                 and (st.opt.n or st.man.n) and st.busy.acquire(True, 2.0)):
             try:
                 # (A creation site still being traced is looked up first.)
@@ -1245,7 +1326,16 @@ def _at_exit():
             finally:
                 st.busy.release()
         _stop_tracing(st)
-        if not st.forked:
+        if st.census is not None:
+            # Memory glibc holds freed: what malloc_trim(0) gives back, now
+            # that the program has ended (it changes no object).
+            try:
+                from . import _malloc
+
+                st.malloc_trim = _malloc.trim_experiment()
+            except Exception:
+                pass
+        if not st.forked or st.census is not None:
             _send_cost(st, _monotonic())
         if st.active:
             st.channel.drain(1.0)

@@ -1096,26 +1096,85 @@ def test_a_forked_child_says_hello_on_its_own_connection(monitor):
 
 
 @needs_torch
-def test_dataloader_workers_stay_silent_and_the_parent_keeps_its_channel(monitor):
+def test_dataloader_workers_have_their_own_channel_and_the_parent_keeps_its(monitor):
     p = monitor.run("""
+        import time
         import torch
         import leakspy
-        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data import DataLoader, Dataset
+
+        class Slow(Dataset):
+            def __len__(self):
+                return 32
+            def __getitem__(self, i):
+                time.sleep(0.1)  # workers live past the probe's first second
+                return torch.ones(3) * i
+
         if __name__ == "__main__":
-            ds = TensorDataset(torch.randn(64, 3))
             for epoch in range(2):
-                n = sum(1 for _ in DataLoader(ds, batch_size=8, num_workers=2,
+                n = sum(1 for _ in DataLoader(Slow(), batch_size=8, num_workers=2,
                                                multiprocessing_context="fork"))
                 leakspy.step()
             print(n)
     """)
     check_ok(p)
-    assert p.stdout == b"8\n"
-    # Workers never step: they connect to nobody. The parent's connection
-    # was not used by them (its lines all parse, its steps arrive).
-    assert [h["forked"] for h in monitor.messages("hello")] == [False]
-    assert monitor.conns == 1 and monitor.bad == []
-    assert steps(monitor, "manual")[-1] == 2
+    assert p.stdout == b"4\n"
+    hellos = monitor.messages("hello")
+    parent = [h for h in hellos if not h["forked"]]
+    workers = [h for h in hellos if h["forked"]]
+    assert len(parent) == 1 and workers, hellos
+    # Each worker says who it is to the job, on a connection of its own;
+    # the parent's connection was not used by them (its lines all parse,
+    # its steps arrive).
+    assert all(h["ppid"] == parent[0]["pid"] for h in workers)
+    assert {h["role"] for h in workers} <= {"DataLoader worker 1 of 2",
+                                           "DataLoader worker 2 of 2"}
+    with monitor.lock:
+        conn_of = {}
+        for n, m in monitor.msgs:
+            conn_of.setdefault(m["pid"], set()).add(n)
+    assert all(len(c) == 1 for c in conn_of.values())
+    assert len(set().union(*conn_of.values())) == len(conn_of)
+    assert monitor.bad == []
+    assert steps(monitor, "manual", pid=parent[0]["pid"])[-1] == 2
+
+
+def test_a_forked_child_gets_a_probe_of_its_own(monitor):
+    p = monitor.run("""
+        import multiprocessing as mp, os, time
+
+        class Cache:
+            def __init__(self):
+                self.items = {}
+
+        def work():
+            c = Cache()
+            t0 = time.time()
+            i = 0
+            while time.time() - t0 < 6:
+                c.items[i] = [float(i)] * 50  # KEPT
+                i += 1
+                time.sleep(0.002)
+
+        if __name__ == "__main__":
+            child = mp.get_context("fork").Process(target=work)
+            child.start()  # STARTED
+            child.join()
+            print(os.getpid(), child.pid)
+    """)
+    check_ok(p)
+    parent, child = map(int, p.stdout.split())
+    hello = monitor.wait_for("hello", pid=child, timeout=1)
+    assert hello["forked"] is True and hello["ppid"] == parent
+    assert hello["role"] == "multiprocessing ForkProcess-1"
+    assert hello["started_at"]["line"] == line_of(monitor.script, "# STARTED")
+    # Its own censuses on its own budget (the parent, waiting in join(),
+    # has none), and the holder of what grows in it.
+    assert points(monitor, pid=child)
+    assert all(c["role"] == "multiprocessing ForkProcess-1" for c in points(monitor, pid=child))
+    held = [s for s in monitor.messages("suspect", pid=child)
+            if s["holder"]["path"] == "Cache.items"]
+    assert held, monitor.messages("suspect", pid=child)
 
 
 def test_a_forked_child_that_execs_says_nothing(monitor):

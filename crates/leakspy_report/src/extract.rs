@@ -180,7 +180,6 @@ impl StepClock {
 
     /// Steps done at time `t`; `None` before the first or after the last
     /// step event (imports before training, evaluation or exit after it).
-    #[cfg(test)]
     pub fn step_at(&self, t: f64) -> Option<f64> {
         let n = self.t.len();
         if n < 2 || t < self.t[0] || t > self.t[n - 1] {

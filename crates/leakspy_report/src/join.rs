@@ -77,6 +77,7 @@ fn attach(groups: &mut [GrowthGroup], cwd: &str) {
                     file: m.file.clone(),
                     line: m.line,
                     function: None,
+                    thread: None,
                 });
                 g.site_from = Some(format!("check {}", m.rule));
             }

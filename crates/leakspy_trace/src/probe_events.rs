@@ -299,6 +299,11 @@ pub struct Location {
     pub line: u64,
     #[serde(default)]
     pub function: Option<String>,
+    /// The thread running that line when the probe looked, when it is not
+    /// the job's main thread (a background thread that makes and keeps
+    /// what grows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<String>,
 }
 
 /// The probe's own accounting in one process: each one sums up all before
