@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset
 
 RECORDS = int(os.environ.get("COW_RECORDS", "200000"))
-EPOCHS = int(os.environ.get("COW_EPOCHS", "2"))
+EPOCHS = int(os.environ.get("COW_EPOCHS", "3"))
 WORKERS = 2
 
 
@@ -43,8 +43,8 @@ def main():
     data = RecordDataset(RECORDS)
     loader = DataLoader(data, batch_size=128, shuffle=True, num_workers=WORKERS,
                         persistent_workers=True)
-    model = nn.Sequential(nn.Linear(8, 384), nn.ReLU(), nn.Linear(384, 384), nn.ReLU(),
-                          nn.Linear(384, 4))
+    model = nn.Sequential(nn.Linear(8, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                          nn.Linear(256, 4))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     steps = 0
     for _ in range(EPOCHS):

@@ -23,13 +23,13 @@ from ._channel import Channel
 
 _monotonic = time.monotonic
 _perf = time.perf_counter
-# The probe's work is charged in wall time on the job's thread: it is what
-# the job loses, on a busy machine too (a census of 0.1 s of CPU that waits
-# for a CPU other programs hold stalls the job for longer, and is charged
-# so). What the steps after a census lose (its cache misses), and the step
-# messages, are measured in the thread's CPU time instead: a step's wall
-# time, and a 30-microsecond message's, also move with every other
-# program's scheduling, which is not the probe's doing.
+# The probe's work is charged in the CPU time of the thread that does it:
+# a census that waits for a core on a busy machine makes every other thread
+# of the job wait as long, and charged in wall time it used up a burst
+# before it could name anything. What the steps after a census lose (its
+# cache misses), and the step messages, are measured in the thread's CPU
+# time too: a step's wall time, and a 30-microsecond message's, also move
+# with every other program's scheduling, which is not the probe's doing.
 _cpu = time.thread_time
 _INF = float("inf")
 
@@ -860,13 +860,19 @@ def _census(st, source, step, rises=None, look=None):
         if role is not None:
             fields["role"] = role
     except Exception as e:
-        _charge(st, "census", _perf() - t0)
+        _charge(st, "census", _cpu() - c0)
         _census_failed(st, e)
         return
-    cost = _perf() - t0
+    wall = _perf() - t0
+    # Charged in the thread's CPU time: on a starved machine a census of
+    # 0.4 s of CPU can take seconds of wall time waiting for a core, which
+    # every other thread of the job waits for too; charged in wall time it
+    # used up a burst before it could name anything.
+    cost = _cpu() - c0
     _charge(st, "census", cost)
     msg = {"kind": "census", "pid": st.pid, "step": step, "source": source,
-           "cost_s": round(cost, 6), "n": st.census.n, "dropped": st.channel.take_dropped(),
+           "cost_s": round(wall, 6), "cpu_s": round(cost, 6), "n": st.census.n,
+           "dropped": st.channel.take_dropped(),
            "warmup": st.census.n <= st.census.warm_n}
     if st.burst_until:
         msg["burst"] = st.bursts
@@ -878,14 +884,14 @@ def _census(st, source, step, rises=None, look=None):
     _send(msg)
     del fields
     if suspects:
-        h0 = _perf()
+        h0 = _cpu()
         try:
             _suspects(st, suspects, step)
         except Exception as e:
             _note("warn", "suspect search failed: %s" % _describe(e))
         del suspects
-        _charge(st, "holders", _perf() - h0)
-    total = _perf() - t0
+        _charge(st, "holders", _cpu() - h0)
+    total = _cpu() - c0
     # The next census is expected to cost what this one did without its
     # holder search (a search is rare; the credit pays it back), and what
     # the steps after the last one lost.
@@ -1093,7 +1099,6 @@ def _stop_tracing(st):
 def _resolve_sites(st):
     """A few steps after a suspect: where were its newest instances made?"""
     c0 = _cpu()
-    w0 = _perf()
     # The steps run under tracemalloc were slower: what they took beyond the
     # step time before the census is the probe's cost too.
     window = c0 - st.trace_t
@@ -1132,7 +1137,7 @@ def _resolve_sites(st):
             msg["created_at"]["thread"] = _clean(thread)
         st.sent[key] = msg
         _send(msg)
-    _charge(st, "sites", _perf() - w0)
+    _charge(st, "sites", _cpu() - c0)
     now = _monotonic()
     if st.burst_until:
         _burst_check(st, now)

@@ -28,6 +28,9 @@ pub struct Census {
     /// Wall seconds the census took.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_s: Option<f64>,
+    /// CPU seconds of the census's thread (what the budget is charged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_s: Option<f64>,
     /// Messages the probe dropped since the last census (a full socket).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dropped: Option<u64>,
