@@ -271,6 +271,10 @@ class Census(object):
         self._type_info = {}
         self.own_tensors = {}  # id -> fingerprint: tensors our saved-tensor reads made
         self.saved_ids = set()
+        # id of a tensor a graph saved -> the root tensor of that graph (for
+        # the holder search: saved tensors have no referrers in Python, the
+        # root that keeps their graph does); emptied at the census's end.
+        self.saved_root = {}
         self.rising_types = set()  # set by a census with suspects, for their search
         self.survivors = {}  # key -> ids of its instances at the last census
         self.survivors_old = {}  # ... and at the one before
@@ -297,7 +301,7 @@ class Census(object):
                id(self.container_types), id(self.reported_types), id(self.saved_names),
                id(self.suspect_keys), id(self.suppressed), id(self.libs._modules),
                id(self.libs._files), id(self._type_info), id(self.own_tensors),
-               id(self.saved_ids), id(self.rising_types), id(self.survivors),
+               id(self.saved_ids), id(self.saved_root), id(self.rising_types), id(self.survivors),
                id(self.tensor_keys), id(self.survivors_old)}
         ids.update(map(id, self.survivors.values()))
         ids.update(map(id, self.survivors_old.values()))
@@ -542,6 +546,7 @@ class Census(object):
                     continue
                 saved = self.saved_ids
                 info["saved_by_graph"] = any(id(o) in saved for o in info["objects"])
+                info["graph_roots"] = self._graph_roots(info["objects"])
                 suspects.append((key, 0.0, self.values.get(key, 0) if self.values else 0, info))
             if suspects:
                 up = {parse(k).name for k in keys if parse(k).kind == "type"}
@@ -578,6 +583,7 @@ class Census(object):
                     continue
                 saved = self.saved_ids
                 info["saved_by_graph"] = any(id(o) in saved for o in info["objects"])
+                info["graph_roots"] = self._graph_roots(info["objects"])
                 suspects.append((key, per, count, info))
             if suspects:
                 up = {parse(k).name for k in self.growth.runs if parse(k).kind == "type"}
@@ -604,8 +610,21 @@ class Census(object):
         del objs, tensors, roots, conts, mods, cont_objs, graph_best, type_counts, arrays
         del sel, sel_types
         self.saved_ids = set()
+        self.saved_root = {}
         self.tensor_keys = []
         return fields, suspects
+
+    def _graph_roots(self, objs):
+        """The root tensors of the graphs that saved these objects (each
+        once): what keeps them, going up in Python."""
+        roots = []
+        seen = set()
+        for o in objs:
+            r = self.saved_root.get(id(o))
+            if r is not None and id(r) not in seen:
+                seen.add(id(r))
+                roots.append(r)
+        return roots
 
     # -- tensors ---------------------------------------------------------
 
@@ -703,6 +722,8 @@ class Census(object):
         heads.sort(reverse=True, key=_first)
         newest = heads[0][3] if heads else None  # the root made last: a chain's head
         visited = set()
+        order = []  # the nodes as found, each root's after the one before
+        starts = []  # (where a root's nodes start in order, the root)
         per_root = []
         capped = False
         for _, _, gf, t in heads:
@@ -711,11 +732,13 @@ class Census(object):
             if gf in visited:
                 continue
             n0 = len(visited)
-            if walk_graph(gf, visited, GRAPH_NODE_CAP):
+            starts.append((len(order), t))
+            if walk_graph(gf, visited, GRAPH_NODE_CAP, order):
                 capped = True
             per_root.append((len(visited) - n0, t))
         del heads
-        saved, partial = self._saved_bytes(torch, visited, tensor_types, tensors)
+        saved, partial = self._saved_bytes(torch, order, starts, tensor_types, tensors)
+        del order, starts
         out = {"roots": len(roots), "nodes": len(visited), "saved_bytes": saved}
         if capped:
             out["capped"] = True
@@ -766,10 +789,13 @@ class Census(object):
             self.graph_newest = newest_seen
         return found
 
-    def _saved_bytes(self, torch, nodes, tensor_types, tensors):
+    def _saved_bytes(self, torch, nodes, starts, tensor_types, tensors):
         known = set(map(id, tensors))  # Python objects before this census
         own = self.own_tensors
         saved_ids = self.saved_ids = set()  # what the graphs hold, for suspects
+        saved_root = self.saved_root = {}
+        next_start = 0
+        root = None
         seen = set()
         total = 0
         inspected = 0
@@ -778,7 +804,10 @@ class Census(object):
         cache = self.saved_names
         ttypes = tensor_types or {torch.Tensor}
         with _no_torch_function(torch):
-            for node in nodes:
+            for i, node in enumerate(nodes):
+                while next_start < len(starts) and starts[next_start][0] <= i:
+                    root = starts[next_start][1]
+                    next_start += 1
                 if inspected >= SAVED_NODE_CAP or freed_streak >= SAVED_FREED_STREAK:
                     partial = True
                     break
@@ -811,6 +840,8 @@ class Census(object):
                         if type(x) not in ttypes:
                             continue
                         saved_ids.add(id(x))
+                        if id(x) not in saved_root:
+                            saved_root[id(x)] = root
                         if id(x) not in known and id(x) not in own:
                             fp = _fingerprint(x)
                             if fp is not None:

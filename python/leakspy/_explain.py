@@ -81,7 +81,7 @@ def container_key(cid):
 # -- holders ---------------------------------------------------------------------------
 
 
-def attribute(libs, suspects, through=(), known_graph_holder=None):
+def attribute(libs, suspects, through=()):
     """Who holds each suspect's instances: a list, per suspect, of
     ``(holder or None, bounded, picked)``. ``suspects`` are
     ``(key, per, count, info)`` with ``info["objects"]`` the instances to
@@ -90,7 +90,7 @@ def attribute(libs, suspects, through=(), known_graph_holder=None):
 
     Tensors that only an autograd graph holds (saved for backward; torch
     keeps their Python objects alive with the graph) take the holder of the
-    graph: this census's, or ``known_graph_holder`` (one named before).
+    graphs that saved them, found going up from those graphs' roots.
     Open figures are held by pyplot. ``bounded``: the holder is a deque
     with a ``maxlen`` (what it holds fills, then stays flat). ``picked``:
     the instance whose walk reached the holder (the one to describe); the
@@ -98,7 +98,17 @@ def attribute(libs, suspects, through=(), known_graph_holder=None):
     from ._holders import Searcher
 
     searcher = Searcher(libs, through)
-    groups = [s[3]["objects"] for s in suspects]
+    # Tensors a graph saved have no referrer in Python: the roots of the
+    # graphs that saved them do (the loss kept in a list). The walk goes up
+    # from those, so the holder named is the one that keeps those graphs,
+    # by reference, not the holder of some other graph of the census.
+    via_graph = []
+    groups = []
+    for s in suspects:
+        roots = s[3].pop("graph_roots", None) or []
+        via_graph.append(bool(roots))
+        groups.append(list(s[3]["objects"]) + roots if roots else s[3]["objects"])
+        roots = None
     try:
         from ._census import GcPaused
 
@@ -109,30 +119,35 @@ def attribute(libs, suspects, through=(), known_graph_holder=None):
         searcher.picked = None
         searcher.close()
     del groups
-    # (All graphs' holder first: the largest graph's is one tensor's.)
-    graph_holder = None
-    for keys in (ALL_GRAPHS, ("graph.largest",)):
-        for s, h in zip(suspects, holders):
-            if graph_holder is None and s[0] in keys and h is not None:
-                graph_holder = h
-    if graph_holder is None and known_graph_holder is not None:
-        graph_holder = known_graph_holder
     out = []
-    for s, h, o in zip(suspects, holders, picked):
+    for s, h, o, via in zip(suspects, holders, picked, via_graph):
         info = s[3]
-        if h is None and graph_holder is not None and info.get("saved_by_graph"):
-            h = dict(graph_holder)
-            h["chain"] = [type_of_first(info), "graph"] + list(graph_holder.get("chain") or [])
+        if h is not None and via and o is not None and all(o is not x for x in info["objects"]):
+            # Reached from the root of a graph that saved them.
+            h = dict(h)
+            h["chain"] = [type_of_first(info), "graph"] + list(h.get("chain") or [])
+            o = info["objects"][0] if info["objects"] else None
         bounded = False
         if h is not None:
             h = dict(h)
             bounded = h.pop("_bounded", False)
         if info["kind"] == "figures":
             h = {"kind": "pyplot", "path": PYPLOT, "container": None, "file": None,
-                 "line": None, "chain": ["Figure", "pyplot"]}
+                 "line": None, "chain": ["Figure", "pyplot"], "reaches": _pyplot_reaches(through)}
         out.append((h, bounded, o))
     del picked
     return out
+
+
+def _pyplot_reaches(through):
+    """What pyplot's open figures keep, among the rising series."""
+    helpers = sys.modules.get("matplotlib._pylab_helpers")
+    figs = getattr(getattr(helpers, "Gcf", None), "figs", None)
+    if figs is None:
+        return []
+    from ._holders import reaches
+
+    return reaches(figs, through)
 
 
 def type_of_first(info):

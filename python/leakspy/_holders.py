@@ -365,6 +365,9 @@ class Searcher(object):
         del per_group
         self._reach(groups, out)
         for h in out:
+            if h is not None and h.get("_value") is not None and not h.get("library"):
+                h["reaches"] = reaches(h["_value"], self.through)
+        for h in out:
             if h is not None:
                 h.pop("_value", None)
         self.close()
@@ -655,6 +658,54 @@ class Searcher(object):
 
 _CONTAINER_NAMES = frozenset(("list", "dict", "set", "deque", "OrderedDict", "defaultdict",
                               "Counter"))
+
+
+# The walk down from a named holder for what else it keeps: this deep, and
+# this many objects at most (a figure is thousands).
+REACH_DEPTH = 8
+REACH_CAP = 50000
+
+
+def reaches(start, rising):
+    """The series of the census that count objects ``start`` keeps, going
+    down its references: ``type:<name>`` for each type of ``rising`` (the
+    types whose count rose) reached, and ``numpy`` when arrays are. What a
+    named holder keeps is its leak, whatever series counts it (one leak,
+    one group: a figure's arrays, weak references and partials are the
+    figure's)."""
+    from ._census import type_name
+
+    want = set(rising)
+    found = set()
+    arrays = False
+    level = [start]
+    seen = {id(start)}
+    skip = (type, _ModuleType, _FunctionType, _FrameType)
+    try:
+        for _ in range(REACH_DEPTH):
+            refs = gc.get_referents(*level)
+            nxt = []
+            for o in refs:
+                t = type(o)
+                if t in want:
+                    found.add(t)
+                elif not arrays and t.__name__ == "ndarray":
+                    arrays = True
+                if id(o) not in seen and gc.is_tracked(o) and not isinstance(o, skip):
+                    seen.add(id(o))
+                    nxt.append(o)
+            del refs
+            level = nxt
+            if not level or len(seen) > REACH_CAP:
+                break
+    except Exception:
+        pass
+    finally:
+        level = nxt = None
+    keys = ["type:" + type_name(t) for t in found]
+    if arrays:
+        keys.append("numpy")
+    return sorted(keys)
 
 
 def _container_id(root):

@@ -18,7 +18,6 @@ except ImportError:  # pragma: no cover
     _thread = None
 
 from . import __version__
-from ._autograd import GRAPH_KEYS
 from ._channel import Channel
 
 _monotonic = time.monotonic
@@ -984,12 +983,7 @@ def _suspects(st, suspects, step):
     # optimizer) are passed through on the way up, not taken for roots.
     through_types = census.rising_types
     census.rising_types = set()
-    known = None
-    for key in GRAPH_KEYS:
-        h = (st.sent.get(key) or {}).get("holder") or {}
-        if known is None and h.get("kind") not in (None, "unknown"):
-            known = h
-    found = _explain.attribute(st.libs, suspects, through_types, known)
+    found = _explain.attribute(st.libs, suspects, through_types)
     for (key, per, count, info), (holder, bounded, picked) in zip(suspects, found):
         if bounded:
             census.suppressed[key] = census.n + 10

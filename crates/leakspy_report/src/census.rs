@@ -795,7 +795,18 @@ fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
             gs.retain(|g| g.key != "graph.largest");
         }
         gs.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
-        let holder = gs[0].holder.clone();
+        let mut holder = gs[0].holder.clone();
+        if let Some(h) = holder.as_mut() {
+            // (What each of its suspects found it keeps.)
+            let mut reaches: Vec<String> = gs
+                .iter()
+                .filter_map(|g| g.holder.as_ref())
+                .flat_map(|h| h.reaches.iter().cloned())
+                .collect();
+            reaches.sort();
+            reaches.dedup();
+            h.reaches = reaches;
+        }
         let created_at = gs.iter().find_map(|g| g.created_at.clone());
         out.push(GrowthGroup {
             pid,
@@ -838,6 +849,21 @@ fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
         out[i].growers.extend(cuda);
         without = other;
     }
+    // What a named holder keeps, found by going down its references, is its
+    // leak whatever series counts it (a figure's arrays, weak references
+    // and partials are the figure's): one leak, one group.
+    let mut rest_kept = Vec::new();
+    for g in without {
+        match out.iter_mut().find(|grp| {
+            grp.holder
+                .as_ref()
+                .is_some_and(|h| h.reaches.iter().any(|k| *k == g.key))
+        }) {
+            Some(grp) => grp.growers.push(g),
+            None => rest_kept.push(g),
+        }
+    }
+    let mut without = rest_kept;
     // The count of tensor objects by type is the tensors that the tensor
     // groups count: where every rising tensor group is held by one holder,
     // those objects are that holder's too (one leak, one group).
@@ -960,6 +986,7 @@ mod tests {
             line: None,
             chain: Vec::new(),
             hint: None,
+            reaches: Vec::new(),
         };
         GrowthGroup {
             pid: 1,

@@ -275,6 +275,15 @@ pub struct Holder {
     /// (IPython's output history: `%reset -f out`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
+    /// The census series (`type:functools.partial`, `numpy`) whose objects
+    /// this holder keeps, found going down its references: the same leak
+    /// counted in other series.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "null_as_empty"
+    )]
+    pub reaches: Vec<String>,
 }
 
 impl Holder {
