@@ -158,11 +158,21 @@ def main():
     parser.add_argument("--generations", type=int, default=5)
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--population", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=None,
+                        help="stop after the generation that passes this many seconds of "
+                             "training (at least two generations): a demo as long on a busy "
+                             "machine as on an idle one")
     args = parser.parse_args()
     torch.manual_seed(0)
     obs_dim, act_dim = 32, 16
     trainer = ERLTrainer(args.population, obs_dim, act_dim)
+    import time  # here, not at the top: the README quotes this file's line numbers
+
+    started = time.monotonic()
     for generation in range(args.generations):
+        if (args.seconds is not None and generation >= 2
+                and time.monotonic() - started >= args.seconds):
+            break
         trainer.train_population(args.steps, batch=256)
         scores = trainer.evaluate(episode_len=200)
         trainer.evolve(scores)

@@ -13,7 +13,7 @@ took() { printf '%d min %02d s' $(($1 / 60)) $(($1 % 60)); }
 # and the last thing it printed (pip's download, cargo's crate), never a silent minute. The
 # command's stdout goes to $1 ("-": into the log too). On failure, the end of the log.
 with_progress() {
-  local out="$1" log start next=15 status=0 last
+  local out="$1" log start next=15 status=0 last shown="" since=0
   shift
   log="$(mktemp)"
   start=$SECONDS
@@ -25,8 +25,18 @@ with_progress() {
     # Due times, not multiples of 15: a loaded machine may skip a second.
     if ((SECONDS - start >= next)) && kill -0 "$pid" 2>/dev/null; then
       next=$((SECONDS - start + 15))
-      last="$(tail -c 4000 "$log" | tr '\r' '\n' | grep -v '^[[:space:]]*$' | tail -n 1 | cut -c1-110)"
-      echo "   ... $(took $((SECONDS - start))): ${last:-working}"
+      # Text only (-a: a torn multi-byte character is not "binary"), and no
+      # line that is only a progress bar.
+      last="$(tail -c 4000 "$log" | tr '\r' '\n' | grep -av '^[[:space:]]*$' \
+        | grep -av '^[[:space:]━╸╺╾─|#=>.-]*$' | tail -n 1 | cut -c1-100)"
+      if [[ -n "$last" && "$last" == "$shown" ]]; then
+        # Nothing new: say so rather than repeat a stale line as news.
+        echo "   ... $(took $((SECONDS - start))): still working (no new output for $((SECONDS - since)) s)"
+      else
+        shown="$last"
+        since=$SECONDS
+        echo "   ... $(took $((SECONDS - start))): ${last:-working}"
+      fi
     fi
   done
   wait "$pid" || status=$?
@@ -61,7 +71,8 @@ if [[ -x "$venv/bin/leakspy" ]]; then
 else
   echo "   first time: compiles about 140 crates, about 7 min on 2 busy cores (target/release: 0.4 GB)"
 fi
-with_progress - "$venv/bin/python" -m pip install --disable-pip-version-check --no-deps -v "$root"
+with_progress - "$venv/bin/python" -m pip install --disable-pip-version-check --progress-bar off \
+  --no-deps -v "$root"
 leakspy="$venv/bin/leakspy"
 t2=$SECONDS
 echo "   done in $(took $((t2 - t1))): $("$leakspy" --version)"
@@ -71,12 +82,12 @@ echo
 echo "\$ leakspy check examples/leaky_train.py"
 "$leakspy" check examples/leaky_train.py || [[ $? -eq 1 ]]
 echo
-echo "\$ leakspy run -- python examples/leaky_train.py --generations 10"
+echo "\$ leakspy run -- python examples/leaky_train.py --generations 10 --seconds 45"
 # At the defaults: the monitor sees memory grow within seconds and the probe's
 # burst of censuses names what grows, who holds it and which line made it.
 "$leakspy" run --trace leakspy-runs/demo.jsonl \
   --report-json leakspy-runs/demo.json --report-html leakspy-runs/demo.html \
-  -- "$venv/bin/python" examples/leaky_train.py --generations 10 "$@"
+  -- "$venv/bin/python" examples/leaky_train.py --generations 10 --seconds 45 "$@"
 t3=$SECONDS
 echo
 echo "Demo done in $(took $((t3 - t0))): environment $(took $((t1 - t0))), build $(took $((t2 - t1))), run $(took $((t3 - t2)))."

@@ -28,13 +28,34 @@ export LEAKSPY_TORCH_DIR
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 failed_stages=()
+# A test binary prints nothing until its last test ends (the framework runs take minutes):
+# every minute without output, one line says what is still running and for how long.
+ticker() {
+  local name="$1" start=$SECONDS size=-1 quiet_since=$SECONDS now running
+  while sleep 15; do
+    now=$(wc -c <"$log")
+    if [[ "$now" != "$size" ]]; then
+      size=$now
+      quiet_since=$SECONDS
+    elif ((SECONDS - quiet_since >= 60)); then
+      running="$(grep -a '^ *Running ' "$log" | tail -n 1 | sed 's/^ *Running //; s/ (.*//')"
+      echo "   ... $name: $((SECONDS - start)) s in, $((SECONDS - quiet_since)) s without output${running:+ (running $running)}" >&2
+      quiet_since=$SECONDS
+    fi
+  done
+}
+
 stage() {
   local name="$1"
   shift
   echo "== $name" >&2
   local start=$SECONDS
+  ticker "$name" &
+  local ticker_pid=$!
   "$@" 2>&1 | tee -a "$log"
   local status=${PIPESTATUS[0]}
+  kill "$ticker_pid" 2>/dev/null
+  wait "$ticker_pid" 2>/dev/null
   echo "== $name: $([[ $status -eq 0 ]] && echo ok || echo "FAILED (status $status)") in $((SECONDS - start)) s" >&2
   [[ $status -eq 0 ]] || failed_stages+=("$name")
 }

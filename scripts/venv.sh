@@ -22,8 +22,8 @@ if [[ ! -x "$venv/bin/python" ]]; then
   "$py" -m venv "$venv" >&2
 fi
 echo "venv: installing scripts/requirements.txt, pinned by scripts/constraints.txt: torch (PyPI's CUDA build, which runs on the CPU too) with NVIDIA's CUDA libraries, numpy, matplotlib, and the frameworks and Jupyter packages the tests use. About 5.9 GB once installed; the first time, most of it is downloaded from PyPI." >&2
-"$venv/bin/python" -m pip install --disable-pip-version-check --upgrade pip >&2
-"$venv/bin/python" -m pip install --disable-pip-version-check \
+"$venv/bin/python" -m pip install --disable-pip-version-check --progress-bar off --upgrade pip >&2
+"$venv/bin/python" -m pip install --disable-pip-version-check --progress-bar off \
   -r "$root/scripts/requirements.txt" -c "$root/scripts/constraints.txt" >&2
 echo "$want" >"$stamp"
 echo "venv: ready ($(du -sh "$venv" 2>/dev/null | cut -f1))" >&2

@@ -29,7 +29,7 @@ def _wheel(path, files):
             z.writestr(rel, text)
 
 
-def _cold_cache(tmp_path, packages):
+def _cold_cache(tmp_path, packages, notebooks=False):
     cache = tmp_path / "cache"
     lines = []
     for i in range(packages):
@@ -38,6 +38,8 @@ def _cold_cache(tmp_path, packages):
         dists.mkdir(parents=True)
         files = {f"{name}/mod{j}.py": f"x = {j}\n" for j in range(40)}
         files[f"{name}/README.txt"] = "not Python: left out\n"
+        if notebooks:
+            files[f"{name}/examples/train.ipynb"] = '{"cells": [], "nbformat": 4}\n'
         if i % 2:
             _wheel(dists / f"{name}-{version}-py3-none-any.whl", files)
             lines.append(f"{name}=={version} wheel")
@@ -80,3 +82,29 @@ def test_a_warm_cache_is_reused_as_it_is(tmp_path):
     subprocess.run([sys.executable, str(CORPUS), "fetch"], env=env, check=True,
                    capture_output=True)
     assert marker.stat().st_mtime_ns == before
+
+
+def test_notebooks_are_unpacked_with_the_python_files(tmp_path):
+    cache, listing = _cold_cache(tmp_path, packages=2, notebooks=True)
+    env = dict(os.environ, LEAKSPY_CORPUS_CACHE=str(cache), LEAKSPY_CORPUS_PACKAGES=str(listing))
+    proc = subprocess.run([sys.executable, str(CORPUS), "fetch"], env=env, check=True,
+                          capture_output=True, text=True)
+    assert "2 packages, 80 Python files and 2 notebooks" in proc.stderr, proc.stderr
+    for i in range(2):
+        tree = cache / "src" / f"pkg{i}-1.0" / f"pkg{i}"
+        assert (tree / "examples" / "train.ipynb").is_file()
+        assert not (tree / "README.txt").exists()
+
+
+def test_a_part_fetches_only_its_packages(tmp_path):
+    cache, listing = _cold_cache(tmp_path, packages=4)
+    split = tmp_path / "split.txt"
+    split.write_text("# held out\npkg1==1.0\npkg2==1.0\n")
+    env = dict(os.environ, LEAKSPY_CORPUS_CACHE=str(cache), LEAKSPY_CORPUS_PACKAGES=str(listing),
+               LEAKSPY_CORPUS_SPLIT=str(split))
+    subprocess.run([sys.executable, str(CORPUS), "fetch", "--part", "test"], env=env, check=True,
+                   capture_output=True)
+    assert sorted(os.listdir(cache / "src")) == ["pkg1-1.0", "pkg2-1.0"]
+    subprocess.run([sys.executable, str(CORPUS), "fetch", "--part", "train"], env=env, check=True,
+                   capture_output=True)
+    assert sorted(os.listdir(cache / "src")) == [f"pkg{i}-1.0" for i in range(4)]

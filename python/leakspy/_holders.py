@@ -364,6 +364,13 @@ class Searcher(object):
                 h is not None and (r["kind"], r["path"]) == (h["kind"], h["path"]))), None))
         del per_group
         self._reach(groups, out)
+        for g, h in enumerate(out):
+            sub = _subscript(h.get("_value"), self.picked[g]) if h is not None else None
+            if sub is not None:
+                # Two lists under one dict (`history["train"]`, `history["val"]`)
+                # are told apart by their key.
+                out[g] = h = dict(h)
+                h["key"] = sub
         for h in out:
             if h is not None and h.get("_value") is not None and not h.get("library"):
                 h["reaches"] = reaches(h["_value"], self.through)
@@ -720,6 +727,25 @@ def _container_id(root):
             root["container_id"] = id(value)
     except Exception:
         pass
+
+
+def _subscript(value, obj):
+    """``['train']`` when ``obj`` is an entry of the dict ``value`` (``[3]``
+    of the list or tuple), else None."""
+    if value is None or obj is None or value is obj:
+        return None
+    try:
+        if type(value) is dict:
+            k = _key_of(value, obj)
+            if isinstance(k, (str, int)) and not isinstance(k, bool):
+                return "[%r]" % (k,)
+        elif type(value) in (list, tuple) and len(value) <= 10000:
+            for i, v in enumerate(value):
+                if v is obj:
+                    return "[%d]" % i
+    except Exception:
+        pass
+    return None
 
 
 def _owns_dict(r, d):

@@ -133,3 +133,24 @@ def test_a_holder_reaches_what_it_keeps_in_other_series():
     # (Record itself is what was searched for: passed through, and counted.)
     assert h["reaches"] == ["numpy", "type:functools.partial", "type:test_holders.Record",
                             "type:weakref.ReferenceType"], h
+
+
+class History:
+    def __init__(self):
+        self.history = {"train": [], "val": []}
+        self.runs = [[], []]
+
+
+def test_entries_of_one_holder_are_told_apart_by_their_key():
+    h = History()
+    for i in range(3):
+        h.history["train"].append(torch.ones(1) * i)
+        h.history["val"].append(torch.ones(1) * -i)
+        h.runs[1].append(torch.ones(2))
+    train, val, run = search([[h.history["train"]], [h.history["val"]], [h.runs[1]]])
+    assert (train["path"], train["key"]) == ("History.history", "['train']"), train
+    assert (val["path"], val["key"]) == ("History.history", "['val']"), val
+    assert (run["path"], run["key"]) == ("History.runs", "[1]"), run
+    # The holder itself has no key: the list it names is the growing object.
+    (whole,) = search([[h.history["train"][0]]])
+    assert whole["path"] == "History.history" and "key" not in whole, whole

@@ -58,7 +58,8 @@ fn main() -> ExitCode {
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(err) => {
+        Err(mut err) => {
+            suggest_subcommand(&mut err);
             let code = if err.use_stderr() {
                 EXIT_ERROR
             } else {
@@ -82,6 +83,32 @@ fn main() -> ExitCode {
             eprintln!("leakspy: error: {}", error_message(&err));
             ExitCode::from(EXIT_ERROR)
         }
+    }
+}
+
+/// clap suggests by Jaro similarity, which ranks `rule` above `run` for
+/// `rnu`; typos are mostly swapped, missing or doubled letters, which the
+/// optimal-string-alignment distance counts one each.
+fn suggest_subcommand(err: &mut clap::Error) {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    use clap::CommandFactory;
+    if err.kind() != ErrorKind::InvalidSubcommand {
+        return;
+    }
+    let Some(ContextValue::String(typed)) = err.get(ContextKind::InvalidSubcommand).cloned() else {
+        return;
+    };
+    let best = Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .map(|name| (strsim::osa_distance(&typed, &name), name))
+        .filter(|(d, name)| *d <= 2 && *d < name.len())
+        .min();
+    if let Some((_, name)) = best {
+        err.insert(
+            ContextKind::SuggestedSubcommand,
+            ContextValue::Strings(vec![name]),
+        );
     }
 }
 

@@ -148,9 +148,11 @@ fn attach(dir: &Path, pid: u32, extra: &[&str]) -> Attached {
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     let text = std::fs::read_to_string(&report)
         .unwrap_or_else(|e| panic!("no report ({e}); leakspy said:\n{stderr}"));
+    let report: Value = serde_json::from_str(&text).unwrap();
+    run_support::assert_one_verdict(&trace, report["verdict"].as_str().unwrap_or_default());
     Attached {
         trace: leakspy_trace::read_trace(&trace).expect("the trace reads"),
-        report: serde_json::from_str(&text).unwrap(),
+        report,
         output,
         stderr,
     }

@@ -329,3 +329,25 @@ fn attach_errors_leave_nothing_behind() {
 ");
     assert!(entries(d).is_empty(), "{:?}", entries(d));
 }
+
+#[test]
+fn a_mistyped_command_is_told_the_command_meant() {
+    let dir = tempfile::tempdir().unwrap();
+    for (typed, meant) in [
+        ("rnu", "run"),
+        ("chekc", "check"),
+        ("dif", "diff"),
+        ("reprot", "report"),
+    ] {
+        let o = leakspy(dir.path(), &[typed]);
+        assert_eq!(o.code, Some(2), "{typed}: {}", o.stderr);
+        assert!(
+            o.stderr
+                .contains(&format!("a similar subcommand exists: '{meant}'")),
+            "{typed}: {}",
+            o.stderr
+        );
+    }
+    let o = leakspy(dir.path(), &["xyz"]);
+    assert!(!o.stderr.contains("similar"), "{}", o.stderr);
+}

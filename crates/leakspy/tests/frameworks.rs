@@ -59,8 +59,10 @@ fn run(name: &str, mode: &str) -> Ran {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let text = std::fs::read_to_string(&report)
         .unwrap_or_else(|e| panic!("{name} {mode}: no report ({e})\n{stderr}"));
+    let report: Value = serde_json::from_str(&text).unwrap();
+    run_support::assert_one_verdict(&trace, report["verdict"].as_str().unwrap_or_default());
     Ran {
-        report: serde_json::from_str(&text).unwrap(),
+        report,
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr,
         code: out.status.code(),

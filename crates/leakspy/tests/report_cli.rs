@@ -2,6 +2,8 @@
 //! traces of crates/leakspy_report/tests/fixtures and on traces cut short
 //! the way a kill cuts them.
 
+mod run_support;
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -285,4 +287,55 @@ fn diff_of_real_runs_before_and_after_a_fix() {
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stdout).starts_with("leakspy diff: WORSE"));
+}
+
+/// One answer on every replay trace: `report` in text, JSON and HTML and
+/// `diff` (as either side) reach the same verdict.
+#[test]
+fn every_fixture_trace_gets_one_verdict_everywhere() {
+    let mut seen = 0;
+    for entry in std::fs::read_dir(fixtures()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        let o = run(&["report", path.to_str().unwrap(), "--format", "json"]);
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&o.stdout) else {
+            // Not a trace `report` reads (a fixture of bad input).
+            continue;
+        };
+        run_support::assert_one_verdict(&path, v["verdict"].as_str().unwrap());
+        seen += 1;
+    }
+    assert!(seen >= 10, "{seen} traces");
+}
+
+/// A leak decided by the probe's census while RSS alone flattens (freed heap
+/// refilled): `diff` calls it a leak as `report` does, so a flat run after it
+/// proves a fix, and the evidence says what decided it.
+#[test]
+fn diff_of_a_leak_the_probe_decided_is_a_fix_not_no_leak_in_either() {
+    let o = run(&["report", "probe_flat_tail.jsonl", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(report["verdict"], "leak");
+    let rss = report["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["key"] == "total.rss")
+        .unwrap();
+    // Its own fit is not a leak: the probe's census decided.
+    assert_ne!(rss["verdict"], "leak");
+    assert_eq!(rss["leak_by"], "the probe's census");
+    let o = run(&["diff", "probe_flat_tail.jsonl", "fixed.jsonl"]);
+    assert_eq!(o.code, 0, "{}", o.stdout);
+    assert!(o.stdout.starts_with("leakspy diff: FIXED"), "{}", o.stdout);
+    assert!(
+        o.stdout.contains("leak (by the probe's census)"),
+        "{}",
+        o.stdout
+    );
+    let o = run(&["diff", "fixed.jsonl", "probe_flat_tail.jsonl"]);
+    assert_eq!(o.code, 1, "{}", o.stdout);
+    assert!(o.stdout.starts_with("leakspy diff: WORSE"), "{}", o.stdout);
 }

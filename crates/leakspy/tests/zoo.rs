@@ -45,8 +45,10 @@ fn run_zoo(program: &str, seconds: u64) -> ZooRun {
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     let text = std::fs::read_to_string(&report)
         .unwrap_or_else(|e| panic!("no report for {program}: {e}\n{stderr}"));
+    let report: Value = serde_json::from_str(&text).unwrap();
+    run_support::assert_one_verdict(&trace, report["verdict"].as_str().unwrap_or_default());
     ZooRun {
-        report: serde_json::from_str(&text).unwrap(),
+        report,
         stderr,
         code: output.status.code(),
     }

@@ -18,6 +18,9 @@ const STEP_WINDOW_S: f64 = 60.0;
 /// Samples the live leak fit keeps (pairs are merged into their minimum
 /// beyond it, so a long run keeps its whole span at a coarser grain).
 const WATCH_SAMPLES: usize = 4000;
+/// A job that has not stepped by then (no optimizer, no `leakspy.step()`)
+/// gets a rate per second all the same.
+const NO_STEP_RATE_AFTER_S: f64 = 60.0;
 /// Seconds between live fits.
 const WATCH_EVERY_S: f64 = 1.0;
 /// Fits in a row that must agree before the status line changes its mind.
@@ -124,7 +127,14 @@ impl LiveEstimator {
                     self.buckets.pop_front();
                 }
                 self.open = Some((sec, mem));
-                self.status.growth_per_s = growth(&self.buckets);
+                // Before the first step memory rises with imports and set-up:
+                // no rate (and no time to OOM) from that, unless the job runs
+                // long without ever stepping.
+                self.status.growth_per_s = if self.status.steps > 0 || s.t >= NO_STEP_RATE_AFTER_S {
+                    growth(&self.buckets)
+                } else {
+                    None
+                };
             }
             None => self.open = Some((sec, mem)),
         }
@@ -140,6 +150,11 @@ impl LiveEstimator {
     }
 
     pub fn on_step(&mut self, t: f64, step: u64) {
+        if self.status.steps == 0 {
+            // The rate is of the work: start-up's rise is left behind.
+            self.buckets.clear();
+            self.status.growth_per_s = None;
+        }
         self.status.steps += 1;
         self.status.last_step = Some(step);
         self.step_times.push_back((t, step));
@@ -392,6 +407,7 @@ mod tests {
     #[test]
     fn steady_growth_gives_rate_and_time_to_oom() {
         let mut e = LiveEstimator::default();
+        e.on_step(0.0, 1);
         // 1 MiB/s with a sawtooth of +50 MiB temporaries on top.
         for i in 0..300 {
             let t = i as f64 * 0.1;
@@ -412,11 +428,49 @@ mod tests {
     #[test]
     fn flat_memory_has_no_time_to_oom() {
         let mut e = LiveEstimator::default();
+        e.on_step(0.0, 1);
         for i in 0..300 {
             e.on_sample(&sample(i as f64 * 0.1, 100 << 20, 1 << 30));
         }
         assert_eq!(e.status().growth_per_s, Some(0.0));
         assert_eq!(e.status().time_to_oom_s, None);
+    }
+
+    #[test]
+    fn start_up_before_the_first_step_gives_no_rate() {
+        let mut e = LiveEstimator::default();
+        // Imports: +40 MiB/s for 20 s, no step yet.
+        for i in 0..200 {
+            let t = i as f64 * 0.1;
+            e.on_sample(&sample(
+                t,
+                (100 << 20) + (t * 40.0 * 1048576.0) as u64,
+                8 << 30,
+            ));
+        }
+        assert_eq!(e.status().growth_per_s, None);
+        assert_eq!(e.status().time_to_oom_s, None);
+        // Training, flat: the rate is of the steps' time only.
+        e.on_step(20.0, 1);
+        for i in 200..400 {
+            e.on_sample(&sample(i as f64 * 0.1, 900 << 20, 8 << 30));
+        }
+        assert_eq!(e.status().growth_per_s, Some(0.0));
+        assert_eq!(e.status().time_to_oom_s, None);
+    }
+
+    #[test]
+    fn a_job_that_never_steps_gets_a_rate_after_a_minute() {
+        let mut e = LiveEstimator::default();
+        for i in 0..700 {
+            let t = i as f64 * 0.1;
+            e.on_sample(&sample(t, (100 << 20) + (t * 1048576.0) as u64, 8 << 30));
+            if t < 59.0 {
+                assert_eq!(e.status().growth_per_s, None, "at {t}");
+            }
+        }
+        let g = e.status().growth_per_s.unwrap();
+        assert!((g - 1048576.0).abs() < 0.05 * 1048576.0, "growth {g}");
     }
 
     #[test]

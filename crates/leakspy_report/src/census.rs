@@ -7,21 +7,9 @@ use std::collections::BTreeMap;
 
 use leakspy_stats::{fmt_bytes, theil_sen};
 use leakspy_trace::{Census, Suspect, Trace};
-pub use leakspy_trace::{Holder, Location};
+pub use leakspy_trace::{Holder, Location, StaticMatch};
 use serde::Serialize;
 use serde_json::Value;
-
-/// A finding of `check` on a file the probe named.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StaticMatch {
-    pub rule: String,
-    pub file: String,
-    pub line: u64,
-    pub message: String,
-    /// What `--fix` (or `--unsafe-fixes`) would do.
-    pub fix: Option<String>,
-    pub safe_fix: bool,
-}
 
 /// One census series that grows step after step.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -398,7 +386,15 @@ fn join_suspect(g: &mut Grower, s: &Suspect) {
         _ => w,
     };
     if g.key.starts_with("container:") {
-        g.what = format!("items in one {w}");
+        g.what = match s
+            .holder
+            .as_ref()
+            .and_then(|h| h.key.as_ref().map(|k| (h, k)))
+        {
+            // Two lists under one dict are told apart by their key.
+            Some((h, k)) => format!("items in {}{k} (a {w})", h.path),
+            None => format!("items in one {w}"),
+        };
     } else if g.key.starts_with("graph") {
         let detail = w
             .strip_prefix("autograd graph nodes")
@@ -795,9 +791,13 @@ fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
             gs.retain(|g| g.key != "graph.largest");
         }
         gs.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
-        let mut holder = gs[0].holder.clone();
+        // The group's holder is the whole of what it names, not one entry;
+        // it keeps what each of its suspects found it keeps.
+        let mut holder = gs[0].holder.clone().map(|mut h| {
+            h.key = None;
+            h
+        });
         if let Some(h) = holder.as_mut() {
-            // (What each of its suspects found it keeps.)
             let mut reaches: Vec<String> = gs
                 .iter()
                 .filter_map(|g| g.holder.as_ref())
@@ -857,7 +857,7 @@ fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
         match out.iter_mut().find(|grp| {
             grp.holder
                 .as_ref()
-                .is_some_and(|h| h.reaches.iter().any(|k| *k == g.key))
+                .is_some_and(|h| h.reaches.contains(&g.key))
         }) {
             Some(grp) => grp.growers.push(g),
             None => rest_kept.push(g),
@@ -981,6 +981,7 @@ mod tests {
             path: path.into(),
             container: None,
             container_id: None,
+            key: None,
             library: false,
             file: None,
             line: None,

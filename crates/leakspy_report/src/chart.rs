@@ -316,11 +316,22 @@ fn fmt_tick(v: f64, all: &[f64], y: YAxis) -> String {
     match y {
         YAxis::Bytes => {
             let top = all.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-            let (name, unit) = byte_unit(top);
+            let (mut name, mut unit) = byte_unit(top);
+            // Ticks stepped in MiB that round up past 1 GiB read "1025 MiB",
+            // not "1.0010 GiB": the larger unit only when the step is round in it.
+            if unit > 1.0 && !round_in(step / unit, 2) {
+                (name, unit) = byte_unit(top / 1024.0);
+            }
             format!("{} {name}", decimals(v / unit, step / unit))
         }
         YAxis::StepsPerSecond => decimals(v, step),
     }
+}
+
+/// Whether `step` is written exactly with `places` decimals.
+fn round_in(step: f64, places: i32) -> bool {
+    let scaled = step * 10f64.powi(places);
+    (scaled.round() - scaled).abs() <= 1e-6 * scaled.abs().max(1.0)
 }
 
 fn decimals(v: f64, step: f64) -> String {
@@ -361,6 +372,22 @@ mod tests {
             labels,
             ["1.2 GiB", "1.4 GiB", "1.6 GiB", "1.8 GiB", "2.0 GiB", "2.2 GiB"]
         );
+    }
+
+    #[test]
+    fn ticks_crossing_into_the_next_unit_stay_round() {
+        let mib = 1024.0 * 1024.0;
+        let t = ticks(900.0 * mib, 1015.0 * mib, YAxis::Bytes, 5.0);
+        let labels: Vec<String> = t.iter().map(|v| fmt_tick(*v, &t, YAxis::Bytes)).collect();
+        assert_eq!(
+            labels,
+            ["900 MiB", "925 MiB", "950 MiB", "975 MiB", "1000 MiB", "1025 MiB"]
+        );
+        // A step that is round in GiB is said in GiB.
+        let g = 1024.0 * mib;
+        let t = ticks(0.8 * g, 1.15 * g, YAxis::Bytes, 5.0);
+        let labels: Vec<String> = t.iter().map(|v| fmt_tick(*v, &t, YAxis::Bytes)).collect();
+        assert!(labels.iter().all(|l| l.ends_with(" GiB")), "{labels:?}");
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use leakspy_trace::Trace;
 
+use crate::census::Describe;
 use crate::extract::{memory_series, Series, StepClock, TREE_PSS, TREE_RSS};
 use crate::model::{
     Basis, DiagnoseOptions, Diagnosis, ExitInfo, Finding, Fit, Growth, ProbeInfo, RunInfo,
@@ -107,12 +108,16 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     // refilling heap that the probe's own census freed, a short run): when
     // the probe saw heavy objects held by a named root grow through the
     // last census, and RSS grew by more than a leak needs, it is a leak.
-    let mut corroborated = false;
+    // What made a leak of a series whose own fit is not one: said in the
+    // summary, so the numbers beside the verdict are explained.
+    let mut corroborated: Option<String> = None;
+    let mut leak_by: Option<&str> = None;
     if findings.is_empty() {
         if let Some((_, r, _)) = rss {
-            if let Some(f) = census_corroborated(r, &growth) {
+            if let Some((f, why)) = census_corroborated(r, &growth) {
+                leak_by = Some("the probe's census");
+                corroborated = Some(why);
                 findings.push(f);
-                corroborated = true;
             }
         }
     }
@@ -122,8 +127,11 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     if findings.is_empty() {
         if let Some((_, r, _)) = rss {
             if let Some(f) = oom_after_growth(r, &exit) {
+                leak_by = Some("the OOM kill");
                 findings.push(f);
-                corroborated = true;
+                corroborated = Some(
+                    "the OOM killer ended the run after it grew by more than a leak needs".into(),
+                );
             }
         }
     }
@@ -136,7 +144,7 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
         }
     };
 
-    if let Some((_, r, a)) = rss.filter(|_| !corroborated) {
+    if let Some((_, r, a)) = rss.filter(|_| corroborated.is_none()) {
         notes.extend(shape_notes(
             if tree == TREE_PSS { "PSS" } else { "RSS" },
             r,
@@ -260,6 +268,21 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     }
 
     let summary = match (verdict, headline) {
+        (Verdict::Leak, Some((_, r, _))) if corroborated.is_some() => {
+            let why = corroborated.as_deref().unwrap_or_default();
+            match r.per_step.as_ref().or(r.per_second.as_ref()) {
+                Some(g) => format!(
+                    "leak: {why}; {} grew {} ({:.0}% interval {} to {}), and alone reads {}",
+                    r.what,
+                    fmt_rate(g),
+                    g.confidence * 100.0,
+                    fmt_rate_value(g.lo, g),
+                    fmt_rate_value(g.hi, g),
+                    r.shape_text
+                ),
+                None => format!("leak: {why}"),
+            }
+        }
         (Verdict::Leak, Some((_, r, _))) => {
             let g = r.per_step.as_ref().or(r.per_second.as_ref());
             match g {
@@ -275,6 +298,13 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
             }
         }
         (Verdict::NoLeak, Some((_, r, _))) => format!("no leak: {} is {}", r.what, r.shape_text),
+        (_, Some((_, r, _))) if r.shape == Shape::TooEarly => format!(
+            "inconclusive: too early to tell ({:.0} s, {} steps): {} {}",
+            trace.duration(),
+            clock.steps_done().unwrap_or_else(|| trace.step_count()),
+            r.what,
+            r.shape_text.trim_start_matches("too early to tell: ")
+        ),
         (_, Some((_, r, _))) => format!("inconclusive: {} is {}", r.what, r.shape_text),
         (_, None) => "inconclusive: the trace holds no memory samples".to_string(),
     };
@@ -315,7 +345,15 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
             last_rss,
             trace_warnings: trace.warnings.clone(),
         },
-        series: analysed.into_iter().map(|(_, r, _)| r).collect(),
+        series: analysed
+            .into_iter()
+            .map(|(_, mut r, _)| {
+                if r.key == "total.rss" {
+                    r.leak_by = leak_by.map(str::to_string);
+                }
+                r
+            })
+            .collect(),
         ranks: Vec::new(),
         no_holder: None,
         mechanisms,
@@ -397,6 +435,7 @@ pub(crate) fn analyse_series(
         peak: s.y.iter().copied().fold(0.0, f64::max),
         last: s.y.last().copied().unwrap_or(0.0),
         evidence: main.evidence.clone(),
+        leak_by: None,
     };
     (report, main)
 }
@@ -406,7 +445,10 @@ pub(crate) fn analyse_series(
 /// numpy arrays, CUDA memory) or enough bytes to matter, still growing at the
 /// last census, while RSS grew by more than a leak needs over the fit. A
 /// held list of floats growing one per step is not enough.
-fn census_corroborated(r: &SeriesReport, growth: &[crate::census::GrowthGroup]) -> Option<Finding> {
+fn census_corroborated(
+    r: &SeriesReport,
+    growth: &[crate::census::GrowthGroup],
+) -> Option<(Finding, String)> {
     if r.verdict == Verdict::Leak {
         return None;
     }
@@ -447,7 +489,15 @@ fn census_corroborated(r: &SeriesReport, growth: &[crate::census::GrowthGroup]) 
         group.headline(),
         r.shape_text
     ));
-    Some(Finding {
+    let why = format!(
+        "what {} holds kept growing to the probe's last census ({})",
+        group
+            .holder
+            .as_ref()
+            .map_or(String::new(), |h| h.path.clone()),
+        group.growers[0].describe()
+    );
+    let finding = Finding {
         holder: group
             .holder
             .as_ref()
@@ -458,7 +508,8 @@ fn census_corroborated(r: &SeriesReport, growth: &[crate::census::GrowthGroup]) 
             .and_then(|c| serde_json::to_value(c).ok()),
         grows: Some(group.headline()),
         ..Finding::of_series(r, evidence)
-    })
+    };
+    Some((finding, why))
 }
 
 /// A leak finding on RSS when the OOM killer ended a run whose memory grew

@@ -4,6 +4,8 @@
 use leakspy_stats::{Shape, Verdict};
 use serde::Serialize;
 
+use crate::census::Describe;
+use crate::diagnose::fmt_rate_value;
 use crate::model::{Basis, Diagnosis, Growth};
 
 /// The answer of `leakspy diff`.
@@ -53,14 +55,45 @@ impl DiffVerdict {
 pub struct DiffSide {
     /// The trace path as given.
     pub label: String,
-    /// Verdict of the compared series.
+    /// The trace's verdict: the diagnosis's own, what `leakspy report` says of it
+    /// (memory fits, the probe's census and the exit together).
     pub verdict: Verdict,
+    /// The diagnosis's one-line summary, as `report` prints it.
+    pub summary: String,
+    /// What made the compared series a leak when its own fit is not one
+    /// (`the probe's census`).
+    pub leak_by: Option<String>,
+    /// Shape of the compared series (its own fit).
     pub shape: Shape,
     pub shape_text: String,
+    /// Growth of the compared series, in the comparison's basis.
     pub growth: Option<Growth>,
     /// Steps recorded.
     pub steps: usize,
     pub duration_s: f64,
+    /// Censuses the probe took (0: nothing was looked at inside the job).
+    pub censuses: usize,
+}
+
+/// What became of one holder the probe named in the run before.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HolderChange {
+    /// `Trainer.losses (list)`.
+    pub holder: String,
+    /// What grew under it before, in one line.
+    pub before: String,
+    /// What grows under it after; `None` when nothing does.
+    pub after: Option<String>,
+}
+
+impl HolderChange {
+    /// "held by Trainer.losses (list): gone" / "... still grows (+1.00 ...)".
+    pub fn describe(&self) -> String {
+        match &self.after {
+            None => format!("held by {}: gone", self.holder),
+            Some(a) => format!("held by {}: still grows ({a})", self.holder),
+        }
+    }
 }
 
 /// `leakspy diff`'s result.
@@ -79,6 +112,9 @@ pub struct Comparison {
     pub after: DiffSide,
     /// after slope / before slope (null when before does not grow).
     pub ratio: Option<f64>,
+    /// The holders the probe named in the run before, and what became of them
+    /// (compared only where the run after was looked into).
+    pub holders: Vec<HolderChange>,
 }
 
 impl Comparison {
@@ -95,8 +131,10 @@ impl Comparison {
     }
 }
 
-/// Compares the same series in two diagnoses: the series `before` leaks in
-/// (else total RSS), per step when both have steps, else per second.
+/// Compares two diagnoses, each side's verdict being its diagnosis's (so
+/// `diff` never contradicts `report`): growth of the series the run before
+/// leaks in (else total RSS), per step when both have steps, else per second,
+/// and what became of the holders the probe named before.
 pub fn compare(
     before: &Diagnosis,
     before_label: &str,
@@ -114,22 +152,20 @@ pub fn compare(
         (Some(b), Some(a)) if b.per_step.is_some() && a.per_step.is_some() => Basis::Step,
         _ => Basis::Second,
     };
-    let side = |d: &Diagnosis, label: &str, s: Option<&crate::model::SeriesReport>| {
-        let growth = s.and_then(|s| match basis {
+    let side = |d: &Diagnosis, label: &str, s: Option<&crate::model::SeriesReport>| DiffSide {
+        label: label.to_string(),
+        verdict: d.verdict,
+        summary: d.summary.clone(),
+        leak_by: s.and_then(|s| s.leak_by.clone()),
+        shape: s.map_or(Shape::TooShort, |s| s.shape),
+        shape_text: s.map_or_else(|| "no memory samples".to_string(), |s| s.shape_text.clone()),
+        growth: s.and_then(|s| match basis {
             Basis::Step => s.per_step.clone(),
             Basis::Second => s.per_second.clone(),
-        });
-        // Per-second fits are only the verdict's basis when the series was
-        // fitted per second; otherwise the verdict stays the series' own.
-        DiffSide {
-            label: label.to_string(),
-            verdict: s.map_or(Verdict::Inconclusive, |s| s.verdict),
-            shape: s.map_or(Shape::TooShort, |s| s.shape),
-            shape_text: s.map_or_else(|| "no memory samples".to_string(), |s| s.shape_text.clone()),
-            growth,
-            steps: d.run.steps,
-            duration_s: d.run.duration_s,
-        }
+        }),
+        steps: d.run.steps,
+        duration_s: d.run.duration_s,
+        censuses: d.probe.censuses,
     };
     let before_side = side(before, before_label, b);
     let after_side = side(after, after_label, a);
@@ -140,6 +176,7 @@ pub fn compare(
         (Some(bg), Some(ag)) if bg.slope > 0.0 => Some(ag.slope / bg.slope),
         _ => None,
     };
+    let holders = holder_changes(before, after);
     let (verdict, reason) = decide(&before_side, &after_side);
     Comparison {
         verdict,
@@ -150,26 +187,81 @@ pub fn compare(
         before: before_side,
         after: after_side,
         ratio,
+        holders,
+    }
+}
+
+/// The named holders of the run before, each looked up in the run after.
+/// Nothing is said of a run after that the probe did not look into.
+fn holder_changes(before: &Diagnosis, after: &Diagnosis) -> Vec<HolderChange> {
+    if after.probe.censuses == 0 {
+        return Vec::new();
+    }
+    before
+        .growth
+        .iter()
+        .filter_map(|g| {
+            let h = g.holder.as_ref().filter(|h| h.is_named())?;
+            let still = after.growth.iter().find(|a| {
+                a.holder
+                    .as_ref()
+                    .is_some_and(|ah| ah.path == h.path && ah.kind == h.kind)
+            });
+            Some(HolderChange {
+                holder: holder_name(h),
+                before: g.growers[0].describe(),
+                after: still.map(|a| a.growers[0].describe()),
+            })
+        })
+        .collect()
+}
+
+fn holder_name(h: &crate::census::Holder) -> String {
+    match h.container.as_deref().filter(|c| !c.is_empty()) {
+        Some(c) => format!("{} ({c})", h.path),
+        None => h.path.clone(),
     }
 }
 
 fn decide(b: &DiffSide, a: &DiffSide) -> (DiffVerdict, String) {
     use Verdict::{Inconclusive, Leak, NoLeak};
-    let (Some(bg), Some(ag)) = (&b.growth, &a.growth) else {
-        return match (b.verdict, a.verdict) {
-            (NoLeak, NoLeak) => (DiffVerdict::NoLeakEither, "neither run leaks".to_string()),
-            _ => (
-                DiffVerdict::Inconclusive,
-                "a trace is too short to fit a trend".to_string(),
-            ),
-        };
+    let (bg, ag) = match (&b.growth, &a.growth) {
+        (Some(bg), Some(ag)) => (bg, ag),
+        _ => {
+            return match (b.verdict, a.verdict) {
+                (NoLeak, NoLeak) => (DiffVerdict::NoLeakEither, "neither run leaks".to_string()),
+                (_, Leak) if b.verdict != Leak => (
+                    DiffVerdict::Worse,
+                    format!("after leaks where before did not ({})", a.summary),
+                ),
+                _ => (
+                    DiffVerdict::Inconclusive,
+                    "a trace is too short to fit a trend on the same series as the other"
+                        .to_string(),
+                ),
+            };
+        }
     };
     let clearly_lower = ag.hi < bg.lo;
     let clearly_higher = ag.lo > bg.hi;
+    // A run after that does not leak proves a fix only if it could have
+    // shown before's rate: its whole interval lies below it.
+    let rules_out_before = ag.hi < bg.slope;
     match (b.verdict, a.verdict) {
-        (Leak, NoLeak) => (
+        (Leak, NoLeak) if rules_out_before => (
             DiffVerdict::Fixed,
             format!("before leaked; after does not ({})", a.shape_text),
+        ),
+        (Leak, NoLeak) => (
+            DiffVerdict::Inconclusive,
+            format!(
+                "before leaked; after does not by its own verdict, but its run ({} steps, {:.0} s) \
+                 cannot rule out before's rate: its interval reaches {}; record it as long as \
+                 before",
+                a.steps,
+                a.duration_s,
+                fmt_rate_value(ag.hi, ag)
+            ),
         ),
         (Leak, Inconclusive) if clearly_lower => (
             DiffVerdict::Fixed,
@@ -179,7 +271,7 @@ fn decide(b: &DiffSide, a: &DiffSide) -> (DiffVerdict, String) {
             DiffVerdict::Inconclusive,
             format!(
                 "before leaked; after is inconclusive ({}) and its interval overlaps before's",
-                a.shape_text
+                a.summary
             ),
         ),
         (Leak, Leak) if clearly_higher => (

@@ -613,12 +613,20 @@ fn series_table(out: &mut String, d: &Diagnosis) {
                 .unwrap_or_else(|| "&#8212;".to_string())
         };
         let (ps, pt) = (cell(&s.per_step), cell(&s.per_second));
+        let verdict = s.diagnosed();
+        let by = s.leak_by.as_deref().map_or(String::new(), |by| {
+            format!(
+                "<br><span class=\"evidence\">with {}; alone {}</span>",
+                escape(by),
+                s.verdict.as_str()
+            )
+        });
         let _ = write!(
             out,
-            "<tr><td>{}</td><td class=\"v-{}\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            "<tr><td>{}</td><td class=\"v-{}\">{}{by}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
             escape(&s.what),
-            s.verdict.as_str(),
-            s.verdict.as_str(),
+            verdict.as_str(),
+            verdict.as_str(),
             escape(&s.shape_text),
             ps,
             pt,

@@ -9,6 +9,8 @@ use leakspy_lint::{
     RETAINED_WITHOUT_BACKWARD,
 };
 
+use leakspy_trace::{CheckedFile, StaticRecord};
+
 use crate::census::{GrowthGroup, StaticMatch};
 
 /// Files larger than this are not checked for the join (generated code).
@@ -17,8 +19,23 @@ const MAX_FILE: u64 = 4 * 1024 * 1024;
 /// Attaches static findings to every group of what grows, and to the leak
 /// findings that carry its holder. Files that cannot be read (gone, not
 /// UTF-8, too big) are skipped: the runtime finding stands on its own.
-pub fn attach_static_findings(d: &mut crate::Diagnosis) {
-    attach(&mut d.growth, &d.run.cwd);
+///
+/// `recorded`: what `check` said of the sources when the run ended (the
+/// trace's `static` event). With it, the report shows the findings of the
+/// source the run ran, and a note names each file changed since; without it
+/// (the end of a run, or a trace from before it was recorded), `check` runs
+/// now. Returns what was used, for the end of a run to record.
+pub fn attach_static_findings(
+    d: &mut crate::Diagnosis,
+    recorded: Option<&StaticRecord>,
+) -> StaticRecord {
+    let mut files: HashMap<String, CheckedFile> = HashMap::new();
+    if let Some(r) = recorded {
+        for f in &r.files {
+            files.insert(f.path.clone(), f.clone());
+        }
+    }
+    attach(&mut d.growth, &d.run.cwd, &mut files);
     if let Some(top) = d.growth.first() {
         if !top.static_findings.is_empty() {
             let v = serde_json::to_value(&top.static_findings).unwrap_or_default();
@@ -29,11 +46,30 @@ pub fn attach_static_findings(d: &mut crate::Diagnosis) {
             }
         }
     }
+    let mut used: Vec<CheckedFile> = files.into_values().collect();
+    used.sort_by(|a, b| a.path.cmp(&b.path));
+    if recorded.is_some() {
+        let changed: Vec<&str> = used
+            .iter()
+            .filter(|f| f.sha256.is_some() && hash_file(&f.path, &d.run.cwd) != f.sha256)
+            .map(|f| f.path.as_str())
+            .collect();
+        if !changed.is_empty() {
+            d.notes.push(format!(
+                "the source changed since the run: {} — the `check` findings shown are those of \
+                 the source the run ran",
+                changed.join(", ")
+            ));
+        }
+    }
+    StaticRecord {
+        t: recorded.map_or(0.0, |r| r.t),
+        files: used,
+    }
 }
 
 /// `cwd`: the job's working directory, which relative paths are relative to.
-fn attach(groups: &mut [GrowthGroup], cwd: &str) {
-    let mut cache: HashMap<String, Vec<StaticMatch>> = HashMap::new();
+fn attach(groups: &mut [GrowthGroup], cwd: &str, cache: &mut HashMap<String, CheckedFile>) {
     for g in groups.iter_mut() {
         let mut files: Vec<String> = Vec::new();
         if let Some(c) = &g.created_at {
@@ -54,7 +90,7 @@ fn attach(groups: &mut [GrowthGroup], cwd: &str) {
             let all = cache
                 .entry(file.clone())
                 .or_insert_with(|| check_file(&file, cwd));
-            for m in all.iter() {
+            for m in &all.findings {
                 let on_line = g
                     .created_at
                     .as_ref()
@@ -183,20 +219,29 @@ fn mentions(message: &str, name: &str) -> bool {
     })
 }
 
-/// `check` on `file` (as shown: relative to `cwd` or absolute); the
-/// matches name it as shown.
-fn check_file(file: &str, cwd: &str) -> Vec<StaticMatch> {
+/// `check` on `file` (as shown: relative to `cwd` or absolute), with the
+/// file's hash; the matches name it as shown.
+fn check_file(file: &str, cwd: &str) -> CheckedFile {
     let resolved = crate::paths::resolve(file, cwd);
     let path = resolved.as_path();
+    let mut checked_file = CheckedFile {
+        path: file.to_string(),
+        sha256: None,
+        findings: Vec::new(),
+    };
     if std::fs::metadata(path).map_or(true, |m| !m.is_file() || m.len() > MAX_FILE) {
-        return Vec::new();
+        return checked_file;
     }
-    let Ok(source) = std::fs::read_to_string(path) else {
-        return Vec::new();
+    let Ok(bytes) = std::fs::read(path) else {
+        return checked_file;
+    };
+    checked_file.sha256 = Some(sha256_hex(&bytes));
+    let Ok(source) = String::from_utf8(bytes) else {
+        return checked_file;
     };
     let mut checked = check_source(&source, &RuleSet::default());
     let index = checked.take_line_index(&source);
-    checked
+    checked_file.findings = checked
         .diagnostics
         .iter()
         .map(|d| {
@@ -213,6 +258,21 @@ fn check_file(file: &str, cwd: &str) -> Vec<StaticMatch> {
                     .is_some_and(|f| f.applicability == Applicability::Safe),
             }
         })
+        .collect();
+    checked_file
+}
+
+fn hash_file(file: &str, cwd: &str) -> Option<String> {
+    std::fs::read(crate::paths::resolve(file, cwd))
+        .ok()
+        .map(|b| sha256_hex(&b))
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
         .collect()
 }
 

@@ -104,6 +104,22 @@ pub struct SeriesReport {
     pub peak: f64,
     pub last: f64,
     pub evidence: Vec<String>,
+    /// Set when the diagnosis found this series leaking although its own
+    /// fit is not a leak: what made it one (`the probe's census`, `the OOM
+    /// kill`). Renderers show the diagnosis's verdict with this, never a
+    /// contradiction.
+    pub leak_by: Option<String>,
+}
+
+impl SeriesReport {
+    /// The verdict the diagnosis reached on this series.
+    pub fn diagnosed(&self) -> Verdict {
+        if self.leak_by.is_some() {
+            Verdict::Leak
+        } else {
+            self.verdict
+        }
+    }
 }
 
 /// Something that leaks.

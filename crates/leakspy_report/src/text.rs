@@ -40,7 +40,12 @@ pub fn render_text(d: &Diagnosis, trace: &Trace) -> String {
         let _ = writeln!(out, "  growth per step:   {}", growth_line(g));
     }
     if let Some(g) = &d.growth_per_second {
-        let _ = writeln!(out, "  growth per second: {}", growth_line(g));
+        let _ = writeln!(
+            out,
+            "  growth per second: {}{}",
+            growth_line(g),
+            unsteady_over_time(d, g)
+        );
     }
     if let Some(t) = &d.throughput {
         let _ = writeln!(
@@ -222,6 +227,24 @@ fn strip_verdict(summary: &str) -> &str {
     summary.split_once(": ").map_or(summary, |(_, rest)| rest)
 }
 
+/// Why a per-second fit that disagrees with a leak's per-step fit does not
+/// contradict it: memory follows the work, and the work did not come at a
+/// steady pace.
+fn unsteady_over_time(d: &Diagnosis, per_second: &Growth) -> &'static str {
+    let Some(per_step) = &d.growth_per_step else {
+        return "";
+    };
+    if d.verdict == Verdict::Leak
+        && per_step.lo > 0.0
+        && (per_second.lo <= 0.0 || per_second.r2 < 0.5)
+    {
+        " — not steady over wall time (the steps did not come at a steady pace: pauses, \
+         evaluation, a busy machine); the verdict rests on the per-step fit"
+    } else {
+        ""
+    }
+}
+
 fn growth_line(g: &Growth) -> String {
     format!(
         "{}  ({:.0}% interval {} .. {}, R² {:.2}, n = {})",
@@ -291,6 +314,15 @@ pub fn render_diff_text(c: &Comparison) -> String {
     if let Some(r) = c.ratio {
         let _ = writeln!(out, "  ratio after/before: {r:.2}");
     }
+    for (name, s) in [("before", &c.before), ("after", &c.after)] {
+        let _ = writeln!(out, "  {name}: {}", s.summary);
+    }
+    if !c.holders.is_empty() {
+        let _ = writeln!(out, "  what the probe saw grow before:");
+        for h in &c.holders {
+            let _ = writeln!(out, "    - {} (before: {})", h.describe(), h.before);
+        }
+    }
     sanitize(&out)
 }
 
@@ -299,7 +331,10 @@ fn side_cells(s: &DiffSide) -> Vec<String> {
     let dash = || "-".to_string();
     vec![
         s.label.clone(),
-        s.verdict.as_str().to_string(),
+        match &s.leak_by {
+            Some(by) if s.verdict == Verdict::Leak => format!("leak (by {by})"),
+            _ => s.verdict.as_str().to_string(),
+        },
         s.growth.as_ref().map(fmt_rate).unwrap_or_else(dash),
         s.growth
             .as_ref()

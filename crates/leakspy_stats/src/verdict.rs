@@ -60,6 +60,9 @@ pub enum Shape {
     Shrinking,
     /// Growth too noisy to call.
     Noisy,
+    /// Growing steadily, but not yet by the growth a leak needs: the run
+    /// stopped too early to tell a leak from warm-up or a filling buffer.
+    TooEarly,
     /// Not enough data.
     TooShort,
 }
@@ -274,8 +277,17 @@ pub fn analyze(xs: &[f64], ys: &[f64], opts: &VerdictOptions) -> SeriesAnalysis 
         // the allocator's mmap threshold rising): not evidence of a plateau.
         (Verdict::Inconclusive, Shape::Saturating)
     } else if a.growth.abs() < a.threshold {
+        // Growing significantly and steadily, already past half of what a
+        // leak needs, and not flattening: a leak cut short (Ctrl-C after
+        // seconds) looks like this. Not a clean bill of health.
+        let early = a.growth >= 0.5 * a.threshold
+            && t.lo > 0.0
+            && t.r2 >= opts.min_r2
+            && a.flat_since.is_none();
         if sawtooth {
             (Verdict::NoLeak, Shape::Sawtooth)
+        } else if early {
+            (Verdict::Inconclusive, Shape::TooEarly)
         } else {
             (Verdict::NoLeak, Shape::Flat)
         }
@@ -331,6 +343,15 @@ pub fn analyze(xs: &[f64], ys: &[f64], opts: &VerdictOptions) -> SeriesAnalysis 
             t.r2, opts.min_r2
         ),
         Shape::Noisy => "noisy: the slope's interval includes zero".to_string(),
+        Shape::TooEarly => format!(
+            "too early to tell: grew {} over {} at {}; a leak of this size needs {}, which \
+             this rate reaches after about {}",
+            fmt_value(a.growth, u),
+            fmt_span(span, xu),
+            fmt_rate(t.slope, u, xu),
+            fmt_value(a.threshold, u),
+            fmt_span(a.threshold / t.slope, xu)
+        ),
         Shape::TooShort => unreachable!(),
     };
 

@@ -214,6 +214,32 @@ fn allocator_drift_on_a_big_baseline_is_not_a_leak() {
 }
 
 #[test]
+fn a_leak_cut_short_is_too_early_to_tell_not_flat() {
+    // Ctrl-C after 100 steps of a 200 KiB/step leak on 1 GiB: about 18 MiB
+    // over the fit, below the 20 MiB (2 % of the level) a leak needs.
+    let xs: Vec<f64> = (0..100).map(f64::from).collect();
+    let mut noise = Noise::new(11);
+    let ys: Vec<f64> = xs
+        .iter()
+        .map(|&s| GIB + 200.0 * 1024.0 * s + 0.2 * MIB * noise.normal())
+        .collect();
+    let a = analyze(&xs, &ys, &VerdictOptions::per_step());
+    assert_eq!(
+        (a.verdict, a.shape),
+        (Verdict::Inconclusive, Shape::TooEarly),
+        "{:#?}",
+        a.evidence
+    );
+    assert!(
+        a.shape_text.starts_with("too early to tell: grew ")
+            && a.shape_text
+                .contains("which this rate reaches after about 10"),
+        "{}",
+        a.shape_text
+    );
+}
+
+#[test]
 fn tiny_drift_is_not_a_leak() {
     // 1 MiB over a minute on a small process: below the absolute threshold.
     let xs = times(600, 10.0);

@@ -33,6 +33,8 @@ pub enum Event {
     Exit(Exit),
     /// `leakspy attach` stopped recording a job that it did not start.
     Detach(Detach),
+    /// What `check` said of the sources the probe named, when the run ended.
+    Static(crate::StaticRecord),
 }
 
 impl Event {
@@ -53,6 +55,7 @@ impl Event {
             Event::Note(n) => n.t,
             Event::Exit(e) => e.t,
             Event::Detach(d) => d.t,
+            Event::Static(s) => s.t,
         }
     }
 
@@ -70,6 +73,7 @@ impl Event {
             Event::Note(_) => "note",
             Event::Exit(_) => "exit",
             Event::Detach(_) => "detach",
+            Event::Static(_) => "static",
         }
     }
 
@@ -88,6 +92,7 @@ impl Event {
                 | "note"
                 | "exit"
                 | "detach"
+                | "static"
         )
     }
 }

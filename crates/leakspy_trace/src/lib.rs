@@ -8,6 +8,7 @@
 
 mod error;
 mod event;
+mod joined;
 mod probe_events;
 mod reader;
 mod writer;
@@ -18,6 +19,7 @@ pub use event::{
     MemTotals, Note, NoteLevel, ProcSample, Sample, Step, StepSource, TreeMemory, FORMAT_NAME,
     FORMAT_VERSION,
 };
+pub use joined::{CheckedFile, StaticMatch, StaticRecord};
 pub use probe_events::{
     Census, ContainerLen, Cost, CudaCensus, GraphCensus, Holder, Location, MallocCensus,
     MallocTrim, ModuleCensus, NumpyCensus, Suspect, TensorGroup,

@@ -260,6 +260,10 @@ pub struct Holder {
     /// The id of that container in its process (its `container:<id>` series).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_id: Option<u64>,
+    /// Where the growing object sits in what the holder names, when it is an
+    /// entry of it: `['train']` of `Trainer.history`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
     #[serde(default)]
     pub file: Option<String>,
     #[serde(default)]

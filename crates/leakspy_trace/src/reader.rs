@@ -166,6 +166,15 @@ impl Trace {
         })
     }
 
+    /// What `check` said of the job's sources when the run ended (the last
+    /// such record); `None` for traces written before it was recorded.
+    pub fn static_record(&self) -> Option<&crate::StaticRecord> {
+        self.events.iter().rev().find_map(|e| match e {
+            Event::Static(s) => Some(s),
+            _ => None,
+        })
+    }
+
     /// Time of the last event, in seconds since start.
     pub fn duration(&self) -> f64 {
         self.events.iter().map(Event::t).fold(0.0, f64::max)

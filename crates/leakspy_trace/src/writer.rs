@@ -31,6 +31,24 @@ impl TraceWriter {
         })
     }
 
+    /// Opens an existing trace to add events at its end (the end of a run
+    /// adds what `check` said of its sources after the job's last event).
+    pub fn append(path: impl AsRef<Path>) -> Result<Self, TraceError> {
+        let path = path.as_ref().to_path_buf();
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(|source| TraceError::Write {
+                path: path.clone(),
+                source,
+            })?;
+        Ok(TraceWriter {
+            file,
+            path,
+            line: Vec::with_capacity(1024),
+        })
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

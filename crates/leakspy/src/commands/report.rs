@@ -54,7 +54,7 @@ pub fn run(args: ReportArgs) -> Result<u8> {
         // The reader's errors name the file.
         let trace = super::traces::read(path)?;
         let mut diagnosis = diagnose(&trace, &opts);
-        leakspy_report::attach_static_findings(&mut diagnosis);
+        leakspy_report::attach_static_findings(&mut diagnosis, trace.static_record());
         read.push((path.display().to_string(), trace, diagnosis));
     }
     let leak = read.iter().any(|(_, _, d)| d.verdict == Verdict::Leak);

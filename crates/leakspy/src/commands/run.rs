@@ -310,7 +310,18 @@ pub(crate) fn report_trace(
         }
     };
     let mut diagnosis = diagnose(&trace, &DiagnoseOptions::default());
-    leakspy_report::attach_static_findings(&mut diagnosis);
+    let joined = leakspy_report::attach_static_findings(&mut diagnosis, trace.static_record());
+    if trace.static_record().is_none() && !joined.files.is_empty() {
+        // What `check` said of the sources the run ran, so that a later
+        // `report` shows it even after they are fixed. A trace that cannot
+        // take it still reports: `check` then runs on the source of the day.
+        let record = leakspy_trace::StaticRecord {
+            t: trace.duration(),
+            ..joined
+        };
+        let _ = leakspy_trace::TraceWriter::append(trace_path)
+            .and_then(|mut w| w.write(&leakspy_trace::Event::Static(record)));
+    }
     let too_short = diagnosis
         .series
         .iter()

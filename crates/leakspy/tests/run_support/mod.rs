@@ -74,8 +74,11 @@ pub fn finished(output: Output, trace: &Path, report: &Path) -> Finished {
             report.display()
         )
     });
+    let report_json: serde_json::Value =
+        serde_json::from_str(&report_text).expect("report is JSON");
+    assert_one_verdict(trace, report_json["verdict"].as_str().unwrap_or_default());
     Finished {
-        report: serde_json::from_str(&report_text).expect("report is JSON"),
+        report: report_json,
         trace: leakspy_trace::read_trace(trace).expect("trace reads"),
         code: output.status.code(),
         output,
@@ -146,4 +149,58 @@ pub fn alive(pid: u32) -> bool {
 
 pub fn verdict(f: &Finished) -> &str {
     f.report["verdict"].as_str().expect("verdict is a string")
+}
+
+/// One answer: the verdict `run` wrote is what `report` says of the trace in
+/// text, JSON and HTML, and what `diff` says of it as either side.
+pub fn assert_one_verdict(trace: &Path, verdict: &str) {
+    let out = |args: &[&std::ffi::OsStr]| {
+        let o = Command::new(leakspy())
+            .args(args)
+            .output()
+            .expect("leakspy runs");
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let t = trace.as_os_str();
+    let json: serde_json::Value = serde_json::from_str(&out(&[
+        "report".as_ref(),
+        t,
+        "--format".as_ref(),
+        "json".as_ref(),
+    ]))
+    .expect("report --format json");
+    assert_eq!(
+        json["verdict"], verdict,
+        "report --format json on {trace:?}"
+    );
+    let tag = match verdict {
+        "leak" => "LEAK",
+        "no-leak" => "NO LEAK",
+        _ => "INCONCLUSIVE",
+    };
+    let text = out(&["report".as_ref(), t]);
+    assert!(
+        text.starts_with(&format!("leakspy: {tag}: ")),
+        "report on {trace:?} (run said {verdict}):\n{text}"
+    );
+    let html = out(&["report".as_ref(), t, "--format".as_ref(), "html".as_ref()]);
+    assert!(
+        html.contains(&format!("<span class=\"badge\">{tag}</span>")),
+        "the HTML badge of {trace:?} is not {tag}"
+    );
+    let other = repo_root().join("crates/leakspy_report/tests/fixtures/fixed.jsonl");
+    for (args, side) in [
+        ([t, other.as_os_str()], "before"),
+        ([other.as_os_str(), t], "after"),
+    ] {
+        let mut full: Vec<&std::ffi::OsStr> = vec!["diff".as_ref()];
+        full.extend(args);
+        full.extend::<[&std::ffi::OsStr; 2]>(["--format".as_ref(), "json".as_ref()]);
+        let diff: serde_json::Value =
+            serde_json::from_str(&out(&full)).expect("diff --format json");
+        assert_eq!(
+            diff[side]["verdict"], verdict,
+            "diff with {trace:?} as {side}: {diff}"
+        );
+    }
 }

@@ -73,7 +73,8 @@ pub fn line(st: &LiveStatus) -> String {
             l.per
         ));
     }
-    if let Some(h) = &st.holder {
+    // A holder is news only beside a suspected leak.
+    if let (Some(h), Some(_)) = (&st.holder, &st.suspected) {
         parts.push(format!("held by {h}"));
     }
     parts.join(" | ")
@@ -123,6 +124,21 @@ mod tests {
         };
         let text = [&start, &leaking, &flat].map(line).join("\n");
         insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn a_holder_shows_only_beside_a_suspected_leak() {
+        let named = LiveStatus {
+            elapsed: 30.0,
+            rss: 900 << 20,
+            procs: 1,
+            steps: 300,
+            last_step: Some(300),
+            growth_per_s: Some(0.0),
+            holder: Some("Trainer.losses (list)".into()),
+            ..Default::default()
+        };
+        assert!(!line(&named).contains("held by"), "{}", line(&named));
     }
 
     #[test]
