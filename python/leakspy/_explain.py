@@ -81,7 +81,7 @@ def container_key(cid):
 # -- holders ---------------------------------------------------------------------------
 
 
-def attribute(libs, suspects, through=()):
+def attribute(libs, suspects, through=(), containers=()):
     """Who holds each suspect's instances: a list, per suspect, of
     ``(holder or None, bounded, picked)``. ``suspects`` are
     ``(key, per, count, info)`` with ``info["objects"]`` the instances to
@@ -97,7 +97,7 @@ def attribute(libs, suspects, through=()):
     caller drops it."""
     from ._holders import Searcher
 
-    searcher = Searcher(libs, through)
+    searcher = Searcher(libs, through, containers)
     # Tensors a graph saved have no referrer in Python: the roots of the
     # graphs that saved them do (the loss kept in a list). The walk goes up
     # from those, so the holder named is the one that keeps those graphs,
@@ -133,21 +133,33 @@ def attribute(libs, suspects, through=()):
             bounded = h.pop("_bounded", False)
         if info["kind"] == "figures":
             h = {"kind": "pyplot", "path": PYPLOT, "container": None, "file": None,
-                 "line": None, "chain": ["Figure", "pyplot"], "reaches": _pyplot_reaches(through)}
+                 "line": None, "chain": ["Figure", "pyplot"], "reaches": pyplot_reaches(through, containers)}
         out.append((h, bounded, o))
     del picked
     return out
 
 
-def _pyplot_reaches(through):
-    """What pyplot's open figures keep, among the rising series."""
+def pyplot_reaches(through, containers=()):
+    """What pyplot's open figures keep, among the rising series (``through``:
+    their types; ``containers``: the ids of followed containers)."""
     helpers = sys.modules.get("matplotlib._pylab_helpers")
     figs = getattr(getattr(helpers, "Gcf", None), "figs", None)
     if figs is None:
         return []
     from ._holders import reaches
 
-    return reaches(figs, through)
+    # Every figure keeps the same kinds of objects: the newest few, walked
+    # to the bottom, tell which series they are (all of them together are
+    # more objects than the walk may visit).
+    try:
+        newest = list(figs.values())[-3:]
+    except Exception:
+        newest = []
+    found = set(reaches(newest, through, containers))
+    if id(figs) in set(containers):
+        found.add("container:%d" % id(figs))
+    del newest
+    return sorted(found)
 
 
 def type_of_first(info):

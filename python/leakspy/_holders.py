@@ -75,10 +75,11 @@ def _code_name(code):
 class Searcher(object):
     """One holder search (every key of one census), then dropped."""
 
-    def __init__(self, libs, through=()):
+    def __init__(self, libs, through=(), containers=()):
         self.libs = libs
         self.probe_dir = libs.probe_dir or "\0"
         self.through = set(through)
+        self.containers = set(containers)  # ids of the containers the census follows
         self.model_types = {}  # type -> whether it is a torch module or optimizer
         self.keep = []  # our own lists, alive (and ignored) until the end
         self.ignore = set()
@@ -373,7 +374,7 @@ class Searcher(object):
                 h["key"] = sub
         for h in out:
             if h is not None and h.get("_value") is not None and not h.get("library"):
-                h["reaches"] = reaches(h["_value"], self.through)
+                h["reaches"] = reaches(h["_value"], self.through, self.containers)
         for h in out:
             if h is not None:
                 h.pop("_value", None)
@@ -457,6 +458,13 @@ class Searcher(object):
                         name.startswith("__") and name.endswith("__")):
                     # (`__loader__`, `__builtins__`: the import system's.)
                     return None, False
+                if mod == "__main__":
+                    from . import _ipython
+
+                    if _ipython.session_record(name):
+                        # (IPython's input history `_ih`, `In`, `_i3`:
+                        # strings kept per cell, never what a job keeps.)
+                        return None, False
                 root = self._global(mod, name, chain + ["module"])
                 root["_value"] = node
                 # A library's global is a fallback, and the walk stops there
@@ -667,22 +675,26 @@ _CONTAINER_NAMES = frozenset(("list", "dict", "set", "deque", "OrderedDict", "de
                               "Counter"))
 
 
-# The walk down from a named holder for what else it keeps: this deep, and
+# The walk down from a named holder for what else it keeps: this deep (an
+# object's __dict__ is a level of its own), and
 # this many objects at most (a figure is thousands).
-REACH_DEPTH = 8
+REACH_DEPTH = 16
 REACH_CAP = 50000
 
 
-def reaches(start, rising):
+def reaches(start, rising, containers=()):
     """The series of the census that count objects ``start`` keeps, going
     down its references: ``type:<name>`` for each type of ``rising`` (the
-    types whose count rose) reached, and ``numpy`` when arrays are. What a
-    named holder keeps is its leak, whatever series counts it (one leak,
-    one group: a figure's arrays, weak references and partials are the
-    figure's)."""
+    types whose count rose) reached, ``container:<id>`` for each of
+    ``containers`` (ids of followed containers) reached, and ``numpy`` when
+    arrays are. What a named holder keeps is its leak, whatever series
+    counts it (one leak, one group: a figure's arrays, weak references and
+    partials are the figure's)."""
     from ._census import type_name
 
     want = set(rising)
+    conts = set(containers)
+    reached = set()
     found = set()
     arrays = False
     level = [start]
@@ -696,6 +708,8 @@ def reaches(start, rising):
                 t = type(o)
                 if t in want:
                     found.add(t)
+                if id(o) in conts:
+                    reached.add(id(o))
                 elif not arrays and t.__name__ == "ndarray":
                     arrays = True
                 if id(o) not in seen and gc.is_tracked(o) and not isinstance(o, skip):
@@ -710,6 +724,9 @@ def reaches(start, rising):
     finally:
         level = nxt = None
     keys = ["type:" + type_name(t) for t in found]
+    keys.extend("container:%d" % i for i in reached)
+    if id(start) in conts:
+        keys.append("container:%d" % id(start))
     if arrays:
         keys.append("numpy")
     return sorted(keys)

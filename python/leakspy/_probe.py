@@ -187,6 +187,7 @@ class _State(object):
         # ((file, line, function), innermost first), for its hello.
         self.fork_frames = None
         self.malloc_trim = None
+        self.pyplot_checked = set()  # series looked for under pyplot's figures
         self.attached = False
         self.busy = _thread.allocate_lock()
         self.connect_lock = _thread.allocate_lock()
@@ -882,14 +883,18 @@ def _census(st, source, step, rises=None, look=None):
     msg.update(fields)
     _send(msg)
     del fields
+    h0 = _cpu()
     if suspects:
-        h0 = _cpu()
         try:
             _suspects(st, suspects, step)
         except Exception as e:
             _note("warn", "suspect search failed: %s" % _describe(e))
         del suspects
-        _charge(st, "holders", _cpu() - h0)
+    try:
+        _refresh_pyplot(st)
+    except Exception as e:
+        _note("warn", "figure holder refresh failed: %s" % _describe(e))
+    _charge(st, "holders", _cpu() - h0)
     total = _cpu() - c0
     # The next census is expected to cost what this one did without its
     # holder search (a search is rare; the credit pays it back), and what
@@ -983,7 +988,7 @@ def _suspects(st, suspects, step):
     # optimizer) are passed through on the way up, not taken for roots.
     through_types = census.rising_types
     census.rising_types = set()
-    found = _explain.attribute(st.libs, suspects, through_types)
+    found = _explain.attribute(st.libs, suspects, through_types, _rising_containers(census))
     for (key, per, count, info), (holder, bounded, picked) in zip(suspects, found):
         if bounded:
             census.suppressed[key] = census.n + 10
@@ -1036,6 +1041,56 @@ def _suspects(st, suspects, step):
         st.trace_pending = {}
     if st.trace_pending:
         _start_tracing(st)
+
+
+def _rising_containers(census):
+    """Ids of the containers whose length series rises now."""
+    out = []
+    for k in census.growth.runs:
+        if k.startswith("container:"):
+            try:
+                out.append(int(k[10:]))
+            except ValueError:
+                pass
+    return out
+
+
+def _refresh_pyplot(st):
+    """Open figures keep more series than rose when their suspect was sent
+    (a figure's partials, weak references, dicts rise a few censuses
+    later): the pyplot holder is sent again with all it keeps now, going
+    down from pyplot's registry, when a series rises that it did not list."""
+    msg = st.sent.get("figures")
+    census = st.census
+    if msg is None or census is None:
+        return
+    holder = msg.get("holder") or {}
+    have = set(holder.get("reaches") or ())
+    rising = [k for k in census.growth.runs
+              if k not in have and k not in census.suspect_keys and k not in st.pyplot_checked
+              and (k.startswith(("type:", "container:")) or k == "numpy")]
+    if not rising:
+        return
+    # (Each series is looked for once: one that pyplot does not keep is
+    # not walked for at every census.)
+    st.pyplot_checked.update(rising)
+    from . import _explain
+
+    names = set(k[5:] for k in rising if k.startswith("type:"))
+    types = []
+    for info in list(census._type_info.values()):
+        t = info[0]()
+        if t is not None and info[2] in names:
+            types.append(t)
+    with _gc_paused():
+        found = _explain.pyplot_reaches(types, _rising_containers(census))
+    del types
+    new = sorted(have.union(found))
+    if new != sorted(have):
+        msg = dict(msg)
+        msg["holder"] = dict(holder, reaches=new)
+        st.sent["figures"] = msg
+        _send(msg)
 
 
 def _clean_holder(h):

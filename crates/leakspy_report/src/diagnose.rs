@@ -104,6 +104,10 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     let probe = probe_info(trace);
 
     let rss = analysed.iter().find(|(_, r, _)| r.key == tree);
+    // What makes memory grow outside the Python objects of the process
+    // that pays for it: processes, copy-on-read, the allocators.
+    let mut mechanisms = crate::processes::mechanisms(trace, &clock);
+    mechanisms.extend(crate::allocator::mechanisms(trace, &growth));
     // RSS alone can look flat at the end of a leaking run (the allocator
     // refilling heap that the probe's own census freed, a short run): when
     // the probe saw heavy objects held by a named root grow through the
@@ -132,6 +136,30 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
                 corroborated = Some(
                     "the OOM killer ended the run after it grew by more than a leak needs".into(),
                 );
+            }
+        }
+    }
+    // Processes that pile up are a leak whatever the memory curve's last
+    // moments look like: their count grows with the work done and none
+    // ends, and the tree's memory rose by what a leak needs with them.
+    if findings.is_empty() {
+        let piled = mechanisms
+            .iter()
+            .find(|m| m.kind == crate::model::MechanismKind::ProcessesPileUp);
+        if let (Some((_, r, _)), Some(m)) = (rss, piled) {
+            if r.peak - r.first >= r.threshold {
+                leak_by = Some("processes that pile up");
+                corroborated = Some("processes pile up, and none ends".into());
+                let mut evidence = r.evidence.clone();
+                evidence.push(format!(
+                    "{}: the tree's memory rose {} with them",
+                    m.summary,
+                    fmt_bytes(r.peak - r.first)
+                ));
+                findings.push(Finding {
+                    grows: Some(m.summary.clone()),
+                    ..Finding::of_series(r, evidence)
+                });
             }
         }
     }
@@ -176,10 +204,6 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     }
 
     notes.extend(non_leak_notes(trace, verdict));
-    // What makes memory grow outside the Python objects of the process
-    // that pays for it: processes, copy-on-read, the allocators.
-    let mut mechanisms = crate::processes::mechanisms(trace, &clock);
-    mechanisms.extend(crate::allocator::mechanisms(trace, &growth));
     crate::processes::label_groups(trace, &mut growth);
     // One story: under a no-leak verdict, what the probe saw grow is not a
     // leak either (its evidence would have made it one); said as a note,

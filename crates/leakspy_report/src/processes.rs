@@ -373,6 +373,45 @@ mod tests {
     }
 
     #[test]
+    fn processes_that_pile_up_are_a_leak_though_the_memory_levels() {
+        // Five processes started in the first half, none ending; the tree's
+        // PSS rises 80 MiB with each, then stays flat for the second half.
+        let mut lines = vec![HEADER.to_string()];
+        for i in 0..600 {
+            let t = i as f64 * 0.1;
+            let n = (t.min(30.0) / 6.0) as u32;
+            let mut ps = vec![proc_json(7, 1, 500 * MB, Some(400 * MB))];
+            for k in 1..=n {
+                ps.push(proc_json(100 + k, 7, 300 * MB, Some(80 * MB)));
+            }
+            let rss = 500 * MB + u64::from(n) * 300 * MB;
+            let pss = 500 * MB + u64::from(n) * 80 * MB;
+            lines.push(format!(
+                r#"{{"kind":"sample","t":{t},"procs":[{}],"total":{{"rss":{rss},"anon":{rss},"pss":{pss},"uss":{pss}}}}}"#,
+                ps.join(",")
+            ));
+            lines.push(format!(
+                r#"{{"kind":"step","t":{},"step":{},"source":"optimizer","pid":7}}"#,
+                t + 0.01,
+                i * 10
+            ));
+        }
+        lines.push(r#"{"kind":"exit","t":60.0,"code":0,"status":0}"#.to_string());
+        let t = leakspy_trace::parse_trace(&lines.join("\n")).unwrap();
+        let d = crate::diagnose(&t, &crate::DiagnoseOptions::default());
+        assert_eq!(d.headline, "total.pss");
+        assert_eq!(d.verdict, leakspy_stats::Verdict::Leak, "{}", d.summary);
+        assert!(d.summary.contains("processes pile up"), "{}", d.summary);
+        assert!(
+            d.mechanisms
+                .iter()
+                .any(|m| m.kind == MechanismKind::ProcessesPileUp),
+            "{:?}",
+            d.mechanisms
+        );
+    }
+
+    #[test]
     fn workers_restarted_every_epoch_do_not_pile_up() {
         // Two workers per 10-s epoch, the old ones gone when the new start.
         let t = trace(|t, rollup| {
