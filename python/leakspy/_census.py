@@ -59,6 +59,8 @@ SURVIVOR_CAP = 5000
 MAX_NEW_SUSPECTS = 8
 NUMPY_LEVEL_CAP = 50000
 NUMPY_PROBE_EVERY = 5
+# Tensors looked at between two pauses of a census (some 10-40 ms).
+TENSOR_SLICE = 4000
 
 CONTAINER_TYPES = (list, dict, set, deque, OrderedDict, defaultdict, Counter)
 _CONTAINER_SET = frozenset(CONTAINER_TYPES)
@@ -354,8 +356,23 @@ class Census(object):
 
     # -- the census ------------------------------------------------------
 
-    def run(self, want_picks, keys=None, track=None, rises=None, warmup=True, last=False):
-        """One census. Returns (message fields, suspects), where suspects is a
+    def run(self, *args, **kwargs):
+        """One census in one piece: ``slices``, run to its end."""
+        gen = self.slices(*args, **kwargs)
+        while True:
+            try:
+                next(gen)
+            except StopIteration as e:
+                return e.value
+
+    def slices(self, want_picks, keys=None, track=None, rises=None, warmup=True, last=False):
+        """One census, as a generator that pauses (yields) between pieces of
+        its work, so that the probe can let the job run a step between them
+        (no piece takes much more than a few tens of milliseconds but the
+        first: listing and counting every object). What is counted is what
+        was alive when it started: the objects listed then are kept until it
+        ends. Its value (``StopIteration.value``, what ``run`` returns) is
+        (message fields, suspects), where suspects is a
         list of (key, per_census, count, info) for keys that qualify now and
         were not reported before; info holds the instances to trace to a
         holder (dropped by the caller).
@@ -428,6 +445,7 @@ class Census(object):
         sel = list(compress(objs, map(wanted.__contains__, kinds)))
         del kinds
         sel_types = list(map(type, sel))
+        yield
 
         # Tensors and autograd graphs.
         tensors = []
@@ -436,8 +454,9 @@ class Census(object):
             tensors = list(compress(sel, map(tensor_types.__contains__, sel_types)))
             if self.own_tensors:
                 tensors = self._drop_own_tensors(tensors, counts, names, fields)
-            fields["tensors"], roots, tensor_groups = self._tensors(torch, tensors)
+            fields["tensors"], roots, tensor_groups = yield from self._tensors(torch, tensors)
             fields["graph"], graph_best = self._graph(torch, roots, tensor_types, tensors)
+            yield
             mods = list(compress(sel, map(module_types.__contains__, sel_types)))
             fields["modules"], module_by_class = self._modules(torch, mods)
         else:
@@ -455,8 +474,10 @@ class Census(object):
         conts = list(compress(sel, map(_CONTAINER_SET.__contains__, sel_types)))
         untracked = self._untracked_dicts(sel, sel_types, user_types)
         conts.extend(untracked)
+        yield
         want_ids = keys is not None and any(parse(k).kind == "container" for k in keys)
         containers, cont_values, cont_objs, big = self._containers(conts, own, want_ids)
+        yield
 
         # numpy arrays (not gc-tracked: reached from containers and user
         # objects). Until some are found, only every NUMPY_PROBE_EVERY-th
@@ -468,6 +489,7 @@ class Census(object):
             fields["numpy"], arrays = self._numpy(sel, sel_types, untracked, user_types,
                                                   nd_types)
             self.numpy_seen = fields["numpy"]["count"] > 0
+            yield
         del big, untracked
 
         fields["containers"] = containers
@@ -590,6 +612,7 @@ class Census(object):
                 self.rising_types = {t for t, n in names.items() if n in up}
                 _prefer_held(suspects, (objs, sel, sel_types, tensors, roots, mods, arrays,
                                         graph_best, conts, suspects))
+        yield
         if track is not None or (want_picks and keys is None):
             # Remember which instances of the telling series that rise exist
             # now, so that the next census can prefer those that outlived it.
@@ -629,12 +652,40 @@ class Census(object):
     # -- tensors ---------------------------------------------------------
 
     def _tensors(self, torch, tensors):
+        """(groups, roots, info) of the tensors, as a generator that pauses
+        every TENSOR_SLICE tensors (outside torch's function-mode guard,
+        which must not stay on while the job runs)."""
         groups = {}
         seen = set()
         roots = []
         tkeys = self.tensor_keys = []  # group of each tensor, in census order
-        ctx = _no_torch_function(torch)
-        with ctx:
+        for start in range(0, len(tensors), TENSOR_SLICE):
+            if start:
+                yield
+            self._tensor_slice(torch, tensors[start:start + TENSOR_SLICE], groups, seen, roots,
+                               tkeys)
+        out = []
+        info = {}
+        for (dev, dt, rg, has_gf), (count, nbytes) in groups.items():
+            d = str(dev)
+            dts = str(dt).replace("torch.", "")
+            kind = "grad" if has_gf else ("leaf" if rg else "plain")
+            key = "tensors:%s/%s/%s" % (d, dts, kind)
+            out.append({"device": d, "dtype": dts, "requires_grad": bool(rg),
+                        "grad_fn": bool(has_gf), "count": count, "bytes": nbytes})
+            g = info.get(key)
+            if g is None:
+                info[key] = {"key": key, "count": count, "bytes": nbytes,
+                             "match": [(dev, dt, rg, has_gf)]}
+            else:  # two torch.device objects printing the same
+                g["count"] += count
+                g["bytes"] += nbytes
+                g["match"].append((dev, dt, rg, has_gf))
+        out.sort(key=lambda g: -g["bytes"])
+        return out, roots, info
+
+    def _tensor_slice(self, torch, tensors, groups, seen, roots, tkeys):
+        with _no_torch_function(torch):
             for t in tensors:
                 try:
                     dev = t.device
@@ -661,25 +712,6 @@ class Census(object):
                     g[1] += nb
                 if has_gf:
                     roots.append(t)
-        out = []
-        info = {}
-        for (dev, dt, rg, has_gf), (count, nbytes) in groups.items():
-            d = str(dev)
-            dts = str(dt).replace("torch.", "")
-            kind = "grad" if has_gf else ("leaf" if rg else "plain")
-            key = "tensors:%s/%s/%s" % (d, dts, kind)
-            out.append({"device": d, "dtype": dts, "requires_grad": bool(rg),
-                        "grad_fn": bool(has_gf), "count": count, "bytes": nbytes})
-            g = info.get(key)
-            if g is None:
-                info[key] = {"key": key, "count": count, "bytes": nbytes,
-                             "match": [(dev, dt, rg, has_gf)]}
-            else:  # two torch.device objects printing the same
-                g["count"] += count
-                g["bytes"] += nbytes
-                g["match"].append((dev, dt, rg, has_gf))
-        out.sort(key=lambda g: -g["bytes"])
-        return out, roots, info
 
     def _drop_own_tensors(self, tensors, counts, names, fields):
         """Leaves out the tensors that exist only because an earlier census

@@ -81,7 +81,7 @@ def container_key(cid):
 # -- holders ---------------------------------------------------------------------------
 
 
-def attribute(libs, suspects, through=(), containers=()):
+def attribute(libs, suspects, through=(), containers=(), frame_locals=None):
     """Who holds each suspect's instances: a list, per suspect, of
     ``(holder or None, bounded, picked)``. ``suspects`` are
     ``(key, per, count, info)`` with ``info["objects"]`` the instances to
@@ -97,7 +97,7 @@ def attribute(libs, suspects, through=(), containers=()):
     caller drops it."""
     from ._holders import Searcher
 
-    searcher = Searcher(libs, through, containers)
+    searcher = Searcher(libs, through, containers, frame_locals)
     # Tensors a graph saved have no referrer in Python: the roots of the
     # graphs that saved them do (the loss kept in a list). The walk goes up
     # from those, so the holder named is the one that keeps those graphs,
@@ -133,7 +133,8 @@ def attribute(libs, suspects, through=(), containers=()):
             bounded = h.pop("_bounded", False)
         if info["kind"] == "figures":
             h = {"kind": "pyplot", "path": PYPLOT, "container": None, "file": None,
-                 "line": None, "chain": ["Figure", "pyplot"], "reaches": pyplot_reaches(through, containers)}
+                 "line": None, "chain": ["Figure", "pyplot"],
+                 "reaches": pyplot_reaches(through, containers)}
         out.append((h, bounded, o))
     del picked
     return out

@@ -48,6 +48,36 @@ _MODEL_BASES = frozenset((("torch.nn.modules.module", "Module"),
 _PRIORITY = {"attribute": 0, "global": 0, "class_attribute": 0, "closure": 0, "local": 1}
 
 
+class _FrameAt(object):
+    """Where a frame was (its code and line), without the frame."""
+
+    __slots__ = ("f_code", "f_lineno")
+
+    def __init__(self, code, line):
+        self.f_code = code
+        self.f_lineno = line
+
+
+def snapshot_locals(libs):
+    """The locals of the running user frames of this thread, now, as
+    ``Searcher(frame_locals=...)`` takes them, and the values themselves:
+    the caller keeps them alive until its search (an id is only a name
+    while its object lives)."""
+    s = Searcher.__new__(Searcher)
+    s.libs = libs
+    s.probe_dir = libs.probe_dir or "\0"
+    s.current_frames = set()
+    s.running_frames = set()
+    s.locals = {}
+    s.local_values = []
+    try:
+        s._scan_frames()
+        return s.frame_locals(), s.local_values
+    finally:
+        s.locals = {}
+        s.local_values = None
+
+
 def _tname(o):
     try:
         n = type(o).__name__
@@ -75,7 +105,7 @@ def _code_name(code):
 class Searcher(object):
     """One holder search (every key of one census), then dropped."""
 
-    def __init__(self, libs, through=(), containers=()):
+    def __init__(self, libs, through=(), containers=(), frame_locals=None):
         self.libs = libs
         self.probe_dir = libs.probe_dir or "\0"
         self.through = set(through)
@@ -100,7 +130,12 @@ class Searcher(object):
         self.running_frames = set()
         self.locals = {}
         self.picked = []  # per group: the object that reached its holder
+        self.local_values = None  # kept by snapshot_locals only
         self._scan_frames()
+        if frame_locals:
+            # The locals as they were when the census started (it ran in
+            # slices: the loop has rebound its variables since).
+            self.locals.update(frame_locals)
 
     def _mine(self, o):
         self.keep.append(o)
@@ -159,11 +194,20 @@ class Searcher(object):
                     for name, value in items:
                         if id(value) not in self.locals:
                             self.locals[id(value)] = (f, name)
+                            if self.local_values is not None:
+                                self.local_values.append(value)
                     items = value = None
                     f = f.f_back
         finally:
             me = f = top = value = items = None
             stacks = others = None
+
+    def frame_locals(self):
+        """The locals of running user frames as found now, without their
+        frames: ``{id(value): (where, name)}``, for a search made later, while
+        the values are kept alive by the caller."""
+        return dict((vid, (_FrameAt(f.f_code, f.f_lineno), name))
+                    for vid, (f, name) in self.locals.items())
 
     def _frame_items(self, f):
         """A frame's locals without keeping them: before 3.13 reading

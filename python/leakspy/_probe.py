@@ -76,6 +76,9 @@ MAX_GAP_S = 3600.0
 # a figure in plt.subplots), and each frame kept costs every allocation.
 TRACE_FRAMES = 16
 MAX_FAILURES = 3
+# A census is done in slices between steps: the job pauses at most this long
+# for one (but for its first piece, which lists and counts every object).
+SLICE_S = 0.05
 
 # A burst: when the monitor sees memory grow as a leak does (its live fit
 # of RSS), it asks the probe to find out what grows. For a while the probe
@@ -188,6 +191,8 @@ class _State(object):
         self.fork_frames = None
         self.malloc_trim = None
         self.pyplot_checked = set()  # series looked for under pyplot's figures
+        self.census_job = None  # the census under way, between its slices
+        self.whole_next = False  # the next census in one piece (it has suspects to search)
         self.attached = False
         self.busy = _thread.allocate_lock()
         self.connect_lock = _thread.allocate_lock()
@@ -435,6 +440,7 @@ def _switch_off():
     _remove_finder(st)
     _stop_timer(st)
     _stop_tracing(st)
+    st.census_job = None
     try:
         st.channel.close()
     except Exception:
@@ -600,7 +606,9 @@ def _on_due(st, c):
     if not st.busy.acquire(False):
         return  # a census is under way (another thread)
     try:
-        if st.trace_pending:
+        if st.census_job is not None:
+            _census_slice(st)
+        elif st.trace_pending:
             # (No census while tracemalloc runs: it would take ten times as long.)
             traced = (st.opt.n + st.man.n) - st.trace_n
             waited = _monotonic() - st.trace_wall
@@ -703,7 +711,7 @@ def _send_cost(st, now):
 def _set_due(st):
     if not st.census_on or not st.active:
         st.due = _INF
-    elif st.trace_pending or st.look_wanted or st.step_n == 0:
+    elif st.census_job is not None or st.trace_pending or st.look_wanted or st.step_n == 0:
         # Look at every step (until the loop's start is marked at its third
         # step: the budget is earned from there).
         st.due = 0.0
@@ -839,6 +847,9 @@ def _ensure_census(st):
 
 
 def _census(st, source, step, rises=None, look=None):
+    """Starts a census: its first slice now, the others at the next steps
+    (``_census_slice``), so the job never pauses long for it; a last look
+    runs whole (the program has ended, or the monitor is leaving)."""
     if not _ensure_census(st):
         return
     n = st.opt.n + st.man.n
@@ -846,20 +857,54 @@ def _census(st, source, step, rises=None, look=None):
     if n > st.step_n:
         st.step_dt = (c0 - st.step_t) / (n - st.step_n)
     st.census_gap = n - st.step_n if st.census is not None and st.census.n else 0
-    t0 = _perf()
     warm = st.census.n == 0 and (
         st.loop_t is None or n - st.step_n < WARMUP_STEPS or _monotonic() - st.loop_t < WARMUP_S)
-    try:
-        with _gc_paused():
-            fields, suspects = st.census.run(want_picks=True, rises=rises, warmup=warm,
-                                             last=look is not None)
-        from . import _malloc
+    whole = look is not None or st.whole_next
+    st.whole_next = False
+    gen = st.census.slices(want_picks=True, rises=rises, warmup=warm, last=look is not None)
+    st.census_job = {"gen": gen, "source": source, "step": step, "look": look, "wall": 0.0,
+                     "cpu": 0.0, "pause": 0.0, "slices": 0, "done": None, "locals": None,
+                     "values": None}
+    if not whole:
+        # The locals as they are now, when the objects are listed: by the
+        # census's last slice the loop has rebound its variables.
+        try:
+            from ._holders import snapshot_locals
 
-        fields["malloc"] = _malloc.stats()
-        role = _role()
-        if role is not None:
-            fields["role"] = role
+            st.census_job["locals"], st.census_job["values"] = snapshot_locals(st.libs)
+        except Exception:
+            pass
+    _census_slice(st, whole=whole)
+
+
+def _census_slice(st, whole=False):
+    """The next piece of the census under way: slices of it until SLICE_S of
+    wall time has passed (the job's pause), then back to the job; once it
+    is counted, its message and its holder search."""
+    job = st.census_job
+    t0 = _perf()
+    c0 = _cpu()
+    try:
+        if job["done"] is None:
+            with _gc_paused():
+                while True:
+                    try:
+                        next(job["gen"])
+                    except StopIteration as e:
+                        job["done"] = e.value
+                        break
+                    if not whole and _perf() - t0 >= SLICE_S:
+                        break
+            if job["done"] is not None:
+                from . import _malloc
+
+                fields = job["done"][0]
+                fields["malloc"] = _malloc.stats()
+                role = _role()
+                if role is not None:
+                    fields["role"] = role
     except Exception as e:
+        st.census_job = None
         _charge(st, "census", _cpu() - c0)
         _census_failed(st, e)
         return
@@ -868,39 +913,70 @@ def _census(st, source, step, rises=None, look=None):
     # 0.4 s of CPU can take seconds of wall time waiting for a core, which
     # every other thread of the job waits for too; charged in wall time it
     # used up a burst before it could name anything.
-    cost = _cpu() - c0
-    _charge(st, "census", cost)
-    msg = {"kind": "census", "pid": st.pid, "step": step, "source": source,
-           "cost_s": round(wall, 6), "cpu_s": round(cost, 6), "n": st.census.n,
+    cpu = _cpu() - c0
+    _charge(st, "census", cpu)
+    job["wall"] += wall
+    job["cpu"] += cpu
+    job["pause"] = max(job["pause"], wall)
+    job["slices"] += 1
+    if job["done"] is None:
+        return
+    fields = job["done"][0]
+    msg = {"kind": "census", "pid": st.pid, "step": job["step"], "source": job["source"],
+           "cost_s": round(job["wall"], 6), "cpu_s": round(job["cpu"], 6),
+           "pause_s": round(job["pause"], 6), "slices": job["slices"], "n": st.census.n,
            "dropped": st.channel.take_dropped(),
            "warmup": st.census.n <= st.census.warm_n}
     if st.burst_until:
         msg["burst"] = st.bursts
-    if look is not None:
+    if job["look"] is not None:
         # A last look: "exit" (after the program's own end, when what its
         # functions held is gone: not a point of the series) or "detach".
-        msg["look"] = look
+        msg["look"] = job["look"]
     msg.update(fields)
     _send(msg)
-    del fields
+    del fields, msg
+    job["gen"] = None
+    # The next census is expected to cost what this one did without its
+    # holder search (a search is rare; the credit pays it back), and what
+    # the steps after the last one lost.
+    st.census_s = max(job["cpu"], 1e-4)
+    st.expected = st.census_s + st.after_cost
+    # The holder search comes in the same pause: at the next step the
+    # loop's locals (`total` in `total = total + loss`) hold other objects.
+    _census_holders(st, job)
+
+
+def _census_holders(st, job):
+    """The end of a census: its holder search (when something qualified)
+    and the budget's bookkeeping."""
+    st.census_job = None
+    suspects = job["done"][1]
+    step = job["step"]
+    job["done"] = None
+    if suspects and job["slices"] > 1:
+        # Found over several steps: the objects it picked may have been let
+        # go of meanwhile (`self.total = self.total + loss` rebinds every
+        # step), and a search from them would name what is there now. The
+        # next census, which finds them again, runs whole and searches
+        # at once; it comes as soon as the budget allows.
+        st.whole_next = True
+        suspects = None
     h0 = _cpu()
     if suspects:
         try:
-            _suspects(st, suspects, step)
+            _suspects(st, suspects, step, job.get("locals"))
         except Exception as e:
             _note("warn", "suspect search failed: %s" % _describe(e))
-        del suspects
+    del suspects
+    job["values"] = job["locals"] = None
     try:
         _refresh_pyplot(st)
     except Exception as e:
         _note("warn", "figure holder refresh failed: %s" % _describe(e))
-    _charge(st, "holders", _cpu() - h0)
-    total = _cpu() - c0
-    # The next census is expected to cost what this one did without its
-    # holder search (a search is rare; the credit pays it back), and what
-    # the steps after the last one lost.
-    st.census_s = max(cost, 1e-4)
-    st.expected = st.census_s + st.after_cost
+    held = _cpu() - h0
+    _charge(st, "holders", held)
+    total = job["cpu"] + held
     if total / st.budget > MAX_GAP_S:
         st.census_on = False
         _note("warn", "census disabled: budget exhausted (one census took %.1f s)" % total)
@@ -930,11 +1006,19 @@ def _census(st, source, step, rises=None, look=None):
     _send_cost(st, now)
 
 
+def _finish_census(st):
+    """Runs what is left of a census under way, in one piece (at exit,
+    before a last look)."""
+    while st.census_job is not None:
+        _census_slice(st, whole=True)
+
+
 def _last_look(st, source, step, look="detach"):
     """One more census, and holders for what rose at each of its last two
     comparisons: at exit, or when the monitor is about to leave
     (``leakspy attach``). What it finds is what the report gets."""
     st.look_wanted = False
+    _finish_census(st)
     if st.looked or not st.census_on or st.census is None or st.census.n < 2:
         # (Without two censuses before it, nothing can have risen twice.)
         st.looked = True
@@ -951,6 +1035,7 @@ def _last_look(st, source, step, look="detach"):
         return
     before = dict(st.parts)
     _census(st, source, step, rises=2, look=look)
+    _finish_census(st)
     # Kept apart in the account: not work the budget scheduled.
     for k in ("census", "holders"):
         d = st.parts[k] - before[k]
@@ -980,7 +1065,7 @@ def _census_failed(st, e):
     st.next_census = _monotonic() + 5.0
 
 
-def _suspects(st, suspects, step):
+def _suspects(st, suspects, step, frame_locals=None):
     from . import _explain
 
     census = st.census
@@ -988,7 +1073,8 @@ def _suspects(st, suspects, step):
     # optimizer) are passed through on the way up, not taken for roots.
     through_types = census.rising_types
     census.rising_types = set()
-    found = _explain.attribute(st.libs, suspects, through_types, _rising_containers(census))
+    found = _explain.attribute(st.libs, suspects, through_types, _rising_containers(census),
+                               frame_locals)
     for (key, per, count, info), (holder, bounded, picked) in zip(suspects, found):
         if bounded:
             census.suppressed[key] = census.n + 10
@@ -1241,6 +1327,17 @@ def _timer_main(st, wake, exited):
             _poll(st)
             if not st.active:
                 break
+            if st.census_job is not None:
+                # A census under way: a slice, then a breath for the job's
+                # own threads.
+                if st.busy.acquire(False):
+                    try:
+                        if st.census_job is not None:
+                            _census_slice(st)
+                    finally:
+                        st.busy.release()
+                wake.acquire(True, SLICE_S)
+                continue
             due = (st.next_census if st.census is not None and st.census.n
                    else max(st.t_start + FIRST_TIMER_S, st.next_census))
             if st.trace_pending:

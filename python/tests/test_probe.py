@@ -639,7 +639,9 @@ def test_a_graph_that_outgrows_the_walk_between_censuses_is_still_a_suspect(moni
     sus = suspects_by_key(monitor)
     g = sus.get("graph")
     assert g is not None, sorted(sus)
-    assert g["step"] == points(monitor)[2]["step"], g
+    # Qualified at the third census; a census done in slices has its
+    # suspects searched by the next, which runs whole.
+    assert g["step"] in (points(monitor)[2]["step"], points(monitor)[3]["step"]), g
     h = g["holder"]
     assert (h["kind"], h["path"]) == ("local", "train:total"), g
 
@@ -666,7 +668,10 @@ def test_a_chain_past_the_walk_cap_from_the_first_census_is_named_by_its_history
     assert g is not None, sorted(sus)
     # Two rises after the first census: 0 at every census but the first is
     # what a correct loop's history is.
-    assert g["step"] == censuses[2]["step"], (g, [c["step"] for c in censuses])
+    # (Or the census after, which runs whole when the one that found it
+    # was done in slices.)
+    assert g["step"] in (censuses[2]["step"], censuses[3]["step"]), (
+        g, [c["step"] for c in censuses])
     assert (g["holder"]["kind"], g["holder"]["path"]) == ("local", "train:total"), g
     assert g["what"].startswith("autograd history (root AddBackward0, over 100000 nodes)"), g
 
@@ -1235,3 +1240,32 @@ def test_a_closed_peer_kills_the_channel_quietly():
     b.close()
     assert ch.send({"kind": "note"}) is False
     assert ch.dead and ch.send({"kind": "note"}) is False
+
+
+@needs_torch
+def test_a_census_of_many_tensors_is_done_in_slices_between_steps(monitor):
+    p = monitor.run("""
+        import time
+        import torch
+        import leakspy
+
+        kept = [torch.zeros(2) for _ in range(30000)]
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 4.0:
+            kept.append(torch.zeros(2))
+            leakspy.step()
+            time.sleep(0.002)
+        print(len(kept))
+    """)
+    check_ok(p)
+    censuses = points(monitor)
+    assert censuses, monitor.messages()
+    # Tens of thousands of tensors are looked at a few thousand at a time,
+    # the job stepping in between (but for a census that searches holders
+    # for what the one before it found: that one runs whole); what is
+    # counted is what was alive when the census started.
+    slices = [c["slices"] for c in censuses]
+    assert sum(n >= 2 for n in slices) >= len(slices) - 1, slices
+    assert all(c["pause_s"] <= c["cost_s"] for c in censuses)
+    counts = [sum(g["count"] for g in c["tensors"]) for c in censuses]
+    assert counts == sorted(counts) and counts[0] >= 30000, counts

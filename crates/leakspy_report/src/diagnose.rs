@@ -252,9 +252,18 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     });
     if let Some(t) = &throughput {
         if t.falling {
+            // Said as what was measured: wall-clock steps/s also fall when
+            // other programs take the machine's cores, which the trace
+            // does not tell apart; only beside a leak is it one's symptom.
+            let why = if verdict == Verdict::Leak {
+                "with the leak (a growing list walked every step, swapping), or other programs \
+                 taking the machine's cores"
+            } else {
+                "other programs taking the machine's cores slow a job as much; nothing here \
+                 leaks"
+            };
             notes.push(format!(
-                "steps/s fell from {} to {} ({:+.0}%) over the run: a symptom of leaks \
-                 (a growing list walked every step, swapping)",
+                "steps/s fell from {} to {} ({:+.0}%) over the run: {why}",
                 fmt_value(t.start_rate, ValueUnit::StepsPerSecond),
                 fmt_value(t.end_rate, ValueUnit::StepsPerSecond),
                 t.change * 100.0

@@ -31,6 +31,13 @@ pub struct Census {
     /// CPU seconds of the census's thread (what the budget is charged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_s: Option<f64>,
+    /// The longest the job paused for one slice of it (wall seconds): a
+    /// census is done in slices between steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_s: Option<f64>,
+    /// How many slices it took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slices: Option<u64>,
     /// Messages the probe dropped since the last census (a full socket).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dropped: Option<u64>,
