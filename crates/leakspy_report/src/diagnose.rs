@@ -648,6 +648,28 @@ fn no_holder_reason(
         .filter(|s| s.holder.as_ref().is_some_and(|h| !h.is_named()))
         .filter_map(|s| s.what.clone())
         .next();
+    // "Native" only once every process that grows was looked into.
+    let unlooked: Vec<u32> = trace
+        .samples()
+        .last()
+        .map(|s| s.procs.iter().map(|p| p.pid).collect::<Vec<u32>>())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|pid| trace.census().all(|c| c.pid != *pid))
+        .filter(|pid| grows_alone(trace, *pid))
+        .collect();
+    if unknown.is_none() && !unlooked.is_empty() {
+        return Some(format!(
+            "{censuses} censuses found no Python objects growing with the memory in the \
+             processes they looked at; {} grew and had none (not Python, or the probe could not \
+             start there): what grows there is not known",
+            unlooked
+                .iter()
+                .map(|p| crate::processes::process_label(trace, *p))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     Some(match unknown {
         Some(what) => format!(
             "the probe saw {what} grow but no holder within reach: held from C (an extension's \
@@ -658,6 +680,19 @@ fn no_holder_reason(
              them (native allocations, an extension's buffers); a native profiler (memray) can tell"
         ),
     })
+}
+
+/// Whether one process's own RSS grew by 16 MiB or more from its first
+/// sample to its last (a process that grows, whatever the tree does).
+fn grows_alone(trace: &Trace, pid: u32) -> bool {
+    let rss: Vec<u64> = trace
+        .samples()
+        .filter_map(|s| s.procs.iter().find(|p| p.pid == pid).map(|p| p.rss))
+        .collect();
+    match (rss.first(), rss.last()) {
+        (Some(a), Some(b)) if rss.len() >= 10 => *b >= *a + (16 << 20),
+        _ => false,
+    }
 }
 
 /// Why a series that does not leak looks the way it does.
