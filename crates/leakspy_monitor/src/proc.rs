@@ -183,8 +183,10 @@ fn read_rollup(pid: u32) -> Option<(u64, u64)> {
 }
 
 /// The tree below `root` via the kernel's children lists (one file per thread,
-/// because each thread lists the children it forked itself).
+/// because each thread lists the children it forked itself). Never the
+/// monitor itself (nor what it started), as in [`descendants`].
 fn tree_from_children_files(root: u32) -> Vec<u32> {
+    let me = std::process::id();
     let mut out = vec![root];
     let mut i = 0;
     while i < out.len() {
@@ -200,6 +202,7 @@ fn tree_from_children_files(root: u32) -> Vec<u32> {
             for child in text
                 .split_ascii_whitespace()
                 .filter_map(|s| s.parse::<u32>().ok())
+                .filter(|&c| c != me)
             {
                 if !out.contains(&child) {
                     out.push(child);
@@ -320,6 +323,17 @@ mod tests {
             .all(|p| p.ppid == root && p.name == "sleep"));
         // Without the ppid scan fallback being exercised elsewhere, check it agrees.
         assert!(mem_available().unwrap() > 0);
+    }
+
+    #[test]
+    fn the_monitor_is_never_in_the_tree_it_watches() {
+        // Watching the process that started it (a notebook kernel watching
+        // itself), the monitor is one of its descendants: it must not count
+        // its own memory (nor make the tree look like several processes).
+        let me = std::process::id();
+        let parent = std::os::unix::process::parent_id();
+        assert!(!tree_from_children_files(parent).contains(&me));
+        assert!(!tree_from_ppid_scan(parent).contains(&me));
     }
 
     #[test]
