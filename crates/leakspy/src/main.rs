@@ -46,6 +46,8 @@ enum Command {
     Report(commands::report::ReportArgs),
     /// Compare two traces: did the fix work?
     Diff(commands::diff::DiffArgs),
+    /// Run a leaking job, fix it in a scratch copy, and prove the fix.
+    Fix(commands::fix::FixArgs),
 }
 
 fn main() -> ExitCode {
@@ -76,6 +78,7 @@ fn main() -> ExitCode {
         Command::Attach(args) => commands::attach::run(args),
         Command::Report(args) => commands::report::run(args),
         Command::Diff(args) => commands::diff::run(args),
+        Command::Fix(args) => commands::fix::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -17,7 +17,7 @@ use crate::semantic::facts::ModuleFacts;
 use crate::semantic::model::{LoopFrame, Scope, ScopeKind, SemanticModel};
 use crate::semantic::names::{dotted, is_dotted};
 use crate::semantic::scan::BlockFacts;
-use crate::semantic::value::{Graph, Kind, Value};
+use crate::semantic::value::Value;
 
 pub use crate::semantic::lifetime::{Across, Holder, Lifetime, Until};
 pub use crate::semantic::model::shorten;
@@ -65,6 +65,12 @@ impl<'a> Checker<'a> {
     /// return value nothing here asks for.
     pub fn with_called_names(mut self, names: rustc_hash::FxHashSet<&'a str>) -> Self {
         self.semantic.called_names = Some(names);
+        self
+    }
+
+    /// Tells the analysis whether the text is a notebook's cells (run by a kernel).
+    pub fn with_source_kind(mut self, kind: crate::SourceKind<'a>) -> Self {
+        self.semantic.source_kind = kind;
         self
     }
 
@@ -228,21 +234,7 @@ impl<'a> Checker<'a> {
                         .instances
                         .insert(n.id.as_str().to_string(), c);
                 }
-                let iter = sem.value(&for_.iter);
-                let elem = match iter.graph {
-                    Graph::Yes(_) => Value {
-                        kind: Kind::Tensor,
-                        parts: Default::default(),
-                        ..iter
-                    },
-                    // The elements of a tensor are tensors (rows, or 0-d tensors).
-                    _ if iter.kind == Kind::Tensor => Value {
-                        parts: Default::default(),
-                        scalar: false,
-                        ..iter
-                    },
-                    _ => Value::unknown(),
-                };
+                let elem = sem.element_value(&for_.iter);
                 self.walk_loop(stmt, &for_.body, Some((&for_.target, elem)));
                 self.walk_body(&for_.orelse);
             }

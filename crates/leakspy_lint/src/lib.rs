@@ -17,7 +17,7 @@ pub mod semantic;
 
 use ruff_python_parser::parse_module;
 use ruff_source_file::LineIndex;
-use ruff_text_size::{Ranged, TextRange};
+use ruff_text_size::{Ranged, TextRange, TextSize};
 
 pub use diagnostic::{Applicability, Diagnostic, Edit, Fix};
 pub use fix::{apply_fixes, select_fixes, FixedSource};
@@ -51,8 +51,34 @@ impl CheckedSource {
     }
 }
 
+/// What a source text is: a Python file, or a notebook's code cells joined into one module
+/// (`notebook::Joined::source_kind`), which a kernel runs cell by cell: where each cell ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SourceKind<'a> {
+    #[default]
+    Python,
+    Notebook {
+        cell_ends: &'a [TextSize],
+    },
+}
+
+impl SourceKind<'_> {
+    pub fn is_notebook(self) -> bool {
+        matches!(self, SourceKind::Notebook { .. })
+    }
+}
+
 /// Checks one Python source text with the enabled rules.
 pub fn check_source(source: &str, rules: &RuleSet) -> CheckedSource {
+    check_source_as(source, rules, SourceKind::Python)
+}
+
+/// Checks one source text of the given kind with the enabled rules.
+pub fn check_source_as<'a>(
+    source: &'a str,
+    rules: &RuleSet,
+    kind: SourceKind<'a>,
+) -> CheckedSource {
     let parsed = match parse_module(source) {
         Ok(parsed) => parsed,
         Err(err) => {
@@ -79,8 +105,9 @@ pub fn check_source(source: &str, rules: &RuleSet) -> CheckedSource {
     let facts = semantic::facts::ModuleFacts::collect(suite);
     // Rules that look for one library call skip files that never name it.
     let active = rules.for_source(source);
-    let checker =
-        checker::Checker::new(source, &facts, &lines, &active, suite).with_called_names(called);
+    let checker = checker::Checker::new(source, &facts, &lines, &active, suite)
+        .with_called_names(called)
+        .with_source_kind(kind);
     let mut diagnostics = checker.check_module(suite);
     diagnostics.retain(|d| {
         rules.contains(d.rule)

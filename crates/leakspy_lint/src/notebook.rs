@@ -214,6 +214,18 @@ impl Notebook {
         (python, self.cells.len() - python)
     }
 
+    /// The number of the cell that a kernel running the notebook from the
+    /// top labels `In[n]` (IPython's `Cell In[n]`): its n-th code cell with
+    /// a source that is not blank, as Jupyter's executors (nbclient, behind
+    /// `jupyter execute` and `nbconvert --execute`) skip blank cells.
+    pub fn executed_cell(&self, n: usize) -> Option<usize> {
+        self.cells
+            .iter()
+            .filter(|c| !c.source.trim().is_empty())
+            .nth(n.checked_sub(1)?)
+            .map(|c| c.number)
+    }
+
     /// The checked cells joined into one module.
     pub fn joined(&self) -> Joined {
         let mut display = String::new();
@@ -247,11 +259,16 @@ impl Notebook {
                 ));
             }
         }
+        let cell_ends = starts
+            .iter()
+            .map(|s| s.offset + TextSize::try_from(s.len).unwrap_or_default())
+            .collect();
         Joined {
             display,
             checked,
             index: NotebookIndex { starts },
             blanked,
+            cell_ends,
         }
     }
 
@@ -532,9 +549,18 @@ pub struct Joined {
     pub checked: String,
     pub index: NotebookIndex,
     blanked: Vec<TextRange>,
+    /// Where each code cell ends in the joined module.
+    cell_ends: Vec<TextSize>,
 }
 
 impl Joined {
+    /// What `check_source_as` is told the joined text is: a notebook, with its cells.
+    pub fn source_kind(&self) -> crate::SourceKind<'_> {
+        crate::SourceKind::Notebook {
+            cell_ends: &self.cell_ends,
+        }
+    }
+
     /// Whether a fix may be written back: each edit inside one cell, none in a blanked escape.
     pub fn allows(&self, fix: &Fix) -> bool {
         fix.edits.iter().all(|e| {
@@ -819,5 +845,26 @@ mod tests {
         assert_eq!(e, NotebookError::NotPython("R".into()));
         let e = Notebook::parse("[1, 2]".into()).unwrap_err();
         assert!(matches!(e, NotebookError::Shape(_)), "{e}");
+    }
+
+    #[test]
+    fn a_kernel_numbers_the_cells_it_runs() {
+        let nb = Notebook::parse(
+            r##"{"cells": [
+                {"cell_type": "markdown", "source": "# t"},
+                {"cell_type": "code", "source": ["import torch\n"]},
+                {"cell_type": "code", "source": "  \n"},
+                {"cell_type": "code", "source": "%%bash\nls"},
+                {"cell_type": "code", "source": "x = 1"}
+            ], "nbformat": 4}"##
+                .into(),
+        )
+        .unwrap();
+        assert_eq!(nb.executed_cell(1), Some(2));
+        // The blank cell runs not, the `%%bash` cell does.
+        assert_eq!(nb.executed_cell(2), Some(4));
+        assert_eq!(nb.executed_cell(3), Some(5));
+        assert_eq!(nb.executed_cell(4), None);
+        assert_eq!(nb.executed_cell(0), None);
     }
 }

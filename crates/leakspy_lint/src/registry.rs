@@ -73,6 +73,7 @@ define_rules! {
     LS013, "LS013", "strong-ref-cache", Leak, Default::On(NO_FALSE_ALARM), "ls013_strong_ref_cache.rs";
     LS014, "LS014", "unbounded-history", Leak, Default::On(NO_FALSE_ALARM), "ls014_unbounded_history.rs";
     LS015, "LS015", "retained-module-copies", Leak, Default::On(NO_FALSE_ALARM), "ls015_retained_module_copies.rs";
+    LS016, "LS016", "notebook-output-keeps-graph", Leak, Default::On(NO_FALSE_ALARM), "ls016_notebook_output_keeps_graph.rs";
     LS101, "LS101", "empty-cache-in-loop", Advice, Default::OptIn("on real projects most `empty_cache()` calls in loops are deliberate (between the phases of one RLHF update, behind an option): its precision on the corpus is far below 90 % (`bench/RESULTS.md`)"), "ls101_empty_cache_in_loop.rs";
     LS102, "LS102", "gc-collect-in-loop", Advice, Default::OptIn("on real projects the `gc.collect()` calls it finds in loops are deliberate, once per long update: its precision on the corpus is far below 90 % (`bench/RESULTS.md`)"), "ls102_gc_collect_in_loop.rs";
     LS103, "LS103", "useless-del", Advice, Default::On("every finding it raised on the corpus of 28 PyPI training packages and torch's own sources was right (`bench/corpus`, `bench/RESULTS.md`)"), "ls103_useless_del.rs";
@@ -111,6 +112,12 @@ impl Rule {
             Rule::LS102 => crate::rules::ls102_gc_collect_in_loop::NEEDS,
             _ => &[],
         }
+    }
+
+    /// A rule only a notebook can raise (what a kernel keeps between cells): its fixture and its
+    /// documentation's examples are checked as notebooks, cells split at `# %%` lines.
+    pub fn notebook_only(self) -> bool {
+        matches!(self, Rule::LS016)
     }
 
     /// Documentation page, shown as `url` in JSON and SARIF output.

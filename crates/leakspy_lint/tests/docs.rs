@@ -88,7 +88,13 @@ fn each_rule_example_raises_it_and_its_fix_does_not() {
                 continue;
             };
             let source = format!("{IMPORTS}{code}\n");
-            let checked = leakspy_lint::check_source(&source, &only);
+            let cells = [ruff_text_size::TextSize::try_from(source.len()).unwrap()];
+            let kind = if rule.notebook_only() {
+                leakspy_lint::SourceKind::Notebook { cell_ends: &cells }
+            } else {
+                leakspy_lint::SourceKind::Python
+            };
+            let checked = leakspy_lint::check_source_as(&source, &only, kind);
             let raised = !checked.diagnostics.is_empty();
             if raised != want {
                 failures.push(format!(

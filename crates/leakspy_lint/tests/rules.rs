@@ -5,7 +5,27 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use leakspy_lint::{apply_fixes, check_source, Applicability, Rule, RuleSet};
+mod common;
+
+use leakspy_lint::{
+    apply_fixes, check_source, check_source_as, Applicability, CheckedSource, Rule, RuleSet,
+    SourceKind,
+};
+
+/// Checks a fixture with only `rule` on: as a notebook (cells at `# %%` lines) for a rule only
+/// notebooks raise.
+fn check_fixture(rule: Rule, source: &str) -> CheckedSource {
+    if rule.notebook_only() {
+        let cells = common::percent_cells(source);
+        check_source_as(
+            source,
+            &only(rule),
+            SourceKind::Notebook { cell_ends: &cells },
+        )
+    } else {
+        check_source_as(source, &only(rule), SourceKind::Python)
+    }
+}
 
 fn fixture(name: &str) -> (PathBuf, String) {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -35,7 +55,7 @@ fn expected_lines(source: &str, rule: Rule) -> Vec<usize> {
 }
 
 fn render(rule: Rule, source: &str) -> String {
-    let mut checked = check_source(source, &only(rule));
+    let mut checked = check_fixture(rule, source);
     assert!(checked.syntax_error.is_none(), "{:?}", checked.syntax_error);
     let index = checked.take_line_index(source);
     let mut out = String::new();
@@ -84,7 +104,7 @@ fn render(rule: Rule, source: &str) -> String {
 
 fn check_rule(rule: Rule) {
     let (_, source) = fixture(&format!("{}.py", rule.code()));
-    let mut checked = check_source(&source, &only(rule));
+    let mut checked = check_fixture(rule, &source);
     let index = checked.take_line_index(&source);
     let mut got: Vec<usize> = checked
         .diagnostics
@@ -107,7 +127,7 @@ fn check_rule(rule: Rule) {
     insta::assert_snapshot!(rule.code(), render(rule, &source));
 
     let (_, ok) = fixture(&format!("{}_ok.py", rule.code()));
-    let mut checked = check_source(&ok, &only(rule));
+    let mut checked = check_fixture(rule, &ok);
     assert!(checked.syntax_error.is_none());
     let index = checked.take_line_index(&ok);
     let rendered: Vec<String> = checked
@@ -156,6 +176,7 @@ rule_tests! {
     ls013 => LS013,
     ls014 => LS014,
     ls015 => LS015,
+    ls016 => LS016,
     ls101 => LS101,
     ls102 => LS102,
     ls103 => LS103,

@@ -18,16 +18,21 @@ use crate::MonitorError;
 /// Starts `command` (argv). With `pipe_stdout` the child's stdout is a pipe
 /// for the step reader, and `PYTHONUNBUFFERED=1` is set (unless the user set
 /// it) so that Python writes its step lines as they happen, not in 8 KiB blocks.
-/// `stderr`, when given, replaces the inherited one.
+/// `stderr`, when given, replaces the inherited one; `cwd`, when given, is
+/// the child's working directory (else leakspy's).
 pub fn spawn(
     command: &[String],
     pipe_stdout: bool,
     env: &[(std::ffi::OsString, std::ffi::OsString)],
     stderr: Option<Stdio>,
+    cwd: Option<&std::path::Path>,
 ) -> Result<Child, MonitorError> {
     let (program, args) = command.split_first().ok_or(MonitorError::NoCommand)?;
     let mut cmd = Command::new(program);
     cmd.args(args);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
     if let Some(e) = stderr {
         cmd.stderr(e);
     }
@@ -206,6 +211,7 @@ mod tests {
             &["leakspy-no-such-program-xyz".to_string()],
             false,
             &[],
+            None,
             None,
         )
         .unwrap_err();

@@ -42,6 +42,10 @@ pub struct LiveStatus {
     pub procs: usize,
     pub steps: u64,
     pub last_step: Option<u64>,
+    /// The most steps one process of the tree has reported: the child's,
+    /// or a descendant's (a torchrun rank, a notebook's kernel), whose
+    /// steps `steps` leaves to the report.
+    pub tree_steps: u64,
     pub steps_per_s: Option<f64>,
     /// Bytes per second, Theil–Sen slope of per-second minima (recent window).
     pub growth_per_s: Option<f64>,
@@ -174,6 +178,11 @@ impl LiveEstimator {
             _ => None,
         };
         self.watch.on_step(t, step);
+    }
+
+    /// A step reported by any process of the tree (`step`: its count so far).
+    pub fn on_tree_step(&mut self, step: u64) {
+        self.status.tree_steps = self.status.tree_steps.max(step);
     }
 
     /// The probe named a holder (the first one stays on the status line).

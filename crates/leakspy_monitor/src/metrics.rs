@@ -375,6 +375,7 @@ mod tests {
             procs: 2,
             steps: 1200,
             last_step: Some(1199),
+            tree_steps: 1199,
             steps_per_s: Some(20.0),
             growth_per_s: Some(2.0 * 1024.0 * 1024.0),
             headroom: Some(10 << 30),
@@ -390,6 +391,7 @@ mod tests {
                     swap: 0,
                     pss: None,
                     uss: None,
+                    cpu_s: None,
                 },
                 ProcSample {
                     pid: 101,
@@ -400,6 +402,7 @@ mod tests {
                     swap: 0,
                     pss: None,
                     uss: None,
+                    cpu_s: None,
                 },
             ],
             ranks: vec![(100, 0)],

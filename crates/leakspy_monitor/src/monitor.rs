@@ -77,6 +77,16 @@ pub struct MonitorConfig {
     /// Watch this running process instead of spawning `command` (which is
     /// then its command line, for the header).
     pub attach: Option<crate::AttachConfig>,
+    /// The child's working directory (None: leakspy's own). `leakspy fix`
+    /// runs the fixed copy of a project in its scratch folder.
+    pub cwd: Option<PathBuf>,
+    /// Variables set for the child on top of leakspy's environment.
+    pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    /// Ask the probe for a burst once the job has done this many steps
+    /// (the tree's `tree_steps`), whatever the live fit says: `leakspy fix`
+    /// looks at the fixed run where the first run's burst looked, so that
+    /// "gone" is something the probe saw.
+    pub burst_at_steps: Option<u64>,
 }
 
 impl MonitorConfig {
@@ -96,6 +106,9 @@ impl MonitorConfig {
             stderr_relay: None,
             seed: seed_from_env(),
             attach: None,
+            cwd: None,
+            env: Vec::new(),
+            burst_at_steps: None,
         }
     }
 
@@ -159,6 +172,11 @@ pub struct Monitor {
     rollup_noted: bool,
     /// When the probe was last asked for a burst (the live fit's suspicion).
     burst_asked: Option<f64>,
+    /// The burst asked for at `burst_at_steps` was sent.
+    scheduled_burst_sent: bool,
+    /// The process whose steps the live figures follow: the first to report
+    /// one (the child, unless only its descendants train).
+    step_lead: Option<u32>,
     /// Processes that answered a last look.
     looked: Vec<u32>,
     /// Probe events that did not read as their kind.
@@ -198,7 +216,18 @@ impl Monitor {
             // forwarder only counts them, no child is ever set.
             Some(a) => (None, a.process.pid),
             None => {
-                let env = probe.as_ref().map(ProbeServer::env).unwrap_or_default();
+                let pythonpath = config
+                    .env
+                    .iter()
+                    .find(|(k, _)| k == "PYTHONPATH")
+                    .map(|(_, v)| v.as_os_str());
+                let mut env = config.env.clone();
+                env.extend(
+                    probe
+                        .as_ref()
+                        .map(|p| p.env(pythonpath))
+                        .unwrap_or_default(),
+                );
                 // Without a relay the child's stderr is inherited, as it
                 // would be: nothing lost but the tail in the outcome.
                 let relay = config.stderr_relay.as_deref().and_then(|program| {
@@ -211,7 +240,7 @@ impl Monitor {
                         .ok()
                 });
                 let (tee, stderr) = relay.unzip();
-                let child = spawn(&config.command, pipe, &env, stderr)?;
+                let child = spawn(&config.command, pipe, &env, stderr, config.cwd.as_deref())?;
                 stderr_tee = tee;
                 let pid = child.id();
                 forwarder.set_child(pid);
@@ -251,9 +280,10 @@ impl Monitor {
             interval.as_secs_f64(),
         );
         // The job's own working directory: relative source paths are its.
-        header.cwd = match &config.attach {
-            Some(_) => std::fs::read_link(format!("/proc/{pid}/cwd")),
-            None => std::env::current_dir(),
+        header.cwd = match (&config.attach, &config.cwd) {
+            (Some(_), _) => std::fs::read_link(format!("/proc/{pid}/cwd")),
+            (None, Some(dir)) => std::path::absolute(dir),
+            (None, None) => std::env::current_dir(),
         }
         .map(|p| p.display().to_string())
         .unwrap_or_default();
@@ -293,6 +323,8 @@ impl Monitor {
             notes: Vec::new(),
             rollup_noted: false,
             burst_asked: None,
+            scheduled_burst_sent: false,
+            step_lead: None,
             looked: Vec::new(),
             malformed_events: 0,
             config,
@@ -402,6 +434,7 @@ impl Monitor {
         self.emit(&Event::Sample(sample));
         self.samples += 1;
         self.ask_for_burst(t);
+        self.ask_for_scheduled_burst(t);
         if t >= self.next_gpu {
             self.next_gpu = t + self.config.gpu_every.as_secs_f64();
             if let Some(gpu) = &self.gpu {
@@ -420,6 +453,7 @@ impl Monitor {
 
     fn record_step(&mut self, mark: StepMark) {
         self.live.on_step(mark.t, mark.step);
+        self.live.on_tree_step(mark.step);
         self.emit(&Event::Step(Step {
             t: mark.t,
             step: mark.step,
@@ -469,11 +503,16 @@ impl Monitor {
                     Some("manual") => StepSource::Manual,
                     _ => StepSource::Other,
                 };
-                // The live rate follows the child itself; workers' steps are
-                // in the trace for the report to sort out.
-                if pid == Some(self.pid) {
+                // The live rate and fit follow one process: the child
+                // itself, or where it never steps (`jupyter execute`,
+                // torchrun), the first of its descendants that does (the
+                // kernel, a rank). The others' steps are in the trace for
+                // the report to sort out.
+                let lead = *self.step_lead.get_or_insert(pid.unwrap_or(self.pid));
+                if pid == Some(lead) {
                     self.live.on_step(t, step);
                 }
+                self.live.on_tree_step(step);
                 self.emit(&Event::Step(Step {
                     t,
                     step,
@@ -569,6 +608,37 @@ impl Monitor {
                 format!(
                     "live fit: memory grows {rate} since {leak_since:.1} s; the probe was asked to find what grows"
                 ),
+            );
+        }
+    }
+
+    /// The burst the caller asked for at a number of steps
+    /// ([`MonitorConfig::burst_at_steps`]), once.
+    fn ask_for_scheduled_burst(&mut self, t: f64) {
+        let Some(at) = self.config.burst_at_steps else {
+            return;
+        };
+        if self.scheduled_burst_sent || self.live.status().tree_steps < at {
+            return;
+        }
+        let Some(probe) = self.probe.as_ref() else {
+            return;
+        };
+        let msg = serde_json::json!({
+            "kind": "burst",
+            "reason": format!("asked for at step {at}, where the run it is compared with had one")
+        });
+        let sent = self
+            .probe_pids
+            .iter()
+            .filter(|&&pid| probe.send_to(pid, &msg))
+            .count();
+        if sent > 0 {
+            self.scheduled_burst_sent = true;
+            self.note_at(
+                t,
+                NoteLevel::Info,
+                format!("the probe was asked for a burst at step {at}, as the compared run had"),
             );
         }
     }

@@ -131,11 +131,15 @@ impl ProbeServer {
         })
     }
 
-    /// Environment for the child: the package first on `PYTHONPATH`.
-    pub fn env(&self) -> Vec<(OsString, OsString)> {
+    /// Environment for the child: the package first on `PYTHONPATH`, before
+    /// `pythonpath` (the child's own, else leakspy's).
+    pub fn env(&self, pythonpath: Option<&std::ffi::OsStr>) -> Vec<(OsString, OsString)> {
         let dir = self.dir.path().as_os_str().to_os_string();
         let mut path = dir.clone();
-        if let Some(old) = std::env::var_os("PYTHONPATH").filter(|p| !p.is_empty()) {
+        let old = pythonpath
+            .map(std::ffi::OsStr::to_os_string)
+            .or_else(|| std::env::var_os("PYTHONPATH"));
+        if let Some(old) = old.filter(|p| !p.is_empty()) {
             path.push(":");
             path.push(old);
         }

@@ -124,7 +124,41 @@ fn read_status(pid: u32) -> Option<ProcSample> {
         .ok()?
         .read_to_end(&mut buf)
         .ok()?;
-    parse_status(pid, &String::from_utf8_lossy(&buf))
+    let mut p = parse_status(pid, &String::from_utf8_lossy(&buf))?;
+    buf.clear();
+    if std::fs::File::open(format!("/proc/{pid}/stat"))
+        .and_then(|mut f| f.read_to_end(&mut buf))
+        .is_ok()
+    {
+        p.cpu_s = parse_stat_cpu(&String::from_utf8_lossy(&buf));
+    }
+    Some(p)
+}
+
+/// Clock ticks per second of `/proc/PID/stat`'s times.
+fn clock_ticks() -> f64 {
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        // SAFETY: sysconf reads a configuration value; no memory is touched.
+        let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        if t > 0 {
+            t as f64
+        } else {
+            100.0
+        }
+    })
+}
+
+/// utime + stime (fields 14 and 15) of a stat line, in seconds. The
+/// command name (field 2) may hold spaces and parentheses: fields are
+/// counted after its last `)`.
+fn parse_stat_cpu(text: &str) -> Option<f64> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let mut fields = rest.split_ascii_whitespace();
+    // After `)`: state is field 3, so utime (14) is the 12th from here.
+    let utime: u64 = fields.nth(11)?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some((utime + stime) as f64 / clock_ticks())
 }
 
 /// Name, PPid, VmRSS, RssAnon and VmSwap of a status file (kB → bytes).
@@ -167,6 +201,7 @@ fn parse_status(pid: u32, text: &str) -> Option<ProcSample> {
         swap,
         pss: None,
         uss: None,
+        cpu_s: None,
     })
 }
 
@@ -261,6 +296,21 @@ pub fn mem_available() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_time_is_read_past_a_name_with_parentheses_and_spaces() {
+        let line = "4242 (python (x) y) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 1 0 \
+                    100 1000 10 18446744073709551615";
+        let s = parse_stat_cpu(line).unwrap();
+        assert!((s - 300.0 / clock_ticks()).abs() < 1e-9, "{s}");
+        assert_eq!(parse_stat_cpu("garbage"), None);
+    }
+
+    #[test]
+    fn this_process_has_used_cpu_time() {
+        let me = read_status(std::process::id()).unwrap();
+        assert!(me.cpu_s.is_some_and(|s| s >= 0.0), "{me:?}");
+    }
 
     #[test]
     fn status_parser_agrees_with_procfs() {

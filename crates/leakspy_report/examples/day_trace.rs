@@ -25,6 +25,7 @@ fn main() {
                 swap: 0,
                 pss: None,
                 uss: None,
+                cpu_s: None,
             },
             ProcSample {
                 pid: 11,
@@ -35,6 +36,7 @@ fn main() {
                 swap: 0,
                 pss: None,
                 uss: None,
+                cpu_s: None,
             },
         ];
         let total = MemTotals {

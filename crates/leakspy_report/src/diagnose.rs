@@ -281,6 +281,20 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
         .unwrap_or((None, None));
 
     if verdict == Verdict::Leak {
+        // Memory follows the work: a per-second fit that disagrees with a
+        // significant per-step one is the pace of the steps, said so that
+        // the two numbers beside the verdict do not contradict it.
+        if let (Some(ps), Some(pt)) = (&growth_per_step, &growth_per_second) {
+            if ps.lo > 0.0 && (pt.lo <= 0.0 || pt.r2 < 0.5) {
+                notes.push(format!(
+                    "growth per second ({}, R² {:.2}) is not steady: the steps did not come at \
+                     a steady pace (pauses, evaluation, a busy machine); the verdict rests on the \
+                     per-step fit",
+                    fmt_rate(pt),
+                    pt.r2
+                ));
+            }
+        }
         if let Some(note) = time_to_oom(trace, growth_per_second.as_ref()) {
             notes.push(note);
         }
@@ -864,7 +878,7 @@ pub(crate) fn fmt_duration(secs: f64) -> String {
 }
 
 /// `"+1.00 MiB/step"`.
-pub(crate) fn fmt_rate(g: &Growth) -> String {
+pub fn fmt_rate(g: &Growth) -> String {
     fmt_rate_value(g.slope, g)
 }
 

@@ -16,7 +16,7 @@ use crate::model::{Basis, Diagnosis, Growth, SeriesReport};
 use crate::ranks::RankRow;
 use crate::text::shell_words;
 
-const STYLE: &str = "
+pub(crate) const STYLE: &str = "
 :root{color-scheme:light;--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--bg:#f6f8fa;--code:#eff2f5}
 *{box-sizing:border-box}
 body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.5 system-ui,-apple-system,'Segoe UI',Roboto,'Helvetica Neue',Arial,sans-serif}
@@ -348,7 +348,10 @@ fn growth_section(out: &mut String, d: &Diagnosis) {
                 out,
                 "<div class=\"check\"><p><span class=\"rule\">{}</span> {} &#8212; {}</p>",
                 escape(&m.rule),
-                loc(&m.file, Some(m.line)),
+                match m.cell {
+                    Some(c) => loc(&format!("{}:cell {c}:line", m.file), Some(m.line)),
+                    None => loc(&m.file, Some(m.line)),
+                },
                 prose(&m.message)
             );
             if let Some(fix) = &m.fix {

@@ -1,6 +1,9 @@
 //! Joins what grows at run time with the static rules: `check` runs on the
 //! files the probe named, and its findings on the lines named (or about the
 //! holder's name) are attached to the runtime finding, with their fixes.
+//! A notebook's code runs in a kernel, where the probe names it by IPython's
+//! label (`Cell In[3]`): the notebooks the job's command runs are checked
+//! instead, `In[3]` being the third cell a kernel runs from the top.
 
 use std::collections::HashMap;
 
@@ -35,7 +38,8 @@ pub fn attach_static_findings(
             files.insert(f.path.clone(), f.clone());
         }
     }
-    attach(&mut d.growth, &d.run.cwd, &mut files);
+    let notebooks = notebooks_run(&d.run.command, &d.run.cwd);
+    attach(&mut d.growth, &d.run.cwd, &notebooks, &mut files);
     if let Some(top) = d.growth.first() {
         if !top.static_findings.is_empty() {
             let v = serde_json::to_value(&top.static_findings).unwrap_or_default();
@@ -68,16 +72,51 @@ pub fn attach_static_findings(
     }
 }
 
-/// `cwd`: the job's working directory, which relative paths are relative to.
-fn attach(groups: &mut [GrowthGroup], cwd: &str, cache: &mut HashMap<String, CheckedFile>) {
+/// The notebooks a command runs (`jupyter execute train.ipynb`): its
+/// arguments that name `.ipynb` files, as given.
+fn notebooks_run(command: &[String], cwd: &str) -> Vec<String> {
+    command
+        .iter()
+        .skip(1)
+        .map(|a| a.split_once('=').map_or(a.as_str(), |(_, v)| v))
+        .filter(|a| a.ends_with(".ipynb") && crate::paths::resolve(a, cwd).is_file())
+        .map(str::to_string)
+        .collect()
+}
+
+/// `3` of IPython's label `Cell In[3]`.
+fn cell_label(file: &str) -> Option<usize> {
+    file.strip_prefix("Cell In[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()
+}
+
+/// `cwd`: the job's working directory, which relative paths are relative
+/// to; `notebooks`: those the job runs, for code the probe names by cell.
+fn attach(
+    groups: &mut [GrowthGroup],
+    cwd: &str,
+    notebooks: &[String],
+    cache: &mut HashMap<String, CheckedFile>,
+) {
     for g in groups.iter_mut() {
         let mut files: Vec<String> = Vec::new();
-        if let Some(c) = &g.created_at {
-            files.push(c.file.clone());
-        }
-        if let Some(f) = g.holder.as_ref().and_then(|h| h.file.clone()) {
-            if !files.contains(&f) {
-                files.push(f);
+        let named = g
+            .created_at
+            .iter()
+            .map(|c| c.file.clone())
+            .chain(g.holder.as_ref().and_then(|h| h.file.clone()));
+        for f in named {
+            let found = if cell_label(&f).is_some() {
+                notebooks.to_vec()
+            } else {
+                vec![f]
+            };
+            for f in found {
+                if !files.contains(&f) {
+                    files.push(f);
+                }
             }
         }
         let name = g
@@ -91,10 +130,15 @@ fn attach(groups: &mut [GrowthGroup], cwd: &str, cache: &mut HashMap<String, Che
                 .entry(file.clone())
                 .or_insert_with(|| check_file(&file, cwd));
             for m in &all.findings {
-                let on_line = g
-                    .created_at
-                    .as_ref()
-                    .is_some_and(|c| c.file == m.file && c.line == m.line);
+                let on_line = g.created_at.as_ref().is_some_and(|c| {
+                    let cell = cell_label(&c.file)
+                        .and_then(|n| all.executed_cells.get(n.wrapping_sub(1)).copied());
+                    c.line == m.line
+                        && match m.cell {
+                            Some(_) => cell.is_some() && m.cell == cell,
+                            None => c.file == m.file,
+                        }
+                });
                 let names_holder = name.as_ref().is_some_and(|n| mentions(&m.message, n));
                 if (on_line || names_holder) && !matched.contains(m) {
                     matched.push(m.clone());
@@ -107,6 +151,7 @@ fn attach(groups: &mut [GrowthGroup], cwd: &str, cache: &mut HashMap<String, Che
         if g.created_at.is_none() && g.holder.as_ref().is_some_and(|h| h.is_named()) {
             if let Some(m) = matched
                 .iter()
+                .filter(|m| m.cell.is_none())
                 .find(|m| name.as_ref().is_some_and(|n| mentions(&m.message, n)))
             {
                 g.created_at = Some(crate::census::Location {
@@ -228,6 +273,7 @@ fn check_file(file: &str, cwd: &str) -> CheckedFile {
         path: file.to_string(),
         sha256: None,
         findings: Vec::new(),
+        executed_cells: Vec::new(),
     };
     if std::fs::metadata(path).map_or(true, |m| !m.is_file() || m.len() > MAX_FILE) {
         return checked_file;
@@ -239,6 +285,10 @@ fn check_file(file: &str, cwd: &str) -> CheckedFile {
     let Ok(source) = String::from_utf8(bytes) else {
         return checked_file;
     };
+    if file.ends_with(".ipynb") {
+        check_notebook(&mut checked_file, source);
+        return checked_file;
+    }
     let mut checked = check_source(&source, &RuleSet::default());
     let index = checked.take_line_index(&source);
     checked_file.findings = checked
@@ -246,20 +296,54 @@ fn check_file(file: &str, cwd: &str) -> CheckedFile {
         .iter()
         .map(|d| {
             let line = index.line_index(d.range.start()).get() as u64;
-            StaticMatch {
-                rule: d.rule.code().to_string(),
-                file: file.to_string(),
-                line,
-                message: d.message.clone(),
-                fix: d.fix.as_ref().map(|f| f.message.clone()),
-                safe_fix: d
-                    .fix
-                    .as_ref()
-                    .is_some_and(|f| f.applicability == Applicability::Safe),
-            }
+            static_match(d, file, None, line, d.message.clone())
         })
         .collect();
     checked_file
+}
+
+/// `check` on a notebook's code cells: each finding by cell and row, and
+/// the cells in the order a kernel runs them.
+fn check_notebook(checked_file: &mut CheckedFile, text: String) {
+    let Ok(nb) = leakspy_lint::notebook::Notebook::parse(text) else {
+        return;
+    };
+    let joined = nb.joined();
+    let mut checked = check_source(&joined.checked, &RuleSet::default());
+    let index = checked.take_line_index(&joined.display);
+    let file = checked_file.path.clone();
+    checked_file.findings = checked
+        .diagnostics
+        .iter()
+        .map(|d| {
+            let row = index.line_index(d.range.start()).get();
+            let (cell, line) = joined.index.cell_row(row);
+            let message = joined.index.translate_message(&d.message, cell);
+            static_match(d, &file, Some(cell), line as u64, message)
+        })
+        .collect();
+    checked_file.executed_cells = (1..).map_while(|n| nb.executed_cell(n)).collect();
+}
+
+fn static_match(
+    d: &leakspy_lint::Diagnostic,
+    file: &str,
+    cell: Option<usize>,
+    line: u64,
+    message: String,
+) -> StaticMatch {
+    StaticMatch {
+        rule: d.rule.code().to_string(),
+        file: file.to_string(),
+        cell,
+        line,
+        message,
+        fix: d.fix.as_ref().map(|f| f.message.clone()),
+        safe_fix: d
+            .fix
+            .as_ref()
+            .is_some_and(|f| f.applicability == Applicability::Safe),
+    }
 }
 
 fn hash_file(file: &str, cwd: &str) -> Option<String> {

@@ -17,12 +17,14 @@ mod json;
 mod model;
 mod paths;
 mod processes;
+mod proof;
+mod proof_html;
 mod ranks;
 mod text;
 
-pub use census::{Grower, GrowthGroup, Holder, Location, StaticMatch};
-pub use diagnose::diagnose;
-pub use diff::{compare, Comparison, DiffSide, DiffVerdict};
+pub use census::{Describe, Grower, GrowthGroup, Holder, Location, StaticMatch};
+pub use diagnose::{diagnose, fmt_rate as fmt_growth};
+pub use diff::{compare, holder_name, Comparison, DiffSide, DiffVerdict, HolderChange};
 pub use html::{render_html, render_ranks_html};
 pub use join::attach_static_findings;
 pub use json::{render_diff_json, render_json, render_ranks_json, report_kind};
@@ -30,5 +32,10 @@ pub use model::{
     Basis, DiagnoseOptions, Diagnosis, ExitInfo, Finding, Fit, Growth, Mechanism, MechanismKind,
     ProbeInfo, RunInfo, SeriesReport, ThroughputReport,
 };
+pub use paths::resolve as resolve_source;
+pub use proof::{burst_step, prove, steps_done, FixProof, FixVerdict, Leg, Work};
+pub use proof_html::render_fix_html;
 pub use ranks::{merge_rank_rows, rank_rows, RankRow};
-pub use text::{render_diff_text, render_ranks_text, render_text};
+pub use text::{
+    render_diff_text, render_fix_ranks_text, render_proof_text, render_ranks_text, render_text,
+};

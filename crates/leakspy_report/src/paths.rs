@@ -20,7 +20,7 @@ pub(crate) fn shown(file: &str, cwd: &str) -> String {
 
 /// Where leakspy reads `file` (as shown) from: a relative path is the job's,
 /// relative to its working directory.
-pub(crate) fn resolve(file: &str, cwd: &str) -> PathBuf {
+pub fn resolve(file: &str, cwd: &str) -> PathBuf {
     let p = Path::new(file);
     if p.is_absolute() || cwd.is_empty() {
         p.to_path_buf()

@@ -10,6 +10,7 @@ use crate::census::Describe;
 use crate::diagnose::{fmt_rate, fmt_rate_value};
 use crate::diff::{Comparison, DiffSide};
 use crate::model::{Diagnosis, Growth};
+use crate::proof::{FixProof, FixVerdict, Work};
 use crate::ranks::RankRow;
 
 /// The diagnosis for a terminal (plain text, no colour codes).
@@ -40,12 +41,7 @@ pub fn render_text(d: &Diagnosis, trace: &Trace) -> String {
         let _ = writeln!(out, "  growth per step:   {}", growth_line(g));
     }
     if let Some(g) = &d.growth_per_second {
-        let _ = writeln!(
-            out,
-            "  growth per second: {}{}",
-            growth_line(g),
-            unsteady_over_time(d, g)
-        );
+        let _ = writeln!(out, "  growth per second: {}", growth_line(g));
     }
     if let Some(t) = &d.throughput {
         let _ = writeln!(
@@ -192,8 +188,10 @@ fn render_growth(out: &mut String, d: &Diagnosis) {
             };
             let _ = writeln!(
                 out,
-                "     check: {} {}:{} {}{fix}",
-                m.rule, m.file, m.line, m.message
+                "     check: {} {} {}{fix}",
+                m.rule,
+                m.location(),
+                m.message
             );
         }
     }
@@ -225,24 +223,6 @@ fn sanitize(s: &str) -> String {
 
 fn strip_verdict(summary: &str) -> &str {
     summary.split_once(": ").map_or(summary, |(_, rest)| rest)
-}
-
-/// Why a per-second fit that disagrees with a leak's per-step fit does not
-/// contradict it: memory follows the work, and the work did not come at a
-/// steady pace.
-fn unsteady_over_time(d: &Diagnosis, per_second: &Growth) -> &'static str {
-    let Some(per_step) = &d.growth_per_step else {
-        return "";
-    };
-    if d.verdict == Verdict::Leak
-        && per_step.lo > 0.0
-        && (per_second.lo <= 0.0 || per_second.r2 < 0.5)
-    {
-        " — not steady over wall time (the steps did not come at a steady pace: pauses, \
-         evaluation, a busy machine); the verdict rests on the per-step fit"
-    } else {
-        ""
-    }
 }
 
 fn growth_line(g: &Growth) -> String {
@@ -326,6 +306,90 @@ pub fn render_diff_text(c: &Comparison) -> String {
     sanitize(&out)
 }
 
+/// The proof of `leakspy fix`: its verdict with both growths and what
+/// became of each holder on one line (`FIXED: +72.1 KiB/step (95% ...) →
+/// flat (95% ...); held by Trainer.history: gone`), then how the two runs
+/// went, and why they cannot be compared or what still grows.
+pub fn render_proof_text(p: &FixProof) -> String {
+    let mut out = String::new();
+    let c = &p.comparison;
+    // "95% +64.9 … +78.7 KiB/step": the unit once, when both ends share it.
+    let interval = |g: &Growth| {
+        let (lo, hi) = (fmt_rate_value(g.lo, g), fmt_rate_value(g.hi, g));
+        let unit = hi.rsplit_once(' ').map_or("", |(_, u)| u);
+        let lo = match lo.strip_suffix(unit) {
+            Some(n) if !unit.is_empty() => n.trim_end().to_string(),
+            _ => lo,
+        };
+        format!("{:.0}% {lo} … {hi}", g.confidence * 100.0)
+    };
+    // "flat" only where the interval holds zero; a slope too small to be a
+    // leak is still shown as measured.
+    let side = |s: &DiffSide| match &s.growth {
+        Some(g) if s.verdict == Verdict::NoLeak && g.lo <= 0.0 && g.hi >= 0.0 => {
+            format!("flat ({})", interval(g))
+        }
+        Some(g) if s.verdict == Verdict::NoLeak => {
+            format!("{} ({}), no leak", fmt_rate(g), interval(g))
+        }
+        Some(g) => format!("{} ({})", fmt_rate(g), interval(g)),
+        None => s.shape_text.clone(),
+    };
+    let _ = write!(
+        out,
+        "{}: {} → {}",
+        p.verdict.as_str(),
+        side(&c.before),
+        side(&c.after)
+    );
+    for h in &p.comparison.holders {
+        let _ = write!(out, "; {}", h.describe());
+    }
+    out.push('\n');
+    let work = |w: &Work, s: &DiffSide| {
+        let why = match &s.leak_by {
+            Some(by) if s.verdict == Verdict::Leak => {
+                format!("by {by}; memory alone: {}", s.shape_text)
+            }
+            _ => s.shape_text.clone(),
+        };
+        format!(
+            "{} steps in {:.1} s{}, {} ({why})",
+            w.steps,
+            w.duration_s,
+            w.steps_per_s
+                .map(|r| format!(" ({r:.1}/s)"))
+                .unwrap_or_default(),
+            match s.verdict {
+                Verdict::Leak => "a leak",
+                Verdict::NoLeak => "no leak",
+                Verdict::Inconclusive => "inconclusive",
+            },
+        )
+    };
+    let _ = writeln!(out, "  before: {}", work(&p.before, &c.before));
+    let _ = writeln!(out, "  after:  {}", work(&p.after, &c.after));
+    match p.verdict {
+        FixVerdict::NotComparable => {
+            out.push_str("  the runs cannot be compared:\n");
+            for why in &p.not_comparable {
+                let _ = writeln!(out, "    - {why}");
+            }
+        }
+        FixVerdict::NotFixed | FixVerdict::Improved => {
+            let _ = writeln!(out, "  {} ({})", c.reason, c.verdict.as_str());
+            if !p.still_grows.is_empty() {
+                out.push_str("  still grows after the fixes:\n");
+                for (i, g) in p.still_grows.iter().enumerate() {
+                    let _ = writeln!(out, "    {}. {g}", i + 1);
+                }
+            }
+        }
+        FixVerdict::Fixed => {}
+    }
+    sanitize(&out)
+}
+
 /// The column of one side of a diff, in the order of the row labels.
 fn side_cells(s: &DiffSide) -> Vec<String> {
     let dash = || "-".to_string();
@@ -394,6 +458,14 @@ pub fn render_ranks_text(traces: &[(String, Diagnosis)], rows: &[RankRow]) -> St
             }
         );
     }
+    sanitize(&out)
+}
+
+/// The ranks of a torchrun job before and after `leakspy fix`'s fixes, side
+/// by side (`rows`: both runs', their trace named `before` and `after`).
+pub fn render_fix_ranks_text(rows: &[RankRow]) -> String {
+    let mut out = String::from("ranks, before and after the fixes:\n");
+    rank_table(&mut out, rows, true);
     sanitize(&out)
 }
 

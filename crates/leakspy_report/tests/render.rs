@@ -376,3 +376,62 @@ fn the_probe_line_reads_the_last_account_of_its_work() {
     ));
     assert!(render_json(&d).contains("\"cost\": {"));
 }
+
+/// `leakspy fix`'s proof of two replay runs: a leak, then the same job fixed.
+fn proof_of(before: &str, after: &str, after_stopped: bool) -> leakspy_report::FixProof {
+    let opts = DiagnoseOptions::default();
+    let (tb, ta) = (fixture(before), fixture(after));
+    let (db, da) = (diagnose(&tb, &opts), diagnose(&ta, &opts));
+    leakspy_report::prove(
+        &leakspy_report::Leg {
+            label: "before",
+            trace: &tb,
+            diagnosis: &db,
+            stopped: true,
+        },
+        &leakspy_report::Leg {
+            label: "after",
+            trace: &ta,
+            diagnosis: &da,
+            stopped: after_stopped,
+        },
+    )
+}
+
+#[test]
+fn a_fix_proven_text() {
+    let p = proof_of("leak_steps.jsonl", "fixed.jsonl", true);
+    assert_eq!(p.verdict, leakspy_report::FixVerdict::Fixed);
+    insta::assert_snapshot!(leakspy_report::render_proof_text(&p));
+}
+
+#[test]
+fn a_fixed_run_that_failed_proves_nothing() {
+    // Killed by SIGKILL, not by leakspy at its bound.
+    let p = proof_of("leak_steps.jsonl", "sigkill.jsonl", false);
+    assert_eq!(p.verdict, leakspy_report::FixVerdict::NotComparable);
+    let text = leakspy_report::render_proof_text(&p);
+    assert!(text.starts_with("NOT PROVEN: "), "{text}");
+    assert!(text.contains("the fixed run failed"), "{text}");
+}
+
+#[test]
+fn the_fix_report_draws_both_runs_on_one_chart() {
+    let opts = DiagnoseOptions::default();
+    let (tb, ta) = (fixture("leak_steps.jsonl"), fixture("fixed.jsonl"));
+    let (db, da) = (diagnose(&tb, &opts), diagnose(&ta, &opts));
+    let p = proof_of("leak_steps.jsonl", "fixed.jsonl", true);
+    let patch = "diff --git a/t.py b/t.py\n--- a/t.py\n+++ b/t.py\n@@ -1 +1 @@\n-x.append(loss)\n+x.append(loss.detach())\n<script>\n";
+    let page = leakspy_report::render_fix_html(&p, (&tb, &db), (&ta, &da), patch);
+    let chart = page
+        .split("id=\"before-after\"")
+        .nth(1)
+        .and_then(|s| s.split("</section>").next())
+        .expect("the before/after chart");
+    // Two runs, each with its samples and its fitted trend.
+    assert_eq!(chart.matches("<path ").count(), 4, "{chart}");
+    assert!(chart.contains("before the fixes") && chart.contains("after the fixes"));
+    assert!(page.contains("<span class=\"add\">+x.append(loss.detach())</span>"));
+    assert!(page.contains("&lt;script&gt;") && !page.contains("<script>"));
+    assert!(page.contains("<span class=\"badge\">FIXED</span>"));
+}

@@ -263,6 +263,10 @@ pub struct ProcSample {
     pub pss: Option<u64>,
     #[serde(default)]
     pub uss: Option<u64>,
+    /// CPU seconds (user and system) the process has used since it started,
+    /// from `/proc/PID/stat`: what a step costs whatever else the machine runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_s: Option<f64>,
 }
 
 /// Sums over the processes of a sample. `pss`/`uss` are present only when

@@ -11,6 +11,10 @@ pub struct StaticMatch {
     pub rule: String,
     /// As the report shows it: relative to the job's folder, or absolute.
     pub file: String,
+    /// In a notebook, the cell (numbered from 1 among all its cells, as
+    /// Jupyter shows them); `line` is then a row of that cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cell: Option<usize>,
     pub line: u64,
     pub message: String,
     /// What `--fix` (or `--unsafe-fixes`) would do.
@@ -31,6 +35,21 @@ pub struct CheckedFile {
     /// Every finding of `check` (default rules) in the file then.
     #[serde(default)]
     pub findings: Vec<StaticMatch>,
+    /// A notebook's cells in the order a kernel runs them from the top (its
+    /// code cells that are not blank): IPython's `Cell In[n]` is the n-th.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub executed_cells: Vec<usize>,
+}
+
+impl StaticMatch {
+    /// `train.py:41`, or `train.ipynb:cell 4:line 7` in a notebook (as
+    /// `check` says it).
+    pub fn location(&self) -> String {
+        match self.cell {
+            Some(c) => format!("{}:cell {c}:line {}", self.file, self.line),
+            None => format!("{}:{}", self.file, self.line),
+        }
+    }
 }
 
 /// The `static` event.

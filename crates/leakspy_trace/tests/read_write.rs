@@ -29,6 +29,7 @@ fn sample(t: f64, rss: u64) -> Event {
             swap: 0,
             pss: None,
             uss: None,
+            cpu_s: None,
         }],
         total: MemTotals {
             rss,

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use leakspy_lint::notebook::Notebook;
 use leakspy_lint::output::FileResult;
-use leakspy_lint::{check_source, select_fixes, Applicability, RuleSet};
+use leakspy_lint::{check_source_as, select_fixes, Applicability, RuleSet};
 
 use crate::commands::check::{display_path, Checked, Problem};
 
@@ -32,7 +32,7 @@ pub(crate) fn check(
         let before = notebook.clone();
         let mut notebook = notebook;
         let mut joined = notebook.joined();
-        let mut result = check_source(&joined.checked, rules);
+        let mut result = check_source_as(&joined.checked, rules, joined.source_kind());
         let mut applied = 0;
         if let Some(min) = fix {
             for _ in 0..4 {
@@ -46,7 +46,7 @@ pub(crate) fn check(
                 let mut next = notebook.clone();
                 next.apply(&joined, &edits);
                 let next_joined = next.joined();
-                let again = check_source(&next_joined.checked, rules);
+                let again = check_source_as(&next_joined.checked, rules, next_joined.source_kind());
                 if again.syntax_error.is_some() {
                     // Never write a fix that breaks the notebook.
                     break;

@@ -2,6 +2,7 @@
 pub mod attach;
 pub mod check;
 pub mod diff;
+pub mod fix;
 pub mod record_args;
 pub mod report;
 pub mod rule;

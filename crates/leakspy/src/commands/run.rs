@@ -239,7 +239,7 @@ impl JobFailure<'_> {
     /// That the job failed, how, and its last stderr lines; `too_soon`
     /// (the samples recorded) when it failed before its memory could be
     /// measured, and the diagnosis is left out.
-    fn describe(&self, how: &str, too_soon: Option<usize>) -> String {
+    pub(crate) fn describe(&self, how: &str, too_soon: Option<usize>) -> String {
         let soon = match too_soon {
             Some(n) => format!(
                 ", too soon to measure its memory ({n} sample{})",
@@ -310,18 +310,7 @@ pub(crate) fn report_trace(
         }
     };
     let mut diagnosis = diagnose(&trace, &DiagnoseOptions::default());
-    let joined = leakspy_report::attach_static_findings(&mut diagnosis, trace.static_record());
-    if trace.static_record().is_none() && !joined.files.is_empty() {
-        // What `check` said of the sources the run ran, so that a later
-        // `report` shows it even after they are fixed. A trace that cannot
-        // take it still reports: `check` then runs on the source of the day.
-        let record = leakspy_trace::StaticRecord {
-            t: trace.duration(),
-            ..joined
-        };
-        let _ = leakspy_trace::TraceWriter::append(trace_path)
-            .and_then(|mut w| w.write(&leakspy_trace::Event::Static(record)));
-    }
+    join_static(&mut diagnosis, &trace, trace_path);
     let too_short = diagnosis
         .series
         .iter()
@@ -364,6 +353,28 @@ pub(crate) fn report_trace(
     Reported {
         verdict: Some(diagnosis.verdict),
         tool_failed,
+    }
+}
+
+/// Joins `check`'s findings to the diagnosis of a trace just recorded (or
+/// those it recorded already), and records them in the trace when it has
+/// none yet.
+pub(crate) fn join_static(
+    diagnosis: &mut leakspy_report::Diagnosis,
+    trace: &leakspy_trace::Trace,
+    trace_path: &Path,
+) {
+    let joined = leakspy_report::attach_static_findings(diagnosis, trace.static_record());
+    if trace.static_record().is_none() && !joined.files.is_empty() {
+        // What `check` said of the sources the run ran, so that a later
+        // `report` shows it even after they are fixed. A trace that cannot
+        // take it still reports: `check` then runs on the source of the day.
+        let record = leakspy_trace::StaticRecord {
+            t: trace.duration(),
+            ..joined
+        };
+        let _ = leakspy_trace::TraceWriter::append(trace_path)
+            .and_then(|mut w| w.write(&leakspy_trace::Event::Static(record)));
     }
 }
 

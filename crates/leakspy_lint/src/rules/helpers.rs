@@ -31,13 +31,18 @@ pub const RETAINED_UNTIL_FRAMEWORK_BACKWARD: &str =
 pub(crate) fn retained(checker: &Checker, value: &Value) -> &'static str {
     let backpropagated = value.origin().is_some_and(|o| o.backpropagated);
     // A framework's step hook (`training_step`) returns the loss for the framework to
-    // backpropagate once the hook returns.
+    // backpropagate once the hook returns (`hooks.rs`); a hook no table lists and named for
+    // training is taken to do the same.
     let framework_step = matches!(
         checker.cadence(),
         crate::semantic::iteration::Cadence::Every(_, crate::semantic::iteration::Reason::Hook)
-    ) && checker
-        .function()
-        .is_some_and(|f| f.name.as_str().contains("train"));
+    ) && checker.function().is_some_and(|f| {
+        let name = f.name.as_str();
+        match crate::semantic::hooks::method(name) {
+            Some(h) => h.returns == crate::semantic::hooks::Returned::Backpropagated,
+            None => name.contains("train"),
+        }
+    });
     let loop_trains = checker.loops().iter().any(|l| l.trains);
     if backpropagated
         || checker.function_trains()

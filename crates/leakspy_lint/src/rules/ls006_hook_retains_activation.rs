@@ -46,7 +46,8 @@
 //! `.tolist()`, `.numpy()`, `float(...)`; values computed under `torch.no_grad()` in the hook;
 //! shapes and statistics turned into numbers; locals of the hook; collections that live no longer
 //! than the call that runs the model (`feats` filled by a helper that runs the model once and
-//! returns them).
+//! returns them); hooks defined and registered in a function whose every call of the hooked
+//! model runs under `torch.no_grad()` (what they receive carries no graph).
 
 use ruff_python_ast::{Expr, ExprCall, Stmt, StmtFunctionDef};
 use ruff_text_size::Ranged;
@@ -307,6 +308,10 @@ fn hook_params(checker: &Checker) -> Option<FxHashMap<String, (Received, String)
     let def = checker.function()?;
     // A factory (`def save(name): def hook(...): ...; return hook`) is not itself a hook.
     if def.body.iter().any(|s| matches!(s, Stmt::FunctionDef(_))) {
+        return None;
+    }
+    // Registered and triggered in one function that runs the model only under `no_grad`.
+    if checker.hook_runs_without_grad(def) {
         return None;
     }
     let registered = checker.hook_functions.contains(def.name.as_str());

@@ -3,8 +3,11 @@
 //! detached: `out, h = rnn(x, h)`, `h = cell(x, h)`, `out, (h, c) = lstm(x, (h, c))` inside a
 //! loop that calls `.backward()` (or steps an optimizer), with autograd on and nothing in that
 //! loop detaching or re-creating `h`. Also `out, self.h = self.rnn(x, self.h)` in a per-step
-//! method (`training_step`, `update`, ...) that backpropagates. The callee is an `nn.Module` the
-//! analysis knows, or a callee named like a recurrent layer (`rnn`, `lstm`, `gru`, `cell`).
+//! method (`training_step`, `update`, ...) that backpropagates. Also a state carried across the
+//! iterations of a rollout, generation or evaluation loop with autograd on that never
+//! backpropagates (nor does its function): `logits, value, (h, c) = policy(obs, state)` then
+//! `state = (h, c)`. The callee is an `nn.Module` the analysis knows, or a callee named like a
+//! recurrent layer (`rnn`, `lstm`, `gru`, `cell`).
 //!
 //! ## Why is this bad?
 //! The new `h` is an output of the module, so it carries the autograd graph of this step; fed
@@ -76,7 +79,9 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     let Expr::Call(call) = &*assign.value else {
         return;
     };
-    let Some(carried) = carried_keys(checker, target, call) else {
+    let mut outputs = Vec::new();
+    target_keys(target, &mut outputs);
+    let Some(carried) = carried_keys(checker, &outputs, call) else {
         return;
     };
     let callee = short(checker, &call.func);
@@ -87,6 +92,8 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
         .rev()
         .find(|l| l.facts.calls_backward || l.facts.steps_optimizer)
         .map(|l| (l.stmt, l.offset));
+    // What keeping every step's graph costs: with a backward, its walk; without, the activations.
+    let mut cost = "every `.backward()` walks back through all of them (memory and step time grow)";
     let (leaking, context): (Vec<&String>, String) = if let Some((loop_stmt, offset)) = trainer {
         let body: &[Stmt] = match loop_stmt {
             Stmt::For(f) => &f.body,
@@ -95,12 +102,28 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
         };
         let leaking = carried
             .iter()
-            .filter(|k| !reset_in(checker, body, k))
+            .filter(|k| !reset_in(checker, body, k, &outputs))
             .collect();
         (
             leaking,
             format!(
-                "on every iteration of the training loop at line {}",
+                "on every iteration of the training loop at line {}, which backpropagates,",
+                checker.line(offset)
+            ),
+        )
+    } else if let Some((body, offset)) = rollout_loop(checker, call) {
+        // A rollout, generation or evaluation loop with autograd on that never backpropagates
+        // (nor does its function, after it): the chain grows for as long as the loop runs.
+        cost = "every step's saved activations stay (memory grows with every step)";
+        let leaking = carried
+            .iter()
+            .filter(|k| !reset_in(checker, body, k, &outputs))
+            .collect();
+        (
+            leaking,
+            format!(
+                "on every iteration of the loop at line {}, with autograd on and no \
+                 `.backward()` to free the saved activations,",
                 checker.line(offset)
             ),
         )
@@ -117,11 +140,15 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
             .iter()
             .filter(|k| {
                 self_attr_of(k).is_some_and(|attr| {
-                    !reset_in(checker, &def.body, k) && !reset_elsewhere(checker, attr, fname)
+                    !reset_in(checker, &def.body, k, &outputs)
+                        && !reset_elsewhere(checker, attr, fname)
                 })
             })
             .collect();
-        (leaking, format!("on every call of `{fname}()`"))
+        (
+            leaking,
+            format!("on every call of `{fname}()`, which backpropagates,"),
+        )
     };
     if leaking.is_empty() {
         return;
@@ -155,19 +182,55 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
         )
     };
     let message = format!(
-        "{names} {verb} fed back into `{callee}(...)` {context}, which backpropagates, and never \
+        "{names} {verb} fed back into `{callee}(...)` {context} and never \
          detached or re-created there: each step's graph links to the previous step's, so {it} \
-         keep{s} the autograd graph of every step alive and every `.backward()` walks back through \
-         all of them (memory and step time grow); detach with {advice}",
+         keep{s} the autograd graph of every step alive and {cost}; detach with {advice}",
         s = if leaking.len() == 1 { "s" } else { "" },
     );
     checker.report(Diagnostic::new(Rule::LS008, message, stmt.range()));
 }
 
-/// The keys that are both an input and an output of a module call (`out, h = rnn(x, h)`).
-fn carried_keys(checker: &Checker, target: &Expr, call: &ExprCall) -> Option<Vec<String>> {
-    let mut outputs = Vec::new();
-    target_keys(target, &mut outputs);
+/// The innermost loop around the statement that is a training iteration (a rollout that steps
+/// an environment, a loop over data) when neither it nor its function backpropagates, outside
+/// a module's own methods: its body and offset.
+fn rollout_loop<'a>(
+    checker: &Checker<'a>,
+    call: &ExprCall,
+) -> Option<(&'a [Stmt], ruff_text_size::TextSize)> {
+    // A module's own methods build the graph of one forward pass on purpose (time steps,
+    // refinement steps, tiles), for the caller to backpropagate.
+    if checker.function_trains() || checker.in_module_class() {
+        return None;
+    }
+    let l = checker
+        .loops()
+        .iter()
+        .rev()
+        .find(|l| l.role.is_training())?;
+    // An object running its own submodule (`self.lstm(q, h)`, `self.encoder(tile, cache)`) in a
+    // loop is model code too, unless the loop steps something (an environment).
+    let own_submodule = matches!(&*call.func, Expr::Attribute(a)
+        if matches!(&*a.value, Expr::Name(n) if n.id.as_str() == "self"));
+    let steps = l
+        .facts
+        .callees
+        .iter()
+        .any(|c| *c == "step" || c.starts_with("step_"));
+    if own_submodule && !steps {
+        return None;
+    }
+    let body: &'a [Stmt] = match l.stmt {
+        Stmt::For(f) => &f.body,
+        Stmt::While(w) => &w.body,
+        _ => return None,
+    };
+    Some((body, l.offset))
+}
+
+/// The keys that are both an input and an output of a module call (`out, h = rnn(x, h)`), or an
+/// input the loop rebuilds from the outputs (`state = (h, c)` after `out, (h, c) = lstm(x,
+/// state)`).
+fn carried_keys(checker: &Checker, outputs: &[String], call: &ExprCall) -> Option<Vec<String>> {
     if outputs.is_empty() {
         return None;
     }
@@ -180,7 +243,23 @@ fn carried_keys(checker: &Checker, target: &Expr, call: &ExprCall) -> Option<Vec
     {
         target_keys(a, &mut inputs);
     }
-    let carried: Vec<String> = outputs.into_iter().filter(|o| inputs.contains(o)).collect();
+    let mut carried: Vec<String> = outputs
+        .iter()
+        .filter(|o| inputs.contains(o))
+        .cloned()
+        .collect();
+    if let Some(l) = checker.innermost_loop() {
+        let body: &[Stmt] = match l.stmt {
+            Stmt::For(f) => &f.body,
+            Stmt::While(w) => &w.body,
+            _ => &[],
+        };
+        for k in &inputs {
+            if !carried.contains(k) && repacked_in(body, k, outputs) {
+                carried.push(k.clone());
+            }
+        }
+    }
     // The syntactic test first: most assignments carry nothing, and the callee's value costs more.
     (!carried.is_empty() && is_module_call(checker, call)).then_some(carried)
 }
@@ -220,9 +299,56 @@ fn self_attr_of(key: &str) -> Option<&str> {
     key.strip_prefix("self.").filter(|a| !a.contains('.'))
 }
 
+/// Does `body` bind `key` to the outputs of the carrying call only (`state = (h, c)`)?
+fn repacked_in(body: &[Stmt], key: &str, outputs: &[String]) -> bool {
+    let mut found = false;
+    visit_block(body, &mut |stmt| {
+        if let Stmt::Assign(a) = stmt {
+            if a.targets.iter().any(|t| is_dotted(t, key)) && repacks(&a.value, outputs) {
+                found = true;
+            }
+        }
+    });
+    found
+}
+
+/// A name, tuple or list made of the carrying call's outputs only.
+fn repacks(value: &Expr, outputs: &[String]) -> bool {
+    let mut keys = Vec::new();
+    target_keys(value, &mut keys);
+    matches!(value, Expr::Tuple(_) | Expr::List(_) | Expr::Name(_))
+        && !keys.is_empty()
+        && keys.iter().all(|k| outputs.contains(k))
+}
+
+/// Is one of the outputs packed in `value` detached or re-created in `body` (`h, c =
+/// h.detach(), c.detach()` before `state = (h, c)`)? The call that carries them does not count.
+fn packs_reset(checker: &Checker, body: &[Stmt], value: &Expr) -> bool {
+    let mut packed = Vec::new();
+    target_keys(value, &mut packed);
+    let mut reset = false;
+    visit_block(body, &mut |stmt| match stmt {
+        Stmt::Assign(a) => {
+            let mut keys = Vec::new();
+            for t in &a.targets {
+                target_keys(t, &mut keys);
+            }
+            let carry = matches!(&*a.value, Expr::Call(c) if is_module_call(checker, c));
+            if !carry && !repacks(&a.value, &packed) && keys.iter().any(|k| packed.contains(k)) {
+                reset = true;
+            }
+        }
+        Stmt::Expr(e) if packed.iter().any(|k| resets_by_call(checker, &e.value, k)) => {
+            reset = true;
+        }
+        _ => {}
+    });
+    reset
+}
+
 /// Is `key` detached, re-created or handed to a helper anywhere in `body`, other than by the
-/// module calls that carry it?
-fn reset_in(checker: &Checker, body: &[Stmt], key: &str) -> bool {
+/// module calls that carry it (or by packing their outputs, `outputs`, back into it)?
+fn reset_in(checker: &Checker, body: &[Stmt], key: &str, outputs: &[String]) -> bool {
     let mut reset = false;
     visit_block(body, &mut |stmt| {
         if reset {
@@ -234,7 +360,9 @@ fn reset_in(checker: &Checker, body: &[Stmt], key: &str) -> bool {
                 for t in &a.targets {
                     target_keys(t, &mut keys);
                 }
-                keys.iter().any(|k| k == key) && !is_carry(checker, &a.value, key)
+                keys.iter().any(|k| k == key)
+                    && !is_carry(checker, &a.value, key)
+                    && (!repacks(&a.value, outputs) || packs_reset(checker, body, &a.value))
             }
             Stmt::AnnAssign(a) => {
                 is_dotted(&a.target, key)

@@ -48,7 +48,9 @@
 //! of the loop body or function before the next one is made (at most one stays open), or by every
 //! caller of the plotting function right after the call; figures closed on some paths and not
 //! others (which path runs is not known); figures made by code that does not run once per
-//! training iteration (a plotting script, a report method, an interactive helper).
+//! training iteration (a plotting script, a report method, an interactive helper); figures in a
+//! notebook that picks no backend in its code (`matplotlib.use(...)`): the inline backend shows
+//! and closes them at the end of the cell, and closing them earlier would hide the plot.
 
 use ruff_python_ast::visitor::{walk_expr, walk_stmt, Visitor};
 use ruff_python_ast::{Expr, ExprCall, Stmt};
@@ -93,7 +95,7 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall, stmt: &Stmt) {
     let in_loop = checker.in_loop();
     // A figure per training iteration: opened in a training loop, or in a function that runs
     // once per step or epoch. A plotting script that draws a few figures once does not grow.
-    if checker.iteration().is_none() {
+    if checker.iteration().is_none() || inline_backend(checker) {
         return;
     }
     let Some(origin) = creation(checker, call) else {
@@ -263,6 +265,14 @@ enum Origin {
     Pyplot(String),
     /// A function of this file that returns a new figure.
     Helper,
+}
+
+/// A notebook whose code picks no backend of its own runs matplotlib's inline backend, which
+/// shows and closes every figure when the cell ends: `plt.close()` would only hide the plot.
+fn inline_backend(checker: &Checker) -> bool {
+    checker.source_kind.is_notebook()
+        && !checker.source.contains(".use(")
+        && !checker.source.contains("switch_backend")
 }
 
 fn creation(checker: &Checker, call: &ExprCall) -> Option<Origin> {

@@ -281,7 +281,7 @@ fn stored_elsewhere(checker: &Checker, del: &StmtDelete, name: &str) -> Option<W
         _ => return None,
     };
     let mut rebinds: Vec<TextSize> = Vec::new();
-    let mut stored: Option<(String, TextSize)> = None;
+    let mut stored: Option<(String, TextSize, TextSize)> = None;
     visit_block(body, &mut |s| {
         if matches!(s, Stmt::Delete(_)) {
             return;
@@ -292,18 +292,19 @@ fn stored_elsewhere(checker: &Checker, del: &StmtDelete, name: &str) -> Option<W
             }
         });
         if s.start() < del.start() {
-            if let Some(found) = stores(s, name) {
-                stored = Some(found);
+            if let Some((container, at)) = stores(s, name) {
+                stored = Some((container, at, s.start()));
             }
         }
     });
-    let (container, at) = stored?;
+    let (container, at, store_stmt) = stored?;
     // Rebound between the store and the `del`: the name no longer holds the stored object.
     if rebinds.is_empty() || rebinds.iter().any(|&r| r > at && r < del.start()) {
         return None;
     }
-    // The store and the `del` on different branches of one `if`: never both on one path.
-    if exclusive_branches(body, at, del.start()) {
+    // Only a store on every path to the `del` makes it useless: one on a branch (`if t %
+    // save_every == 0: saved.append(frame)`) leaves the common path's object to the `del`.
+    if !on_every_path(body, store_stmt, del.start()) {
         return None;
     }
     // Only a container the analysis knows keeps what it is given: a list, a dict, a set or a
@@ -320,25 +321,39 @@ fn stored_elsewhere(checker: &Checker, del: &StmtDelete, name: &str) -> Option<W
     Some(Why::StoredElsewhere(container, at))
 }
 
-/// Are the two offsets in different branches of the same `if` statement in `body`?
-fn exclusive_branches(body: &[Stmt], a: TextSize, b: TextSize) -> bool {
-    for stmt in body {
-        if !(stmt.range().contains(a) && stmt.range().contains(b)) {
-            continue;
-        }
-        let blocks = child_blocks(stmt);
-        let branch = |o: TextSize| {
-            blocks
-                .iter()
-                .position(|blk| blk.iter().any(|s| s.range().contains(o)))
-        };
-        return match (stmt, branch(a), branch(b)) {
-            (Stmt::If(_), Some(x), Some(y)) if x != y => true,
-            (_, Some(x), Some(y)) if x == y => exclusive_branches(blocks[x], a, b),
-            _ => false,
-        };
+/// Does the statement starting at `store` run on every path through `body` that reaches the
+/// `del` at `del` (which follows it)? It does when it sits in the `del`'s block or in a block
+/// around it, reached only through `with` bodies and `try` bodies; not when a branch, a loop or
+/// a handler that the `del` is outside of guards it.
+fn on_every_path(body: &[Stmt], store: TextSize, del: TextSize) -> bool {
+    let Some(stmt) = body.iter().find(|s| s.range().contains(store)) else {
+        return false;
+    };
+    if stmt.start() == store {
+        return true;
     }
-    false
+    let blocks = child_blocks(stmt);
+    let Some(inner) = blocks
+        .iter()
+        .position(|blk| blk.iter().any(|s| s.range().contains(store)))
+    else {
+        return false;
+    };
+    if stmt.range().contains(del) {
+        // Both inside: on one path only when they share the block.
+        let holds_del = blocks
+            .iter()
+            .position(|blk| blk.iter().any(|s| s.range().contains(del)));
+        return holds_del == Some(inner) && on_every_path(blocks[inner], store, del);
+    }
+    // The store is nested in a statement the `del` comes after: only a block that always runs
+    // keeps it on the common path.
+    let always = match stmt {
+        Stmt::With(_) => true,
+        Stmt::Try(t) => std::ptr::eq(blocks[inner].as_ptr(), t.body.as_ptr()),
+        _ => false,
+    };
+    always && on_every_path(blocks[inner], store, del)
 }
 
 /// Does the statement put `name` itself into a container or an attribute?

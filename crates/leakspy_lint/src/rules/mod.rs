@@ -22,6 +22,7 @@ pub(crate) mod ls012_unclosed_figure;
 pub(crate) mod ls013_strong_ref_cache;
 pub(crate) mod ls014_unbounded_history;
 pub(crate) mod ls015_retained_module_copies;
+pub(crate) mod ls016_notebook_output_keeps_graph;
 pub(crate) mod ls101_empty_cache_in_loop;
 pub(crate) mod ls102_gc_collect_in_loop;
 pub(crate) mod ls103_useless_del;
@@ -70,6 +71,10 @@ pub(crate) fn analyze_stmt(checker: &mut Checker, stmt: &Stmt) {
     }
     if runs(checker, Rule::LS013, per_iteration) {
         ls013_strong_ref_cache::stmt(checker, stmt);
+    }
+    // A cell's result, kept by the kernel whatever runs per iteration.
+    if checker.enabled(Rule::LS016) {
+        ls016_notebook_output_keeps_graph::stmt(checker, stmt);
     }
     if runs(checker, Rule::LS014, per_iteration) {
         ls014_unbounded_history::stmt(checker, stmt);

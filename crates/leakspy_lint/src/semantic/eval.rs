@@ -15,7 +15,8 @@ use super::facts::{init_kind_of_call, is_loss_ctor, is_module_ctor, self_attr, P
 use super::model::{shorten, SemanticModel};
 use super::names::{
     builtin_cuts, builtin_passes, dotted, is_dotted, is_functional_loss, is_snapshot_method,
-    last_segment, tensor_attr_cuts, tensor_method_cuts, torch_function_cuts,
+    last_segment, returns_values_and_indices, tensor_attr_cuts, tensor_method_cuts,
+    torch_function_cuts,
 };
 use super::value::{Graph, Kind, Origin, Parts, Value};
 
@@ -103,6 +104,12 @@ impl<'a> SemanticModel<'a> {
             }
             Expr::Subscript(sub) => {
                 let recv = self.value_inner(&sub.value);
+                // `out["acc"]` of a dict whose entries are known: that entry.
+                if let Expr::StringLiteral(k) = &*sub.slice {
+                    if let Some(v) = recv.entry(k.value.to_str()) {
+                        return v.clone();
+                    }
+                }
                 // `pair[0]` of a known tuple: that element.
                 if let (Parts::Elements(e), Expr::NumberLiteral(n)) = (&recv.parts, &*sub.slice) {
                     if let Some(i) = n.value.as_int().and_then(|i| i.as_u64()) {
@@ -150,7 +157,7 @@ impl<'a> SemanticModel<'a> {
             Expr::List(l) => self.container(l.elts.iter(), Kind::List),
             Expr::Tuple(t) => {
                 let elems: Vec<Value> = t.elts.iter().map(|e| self.value_inner(e)).collect();
-                let v = self.container(t.elts.iter(), Kind::Tuple);
+                let v = container_of(elems.iter().cloned(), Kind::Tuple);
                 if t.elts.iter().any(|e| matches!(e, Expr::Starred(_))) {
                     return v;
                 }
@@ -160,7 +167,32 @@ impl<'a> SemanticModel<'a> {
                 }
             }
             Expr::Set(s) => self.container(s.elts.iter(), Kind::Set),
-            Expr::Dict(d) => self.container(d.items.iter().map(|i| &i.value), Kind::Dict),
+            Expr::Dict(d) => {
+                let string_keys = !d.items.is_empty()
+                    && d.items
+                        .iter()
+                        .all(|i| matches!(i.key, Some(Expr::StringLiteral(_))));
+                if !string_keys {
+                    return self.container(d.items.iter().map(|i| &i.value), Kind::Dict);
+                }
+                // Each value evaluated once, for its entry and for the dict as a whole.
+                let entries: Vec<(Box<str>, Value)> = d
+                    .items
+                    .iter()
+                    .map(|i| {
+                        let key = match &i.key {
+                            Some(Expr::StringLiteral(k)) => k.value.to_str().into(),
+                            _ => Box::default(),
+                        };
+                        (key, self.value_inner(&i.value))
+                    })
+                    .collect();
+                let v = container_of(entries.iter().map(|(_, v)| v.clone()), Kind::Dict);
+                Value {
+                    parts: Parts::Keys(entries.into()),
+                    ..v
+                }
+            }
             Expr::ListComp(c) => {
                 let v = self.comprehension_value(&c.elt, &c.generators);
                 Value {
@@ -247,6 +279,68 @@ impl<'a> SemanticModel<'a> {
             }
         }
         v
+    }
+
+    /// What each iteration of `for target in iter` binds: numbers from `range`, an index and an
+    /// element from `enumerate`, one element of each sequence from `zip` (each keeps its own
+    /// provenance); the rows of a tensor; an element of a graph-carrying container.
+    pub fn element_value(&self, iter: &Expr) -> Value {
+        if let Expr::Call(call) = iter {
+            let builtin = match &*call.func {
+                Expr::Name(n) if self.lookup(n.id.as_str()).is_none() => Some(n.id.as_str()),
+                _ => None,
+            };
+            let args = &call.arguments.args;
+            let first = || args.first().map(|a| self.element_value(a));
+            match builtin {
+                Some("range") => return Value::plain(),
+                Some("enumerate") if args.len() == 1 => {
+                    let parts = [Value::plain(), first().unwrap_or_default()];
+                    return Value {
+                        kind: Kind::Tuple,
+                        parts: Parts::Elements(parts.into()),
+                        ..self.element_of(self.value_inner(&args[0]))
+                    };
+                }
+                Some("zip") if call.arguments.keywords.is_empty() => {
+                    let parts: Vec<Value> = args.iter().map(|a| self.element_value(a)).collect();
+                    if !args.iter().any(|a| matches!(a, Expr::Starred(_))) {
+                        let whole = parts
+                            .iter()
+                            .cloned()
+                            .fold(Value::no_graph(Kind::Tuple), Value::join);
+                        return Value {
+                            kind: Kind::Tuple,
+                            parts: Parts::Elements(parts.into()),
+                            ..whole
+                        };
+                    }
+                }
+                Some("reversed" | "sorted" | "list" | "iter") if args.len() == 1 => {
+                    return first().unwrap_or_default();
+                }
+                _ => {}
+            }
+        }
+        self.element_of(self.value_inner(iter))
+    }
+
+    /// An element of a collection whose value is `iter`.
+    fn element_of(&self, iter: Value) -> Value {
+        match iter.graph {
+            Graph::Yes(_) => Value {
+                kind: Kind::Tensor,
+                parts: Parts::Same,
+                ..iter
+            },
+            // The elements of a tensor are tensors (rows, or 0-d tensors).
+            _ if iter.kind == Kind::Tensor => Value {
+                parts: Parts::Same,
+                scalar: false,
+                ..iter
+            },
+            _ => Value::unknown(),
+        }
     }
 
     /// The dotted, import-resolved name of a function being called, when the call is of a
@@ -403,6 +497,9 @@ impl<'a> SemanticModel<'a> {
             }
         }
         if is_module_ctor(q, &self.facts.classes) {
+            if last == "Sequential" && !self.reporting {
+                self.sequential_taints(call);
+            }
             return Value::no_graph(Kind::Module);
         }
         if is_loss_ctor(q) {
@@ -451,6 +548,10 @@ impl<'a> SemanticModel<'a> {
                 return tensor(Graph::No, on_device);
             }
             let args = self.args_value(call);
+            // `torch.max(x, 1)`, `torch.topk(x, k)`: values with the graph, indices without.
+            if returns_values_and_indices(last, call_arity(call).saturating_sub(1)) {
+                return values_and_indices(args.graph, args.device || on_device);
+            }
             // `torch.split`, `torch.chunk`, `torch.unbind` give a tuple of tensors.
             let kind = if matches!(
                 last,
@@ -513,6 +614,46 @@ impl<'a> SemanticModel<'a> {
         Value::of_kind(kind)
     }
 
+    /// `nn.Sequential(nn.Conv2d(...), ManualBatchNorm2d(6), ...)`: each layer's `forward` gets
+    /// the previous layer's output, which carries a graph when the sequence runs with autograd
+    /// on. A layer of a module class of this file placed after a module then receives a graph
+    /// in its `forward`, as `self.norm(self.encoder(x))` would give it.
+    fn sequential_taints(&self, call: &ExprCall) {
+        for pair in call.arguments.args.windows(2) {
+            let [prev, layer] = pair else { continue };
+            let Expr::Call(prev_call) = prev else {
+                continue;
+            };
+            let prev_is_module = self
+                .qualified_function(&prev_call.func)
+                .is_some_and(|q| is_module_ctor(&q, &self.facts.classes));
+            let Some(class) = self.class_of(layer) else {
+                continue;
+            };
+            let has_forward = self
+                .facts
+                .class(&class)
+                .is_some_and(|c| c.is_module && c.methods.contains("forward"));
+            if !prev_is_module || !has_forward {
+                continue;
+            }
+            let origin = Rc::new(Origin {
+                what: format!("{}(...)", shorten(&self.source[prev_call.func.range()])),
+                offset: prev_call.start(),
+                is_loss: false,
+                backpropagated: false,
+                param: None,
+            });
+            let mut map = self.param_taint.borrow_mut();
+            let entry = map.entry(format!("{class}.forward")).or_default();
+            if entry.is_empty() {
+                entry.push(Some(origin));
+            } else if entry[0].is_none() {
+                entry[0] = Some(origin);
+            }
+        }
+    }
+
     fn method_call_value(
         &self,
         call: &ExprCall,
@@ -521,6 +662,22 @@ impl<'a> SemanticModel<'a> {
     ) -> Value {
         let method = attr.attr.as_str();
         let recv_expr = &*attr.value;
+        // `accelerator.gather(x)`: `x`'s values from every process, with its graph on one.
+        if super::hooks::accelerate_passes_value(method)
+            && call.arguments.args.len() == 1
+            && call.arguments.keywords.is_empty()
+            && !self.value_inner(recv_expr).is_tensor_like()
+        {
+            return self.value_inner(&call.arguments.args[0]);
+        }
+        // `out.get("acc")`, `out.pop("acc")` of a dict whose entries are known: that entry.
+        if matches!(method, "get" | "pop") {
+            if let Some(Expr::StringLiteral(k)) = call.arguments.args.first() {
+                if let Some(v) = self.value_inner(recv_expr).entry(k.value.to_str()) {
+                    return v.clone();
+                }
+            }
+        }
         // `self.fc(x)`, `self.criterion(a, b)`: an attribute holding a module or loss.
         if let Some(a) = self_attr(&call.func) {
             let mut held = match self.lookup(&format!("self.{a}")) {
@@ -642,6 +799,9 @@ impl<'a> SemanticModel<'a> {
                     } else {
                         Value::plain()
                     }
+                }
+                _ if returns_values_and_indices(method, call_arity(call)) => {
+                    values_and_indices(recv.graph, device)
                 }
                 _ => Value {
                     kind: match method {
@@ -794,6 +954,55 @@ impl<'a> SemanticModel<'a> {
             }
             _ => None,
         }
+    }
+}
+
+/// Positional and keyword arguments of a call.
+fn call_arity(call: &ExprCall) -> usize {
+    call.arguments.args.len() + call.arguments.keywords.len()
+}
+
+/// `(values, indices)`: the values carry `graph`, the indices none.
+fn values_and_indices(graph: Graph, device: bool) -> Value {
+    let values = Value {
+        graph: graph.clone(),
+        kind: Kind::Tensor,
+        device,
+        parts: Parts::Same,
+        scalar: false,
+    };
+    let indices = Value {
+        device,
+        ..Value::no_graph(Kind::Tensor)
+    };
+    Value {
+        kind: Kind::Tuple,
+        parts: Parts::Elements([values.clone(), indices].into()),
+        ..values
+    }
+}
+
+/// A container of values already evaluated: it carries a graph when an element does.
+fn container_of(values: impl Iterator<Item = Value>, kind: Kind) -> Value {
+    let mut graph = Graph::No;
+    let mut device = false;
+    for v in values {
+        device |= v.device;
+        match v.graph {
+            Graph::Yes(o) => {
+                graph = Graph::Yes(o);
+                break;
+            }
+            Graph::Unknown => graph = Graph::Unknown,
+            Graph::No => {}
+        }
+    }
+    Value {
+        graph,
+        kind,
+        device,
+        parts: Parts::Same,
+        scalar: false,
     }
 }
 

@@ -35,11 +35,17 @@ pub struct PlaceFacts {
 }
 
 impl PlaceFacts {
-    /// A reset outside the initialiser: `.clear()`, a trim, or a rebinding.
+    /// A reset outside the initialisers: `.clear()`, a trim, or a rebinding. `__init__` and the
+    /// set-up methods frameworks call once (skorch's `initialize`, `setup`) make the attribute,
+    /// they do not reset it.
     pub fn resets(&self) -> impl Iterator<Item = &Change> {
         self.changes.iter().filter(|c| {
             c.mutation != Mutation::Grow
-                && !(c.mutation == Mutation::Rebind && c.function == "__init__")
+                && !(c.mutation == Mutation::Rebind
+                    && matches!(
+                        c.function.trim_start_matches('_'),
+                        "init__" | "initialize" | "setup"
+                    ))
         })
     }
     pub fn is_bounded(&self) -> bool {
@@ -63,6 +69,9 @@ pub struct ClassFacts {
     pub bases_seen: bool,
     /// Base classes defined in this file.
     pub in_file_bases: Vec<String>,
+    /// A framework makes the object drive it and owns it (`hooks::FRAMEWORK_OWNED`): nothing
+    /// outside the class resets its attributes.
+    pub framework_owned: bool,
 }
 
 #[derive(Debug, Default)]
@@ -101,6 +110,12 @@ impl ModuleFacts {
             if let Stmt::ClassDef(class) = stmt {
                 let is_module = facts.is_module_class_def(class);
                 let (bases_seen, in_file_bases) = facts.bases_of(class);
+                let framework_owned = class.arguments.iter().flat_map(|a| a.args.iter()).any(|b| {
+                    facts
+                        .imports
+                        .qualify(b)
+                        .is_some_and(|q| super::hooks::framework_owned(&q))
+                });
                 facts.classes.insert(
                     class.name.as_str().to_string(),
                     ClassFacts {
@@ -109,6 +124,7 @@ impl ModuleFacts {
                         offset: class.start(),
                         bases_seen,
                         in_file_bases,
+                        framework_owned,
                         ..Default::default()
                     },
                 );
@@ -212,10 +228,13 @@ impl ModuleFacts {
         if let Some(c) = self.classes.get(q.as_str()) {
             return c.is_module;
         }
+        // Any of torch's own layers is a module: a hand-written batch norm that subclasses
+        // `nn.BatchNorm2d` runs its `forward` with autograd on like any `nn.Module`'s.
         matches!(
             q.as_str(),
             "torch.nn.Module" | "torch.nn.modules.module.Module"
         ) || matches!(last_segment(&q), "Module" | "LightningModule")
+            || q.starts_with("torch.nn.") && is_module_ctor(&q, &self.classes)
     }
 
     fn collect_class(&mut self, class: &StmtClassDef) {
@@ -658,6 +677,10 @@ fn is_modelled_library_class(qualified: &str) -> bool {
             | "pytorch_lightning"
             | "lightning_fabric"
             | "transformers"
+            | "skorch"
+            | "stable_baselines3"
+            | "sb3_contrib"
+            | "ignite"
             | "gym"
             | "gymnasium"
             | "abc"
@@ -701,7 +724,28 @@ pub fn is_module_ctor(qualified: &str, classes: &FxHashMap<String, ClassFacts>) 
             && class != "ParameterList"
             && class != "ParameterDict";
     }
-    last == "from_pretrained"
+    // `X.from_pretrained(...)` loads a model, unless `X` is one of the companions libraries
+    // load the same way: a tokenizer, a processor, a configuration, a scheduler, a pipeline
+    // (which runs models under `no_grad` and returns its own objects).
+    let loads_model = || {
+        let class = qualified
+            .rsplit('.')
+            .nth(1)
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        ![
+            "tokenizer",
+            "tokenizerfast",
+            "processor",
+            "config",
+            "extractor",
+            "scheduler",
+            "pipeline",
+        ]
+        .iter()
+        .any(|w| class.ends_with(w))
+    };
+    last == "from_pretrained" && loads_model()
         || qualified.starts_with("torchvision.models.")
         || qualified == "timm.create_model"
 }

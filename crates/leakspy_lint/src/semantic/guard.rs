@@ -1,5 +1,5 @@
 //! Conditions under which a statement does not run on every iteration of a training run in
-//! normal use: once (`if step == 0:`, a flag the guarded code turns off, a lazy `if x is None:`
+//! normal use: once (`if step == 0:`), a fixed number of times (`if it in {0, 10, n - 1}:`), a flag the guarded code turns off, a lazy `if x is None:`
 //! initialisation) or only when a debugging option is switched on (`if plot:` with
 //! `plot=False` by default, `if self.save_activations:` with the attribute `False` from
 //! `__init__`). What such code keeps does not grow with training.
@@ -28,7 +28,7 @@ impl SemanticModel<'_> {
     }
 
     /// `step == 0`, `not initialized` with the body setting it, `x is None` with the body
-    /// assigning `x`.
+    /// assigning `x`, `it in {0, 2, n - 1}`.
     fn once(&self, test: &Expr, body: &[Stmt], it: super::model::Iteration) -> bool {
         match test {
             Expr::Compare(c) if c.ops.len() == 1 => {
@@ -42,6 +42,9 @@ impl SemanticModel<'_> {
                         right.is_none_literal_expr()
                             && dotted(&c.left).is_some_and(|k| assigns(body, &k))
                     }
+                    // `if it in plot_iterations:` with a set written out in the source: at
+                    // most as many times as it has elements.
+                    CmpOp::In => self.training().is_literal_collection(right),
                     // `if c not in self.memo: self.memo[c] = ...`: once per key, when the keys
                     // come from a fixed set (not a step counter).
                     CmpOp::NotIn => {

@@ -97,6 +97,8 @@ pub struct Training {
     /// loop (or by a function that runs once per iteration): an object lives one epoch, one
     /// evaluation, one episode.
     fresh: FxHashSet<String>,
+    /// Module constants bound once to a collection written out in the source.
+    constants: FxHashSet<String>,
 }
 
 impl Training {
@@ -112,6 +114,15 @@ impl Training {
     pub fn loop_trains(&self, stmt: &Stmt) -> bool {
         self.training_loops
             .contains(&(stmt as *const Stmt as usize))
+    }
+
+    /// Is `expr` a collection written out in the source (`{0, 2, n - 1}`), or a module constant
+    /// bound once to one: a fixed, small number of elements.
+    pub fn is_literal_collection(&self, expr: &Expr) -> bool {
+        match expr {
+            Expr::Name(n) => self.constants.contains(n.id.as_str()),
+            e => literal_elements(e),
+        }
     }
 
     /// Does this file make objects of `class` (outside test functions)?
@@ -143,7 +154,12 @@ impl Training {
             .contains(&(def as *const StmtFunctionDef as usize))
     }
 
-    pub fn collect(suite: &[Stmt], facts: &ModuleFacts, hooks: &FxHashSet<String>) -> Self {
+    pub fn collect(
+        source: &str,
+        suite: &[Stmt],
+        facts: &ModuleFacts,
+        hooks: &FxHashSet<String>,
+    ) -> Self {
         let mut c = Collector {
             facts,
             funcs: vec![Func {
@@ -159,6 +175,8 @@ impl Training {
             no_grad: 0,
             defined: FxHashSet::default(),
             calls_buf: Vec::new(),
+            constants: literal_constants(suite),
+            event_handlers: event_handlers(source, suite),
             owned: FxHashSet::default(),
             made: FxHashMap::default(),
         };
@@ -195,6 +213,10 @@ struct LoopInfo {
     steps: bool,
     /// Names of the loop say how often it runs.
     named: Option<Grain>,
+    /// It goes through a collection written out in the source: a fixed, small number of
+    /// iterations (environments to plot, the two optimizers of a GAN), never a training
+    /// iteration of its own, whatever its names or body say.
+    fixed: bool,
     /// Functions of this file called in the body.
     callees: Vec<usize>,
     /// The loop around it in the same function.
@@ -236,6 +258,10 @@ struct Collector<'a, 'f> {
     defined: FxHashSet<&'a str>,
     /// Reused by `exprs`.
     calls_buf: Vec<&'a Expr>,
+    /// Module constants bound once to a collection written out in the source.
+    constants: FxHashSet<&'a str>,
+    /// Functions registered as an event engine's handlers, and how often their event fires.
+    event_handlers: FxHashMap<&'a str, Grain>,
     /// Classes of this file made outside test functions.
     owned: FxHashSet<String>,
     /// Where they are made: (function, innermost loop around the call).
@@ -273,6 +299,9 @@ impl<'a> Collector<'a, '_> {
                 names.sort_unstable();
                 let named = loop_grain(&names, &f.iter, false);
                 self.in_loop(stmt, named, &f.body);
+                if self.is_literal_collection(&f.iter) {
+                    self.loops.last_mut().expect("pushed by in_loop").fixed = true;
+                }
                 self.body(&f.orelse);
             }
             Stmt::While(w) => {
@@ -314,11 +343,22 @@ impl<'a> Collector<'a, '_> {
         }
     }
 
+    /// A list, tuple or set written out in the source (`["a", "b"]`, `(opt_g, opt_d)`), or a
+    /// module constant bound to one: a loop over it runs a fixed, small number of times.
+    fn is_literal_collection(&self, iter: &Expr) -> bool {
+        match iter {
+            Expr::List(_) | Expr::Tuple(_) | Expr::Set(_) => literal_elements(iter),
+            Expr::Name(n) => self.constants.contains(n.id.as_str()),
+            _ => false,
+        }
+    }
+
     fn in_loop(&mut self, stmt: &'a Stmt, named: Option<Grain>, body: &'a [Stmt]) {
         self.loops.push(LoopInfo {
             stmt: stmt as *const Stmt as usize,
             trains: false,
             steps: false,
+            fixed: false,
             named,
             callees: Vec::new(),
             parent: self.loop_stack.last().copied(),
@@ -346,7 +386,8 @@ impl<'a> Collector<'a, '_> {
         let decorated = def
             .decorator_list
             .iter()
-            .find_map(|d| event_grain(&d.expression));
+            .find_map(|d| event_grain(&d.expression))
+            .or_else(|| self.event_handlers.get(def.name.as_str()).copied());
         self.funcs.push(Func {
             def: Some(def),
             name,
@@ -480,6 +521,7 @@ impl<'a> Collector<'a, '_> {
             sites: raw_sites,
             owned,
             made,
+            constants,
             ..
         } = self;
         // Resolve callees: module functions and nested functions by name, methods through the
@@ -553,6 +595,7 @@ impl<'a> Collector<'a, '_> {
             .zip(&loop_trains)
             .map(
                 |(l, &trains_through)| match (l.named, l.steps || trains_through) {
+                    _ if l.fixed => LoopRole::Other,
                     (Some(g), _) => LoopRole::Training(g),
                     (None, true) => LoopRole::Training(Grain::Step),
                     (None, false) => LoopRole::Other,
@@ -654,6 +697,7 @@ impl<'a> Collector<'a, '_> {
         let mut out = Training {
             owned,
             fresh,
+            constants: constants.into_iter().map(str::to_string).collect(),
             ..Default::default()
         };
         for ((l, role), trains) in loops.iter().zip(roles).zip(loop_trains) {
@@ -677,6 +721,62 @@ impl<'a> Collector<'a, '_> {
         }
         out
     }
+}
+
+/// Is every element of a list, tuple or set literal a constant or a name (never a starred or
+/// computed element, whose length the source does not show)? An empty one is filled later.
+fn literal_elements(e: &Expr) -> bool {
+    let elts = match e {
+        Expr::List(l) => &l.elts,
+        Expr::Tuple(t) => &t.elts,
+        Expr::Set(s) => &s.elts,
+        _ => return false,
+    };
+    !elts.is_empty()
+        && elts
+            .iter()
+            .all(|e| simple_element(e) || literal_elements(e))
+}
+
+/// A constant, a name, or arithmetic on them (`n - 2`).
+fn simple_element(e: &Expr) -> bool {
+    match e {
+        Expr::StringLiteral(_)
+        | Expr::NumberLiteral(_)
+        | Expr::BooleanLiteral(_)
+        | Expr::Name(_)
+        | Expr::Attribute(_) => true,
+        Expr::BinOp(b) => simple_element(&b.left) && simple_element(&b.right),
+        Expr::UnaryOp(u) => simple_element(&u.operand),
+        _ => false,
+    }
+}
+
+/// Module-level names bound exactly once, to a collection written out in the source
+/// (`ENVS = ["Hopper-v4", "Walker2d-v4"]`).
+fn literal_constants(suite: &[Stmt]) -> FxHashSet<&str> {
+    let mut bound: FxHashMap<&str, bool> = FxHashMap::default();
+    for stmt in suite {
+        let (targets, value): (&[Expr], Option<&Expr>) = match stmt {
+            Stmt::Assign(a) => (&a.targets, Some(&*a.value)),
+            Stmt::AnnAssign(a) => (std::slice::from_ref(&*a.target), a.value.as_deref()),
+            Stmt::AugAssign(a) => (std::slice::from_ref(&*a.target), None),
+            _ => continue,
+        };
+        for t in targets {
+            if let Expr::Name(n) = t {
+                let literal = value.is_some_and(literal_elements);
+                bound
+                    .entry(n.id.as_str())
+                    .and_modify(|l| *l = false)
+                    .or_insert(literal);
+            }
+        }
+    }
+    bound
+        .into_iter()
+        .filter_map(|(n, literal)| literal.then_some(n))
+        .collect()
 }
 
 /// The names of every function and method the file defines, nested ones included.
@@ -749,6 +849,8 @@ fn training_call(call: &ruff_python_ast::ExprCall) -> (bool, bool) {
             });
             (optimizer, !optimizer)
         }
+        // `policy.step_batch(obs, actions)`, `env.step_async(actions)`: a step of something.
+        m if m.starts_with("step_") => (false, true),
         _ => (false, false),
     }
 }
@@ -785,15 +887,50 @@ fn event_grain(decorator: &Expr) -> Option<Grain> {
     if a.attr.as_str() != "on" {
         return None;
     }
-    let arg = dotted(call.arguments.args.first()?)?;
-    let event = last_segment(&arg).to_ascii_uppercase();
-    if event.starts_with("ITERATION") || event.starts_with("GET_BATCH") {
-        Some(Grain::Step)
-    } else if event.starts_with("EPOCH") {
-        Some(Grain::Epoch)
-    } else {
-        None
+    event_arg_grain(call.arguments.args.first()?)
+}
+
+/// `Events.ITERATION_COMPLETED`, or with a filter (`Events.ITERATION_COMPLETED(every=10)`):
+/// how often the handler of that event runs (`hooks.rs`).
+fn event_arg_grain(arg: &Expr) -> Option<Grain> {
+    let arg = match arg {
+        Expr::Call(c) => &*c.func,
+        e => e,
+    };
+    let arg = dotted(arg)?;
+    super::hooks::event(last_segment(&arg)).map(|h| h.grain)
+}
+
+/// Handlers registered with `engine.add_event_handler(Events.X, handler)`, by name.
+fn event_handlers<'a>(source: &str, suite: &'a [Stmt]) -> FxHashMap<&'a str, Grain> {
+    let mut out = FxHashMap::default();
+    if memchr::memmem::find(source.as_bytes(), b"add_event_handler").is_none() {
+        return out;
     }
+    struct H<'a, 'o> {
+        out: &'o mut FxHashMap<&'a str, Grain>,
+    }
+    impl<'a> Visitor<'a> for H<'a, '_> {
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if let Expr::Call(call) = expr {
+                if let Expr::Attribute(a) = &*call.func {
+                    if a.attr.as_str() == "add_event_handler" {
+                        if let [event, Expr::Name(handler), ..] = &*call.arguments.args {
+                            if let Some(g) = event_arg_grain(event) {
+                                self.out.insert(handler.id.as_str(), g);
+                            }
+                        }
+                    }
+                }
+            }
+            walk_expr(self, expr);
+        }
+    }
+    let mut h = H { out: &mut out };
+    for stmt in suite {
+        ruff_python_ast::visitor::walk_stmt(&mut h, stmt);
+    }
+    out
 }
 
 fn seed_cadence(f: &Func, funcs: &[Func], hooks: &FxHashSet<String>) -> Cadence {
@@ -828,6 +965,9 @@ fn seed_cadence(f: &Func, funcs: &[Func], hooks: &FxHashSet<String>) -> Cadence 
 /// `on_train_batch_end`, Hugging Face's `on_step_end`, fastai's `after_batch`, Avalanche's
 /// `after_training_iteration`, Keras-style `on_batch_end`, an environment's or agent's `step`.
 pub fn hook_grain(name: &str) -> Option<Grain> {
+    if let Some(h) = super::hooks::method(name) {
+        return Some(h.grain);
+    }
     let n = name.trim_start_matches('_');
     if n == "step" || n.ends_with("_step") || n.ends_with("_step_end") {
         // `lr_scheduler_step` runs per epoch in most set-ups; either way it keeps nothing.
@@ -930,14 +1070,14 @@ const STEP_WORDS: &[&str] = &[
     "dataloader",
 ];
 
-/// What a job iterates: data sets, loaders and environments.
+/// What a job iterates: data sets, loaders and rollouts. Not environments: going through a
+/// list of environments (a plotting script, one evaluation per task) steps none of them; a loop
+/// that does calls `env.step()`, which makes it a training loop by itself.
 const DATA_WORDS: &[&str] = &[
     "loader",
     "dataloader",
     "data",
     "dataset",
-    "env",
-    "envs",
     "rollout",
     "rollouts",
     "trajectory",
@@ -1144,7 +1284,7 @@ mod tests {
         let parsed = ruff_python_parser::parse_module(src).unwrap();
         let suite = parsed.suite();
         let facts = ModuleFacts::collect(suite);
-        let t = Training::collect(suite, &facts, &FxHashSet::default());
+        let t = Training::collect(src, suite, &facts, &FxHashSet::default());
         let mut out = Vec::new();
         super::super::facts::visit_body(suite, &mut |s| {
             if matches!(s, Stmt::For(_) | Stmt::While(_)) {
@@ -1227,7 +1367,7 @@ def log(x):
         let parsed = ruff_python_parser::parse_module(src).unwrap();
         let suite = parsed.suite();
         let facts = ModuleFacts::collect(suite);
-        let t = Training::collect(suite, &facts, &FxHashSet::default());
+        let t = Training::collect(src, suite, &facts, &FxHashSet::default());
         let mut got = Vec::new();
         super::super::facts::visit_body(suite, &mut |s| {
             if let Stmt::FunctionDef(f) = s {

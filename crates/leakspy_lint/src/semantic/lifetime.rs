@@ -142,7 +142,27 @@ impl SemanticModel<'_> {
             return lifetime(Holder::Attribute, until);
         }
         let ScopeKind::Function { def, .. } = &scope.kind else {
-            // Module-level code: a global filled by a training loop of the script.
+            // Module-level code (a script, a notebook) is a function's body run once: a name
+            // bound inside the training loop dies with the iteration, and one an outer loop
+            // binds afresh (a list per epoch) lives until that loop rebinds it.
+            if let (Some(&bound), Iteration::Loop { depth, .. }) = (scope.bound_depth.get(&key), it)
+            {
+                if bound > depth {
+                    return None;
+                }
+                if let Some(outer) = scope.loops[..depth]
+                    .iter()
+                    .rev()
+                    .find(|l| l.facts.rebinds(&key))
+                {
+                    return lifetime(
+                        Holder::OuterLocal,
+                        Until::OuterLoop {
+                            offset: outer.offset,
+                        },
+                    );
+                }
+            }
             return lifetime(Holder::Global, Until::Process);
         };
         if scope.declared_global.contains(&key) {
@@ -430,11 +450,13 @@ impl SemanticModel<'_> {
 
     /// Can this file say that nothing resets `class.attr`? Only when it creates the class's
     /// objects outside tests (their owner is here; an object a test makes lives for one test),
-    /// or the attribute is private: a public attribute of a
-    /// class made elsewhere may be reset by the code that owns the object
+    /// or the attribute is private, or a framework owns the objects (a `LightningModule`): a
+    /// public attribute of a class made elsewhere may be reset by the code that owns the object
     /// (`classifier.log_scalings.clear()` in another module).
     pub fn owner_visible(&self, class: &str, attr: &str) -> bool {
-        attr.starts_with('_') || self.training().owns_instances(class)
+        attr.starts_with('_')
+            || self.training().owns_instances(class)
+            || self.facts.class(class).is_some_and(|c| c.framework_owned)
     }
 
     /// Does the current function outlive the call that made it: is it returned by the function

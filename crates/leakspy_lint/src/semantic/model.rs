@@ -121,6 +121,8 @@ pub struct SemanticModel<'a> {
     suite: &'a [Stmt],
     /// The walk that reports (after the silent walks that learn summaries).
     pub(crate) reporting: bool,
+    /// A Python file, or a notebook's cells run by a kernel.
+    pub source_kind: crate::SourceKind<'a>,
     pub(crate) scopes: Vec<Scope<'a>>,
     pub(crate) classes: Vec<&'a StmtClassDef>,
     /// Return values of this file's functions (`f`, `Class.method`).
@@ -131,6 +133,8 @@ pub struct SemanticModel<'a> {
     /// Graph-carrying arguments seen at call sites of this file's functions, per parameter
     /// position (after `self`): the callee's parameter then carries a graph.
     pub(crate) param_taint: RefCell<FxHashMap<String, Vec<Option<Rc<Origin>>>>>,
+    /// What call sites of this file pass to each function's parameters: numbers only, or not.
+    pub(crate) param_numbers: RefCell<FxHashMap<String, ArgNumbers>>,
     /// Positional argument count of the call being evaluated, for arity matching.
     pub(crate) current_call_args: Cell<usize>,
     /// Where the walk is: the start of the statement being walked (for memos).
@@ -170,12 +174,14 @@ impl<'a> SemanticModel<'a> {
             training: OnceCell::new(),
             suite,
             reporting: false,
+            source_kind: crate::SourceKind::Python,
             scopes: Vec::new(),
             classes: Vec::new(),
             summaries: FxHashMap::default(),
             method_owners,
             hook_functions: super::iteration::collect_hook_functions(source, suite),
             param_taint: Default::default(),
+            param_numbers: Default::default(),
             current_call_args: Default::default(),
             position: Default::default(),
             iteration_memo: Cell::new(None),
@@ -263,8 +269,9 @@ impl<'a> SemanticModel<'a> {
     /// The loop and function answers of `iteration.rs`, made on first use: most functions of a
     /// large tree never lead a rule as far as asking.
     pub fn training(&self) -> &Training {
-        self.training
-            .get_or_init(|| Training::collect(self.suite, self.facts, &self.hook_functions))
+        self.training.get_or_init(|| {
+            Training::collect(self.source, self.suite, self.facts, &self.hook_functions)
+        })
     }
 
     /// The file's top-level statements.
@@ -287,7 +294,9 @@ impl<'a> SemanticModel<'a> {
         f
     }
 
-    /// How many (function, parameter) pairs are known to receive graphs.
+    /// How many (function, parameter) pairs are known to receive graphs. Parameters that
+    /// receive numbers do not count: what the first walk learns of them serves the walks after
+    /// it, and a file that passes no graph needs no second silent walk for them.
     pub(crate) fn taint_count(&self) -> usize {
         self.param_taint
             .borrow()
@@ -678,6 +687,29 @@ impl<'a> SemanticModel<'a> {
                 },
             );
         }
+    }
+}
+
+/// What the call sites of one function pass to its parameters, by position (after `self`) and
+/// by keyword: `Some(true)` while every argument seen there is a number (`range`'s ints, a
+/// `len`, an `.item()`), `Some(false)` once one is not.
+#[derive(Debug, Default, Clone)]
+pub struct ArgNumbers {
+    pub positional: Vec<Option<bool>>,
+    pub keyword: FxHashMap<String, bool>,
+}
+
+impl ArgNumbers {
+    pub(crate) fn see(slot: &mut Option<bool>, number: bool) {
+        *slot = Some(slot.unwrap_or(true) && number);
+    }
+
+    /// Is parameter `name` at `position` given a number at every call site that passes it
+    /// (and at one at least)?
+    pub fn always_number(&self, position: Option<usize>, name: &str) -> bool {
+        let pos = position.and_then(|i| self.positional.get(i).copied().flatten());
+        let kw = self.keyword.get(name).copied();
+        (pos.is_some() || kw.is_some()) && pos != Some(false) && kw != Some(false)
     }
 }
 

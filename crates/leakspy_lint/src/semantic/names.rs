@@ -276,6 +276,7 @@ pub fn tensor_method_cuts(method: &str) -> bool {
 
 /// Tensor attributes that carry no graph.
 pub fn tensor_attr_cuts(attr: &str) -> bool {
+    // `indices` of what `max(dim)`, `topk` or `sort` return: positions, never a graph.
     matches!(
         attr,
         "data"
@@ -287,6 +288,7 @@ pub fn tensor_attr_cuts(attr: &str) -> bool {
             | "grad_fn"
             | "is_leaf"
             | "ndim"
+            | "indices"
             | "is_cuda"
             | "layout"
             | "names"
@@ -353,22 +355,6 @@ pub fn disables_grad(qualified: &str) -> bool {
         && (qualified.starts_with("torch") || !qualified.contains('.'))
 }
 
-/// Hooks that Lightning runs with autograd off: what they compute carries no graph.
-pub fn framework_runs_without_grad(method: &str) -> bool {
-    matches!(
-        method,
-        "validation_step"
-            | "test_step"
-            | "predict_step"
-            | "on_validation_epoch_end"
-            | "on_test_epoch_end"
-            | "on_predict_epoch_end"
-            | "on_validation_batch_end"
-            | "on_test_batch_end"
-            | "on_predict_batch_end"
-    )
-}
-
 /// Parameter names that, by near-universal convention, hold an `nn.Module`. Used only for
 /// function parameters, whose type is otherwise unknown.
 pub fn is_conventional_module_param(name: &str) -> bool {
@@ -426,6 +412,18 @@ pub fn is_stat_name(name: &str) -> bool {
         ]
         .iter()
         .any(|s| n.contains(s))
+}
+
+/// Tensor methods and torch functions that return `(values, indices)`: the values keep the
+/// input's graph, the indices never carry one. `max`, `min` and `median` do when given a
+/// dimension (with another tensor, `max` is elementwise and returns one tensor, which is
+/// never unpacked into two).
+pub fn returns_values_and_indices(method: &str, nargs: usize) -> bool {
+    match method {
+        "topk" | "sort" | "kthvalue" | "mode" | "cummax" | "cummin" => true,
+        "max" | "min" | "median" | "nanmedian" => nargs > 0,
+        _ => false,
+    }
 }
 
 #[cfg(test)]

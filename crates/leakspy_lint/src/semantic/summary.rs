@@ -14,7 +14,7 @@ use ruff_text_size::Ranged;
 use super::model::{Scope, ScopeKind, SemanticModel};
 use super::names::{is_conventional_loss_param, is_conventional_module_param};
 use super::scan::BlockFacts;
-use super::value::{Graph, Kind, Origin, Parts, Value};
+use super::value::{Graph, Kind, Origin, Value};
 
 impl<'a> SemanticModel<'a> {
     /// A method defined by exactly one class of this file (`agent.update(...)` when only
@@ -60,6 +60,38 @@ impl<'a> SemanticModel<'a> {
                 }
             }
         }
+        // What the arguments are, for parameters that only ever receive numbers.
+        {
+            let number = |v: &Value| v.kind == Kind::Plain && v.graph == Graph::No;
+            // Keywords are read without evaluating calls in them: evaluating them here would
+            // evaluate nested calls once more per level of nesting.
+            let keywords: Vec<(&str, bool)> = call
+                .arguments
+                .keywords
+                .iter()
+                .filter_map(|k| Some((k.arg.as_ref()?.as_str(), self.plainly_number(&k.value))))
+                .collect();
+            let mut map = self.param_numbers.borrow_mut();
+            if !map.contains_key(key) {
+                map.insert(key.to_string(), Default::default());
+            }
+            let entry = map.get_mut(key).expect("inserted above");
+            let starred = call
+                .arguments
+                .args
+                .iter()
+                .any(|a| matches!(a, Expr::Starred(_)));
+            if entry.positional.len() < args.len() {
+                entry.positional.resize(args.len(), None);
+            }
+            for (slot, a) in entry.positional.iter_mut().zip(&args) {
+                super::model::ArgNumbers::see(slot, number(a) && !starred);
+            }
+            for (name, is_number) in keywords {
+                let slot = entry.keyword.entry(name.to_string()).or_insert(true);
+                *slot &= is_number;
+            }
+        }
         if !taints.is_empty() && grad {
             let mut map = self.param_taint.borrow_mut();
             let entry = map.entry(key.to_string()).or_default();
@@ -78,6 +110,29 @@ impl<'a> SemanticModel<'a> {
         }
         // A summary whose graph comes from parameter `i` passes the argument's graph through.
         Some(substitute(v, &args))
+    }
+
+    /// Is `expr` a number without evaluating any call in it: a literal, a name or attribute
+    /// holding one, `len(...)`, `.item()`, or arithmetic on those.
+    fn plainly_number(&self, expr: &Expr) -> bool {
+        match expr {
+            Expr::NumberLiteral(_) | Expr::BooleanLiteral(_) => true,
+            Expr::Name(_) | Expr::Attribute(_) => {
+                let v = self.value_inner(expr);
+                v.kind == Kind::Plain && v.graph == Graph::No
+            }
+            Expr::UnaryOp(u) => self.plainly_number(&u.operand),
+            Expr::BinOp(b) => self.plainly_number(&b.left) && self.plainly_number(&b.right),
+            Expr::Call(c) => match &*c.func {
+                Expr::Name(n) => {
+                    matches!(n.id.as_str(), "len" | "int" | "float" | "round")
+                        && self.lookup(n.id.as_str()).is_none()
+                }
+                Expr::Attribute(a) => a.attr.as_str() == "item",
+                _ => false,
+            },
+            _ => false,
+        }
     }
 
     /// Opens the scope of a function: its parameters bound (conventional module and loss names
@@ -171,6 +226,20 @@ impl<'a> SemanticModel<'a> {
             .map(|p| p.parameter.name.as_str())
             .filter(|n| !matches!(*n, "self" | "cls"))
             .collect();
+        // Parameters that every call site in this file gives a number are numbers (`i` in
+        // `agent.update(i, batch)` called with `range`'s ints).
+        if let Some(numbers) = self.param_numbers.borrow().get(&key) {
+            for (i, pname) in positional.iter().enumerate() {
+                if numbers.always_number(Some(i), pname)
+                    && scope
+                        .env
+                        .get(*pname)
+                        .is_some_and(|v| v.kind == Kind::Unknown && v.graph == Graph::Unknown)
+                {
+                    scope.env.insert((*pname).to_string(), Value::plain());
+                }
+            }
+        }
         // In a silent walk, unknown parameters carry a placeholder graph, so the summary can
         // say "returns a graph when argument i carries one" (`def compute(pred, y): return
         // F.mse_loss(pred, y)`, a normalizer's `update(x)`).
@@ -216,7 +285,7 @@ impl<'a> SemanticModel<'a> {
             .iter()
             .any(|d| self.is_grad_disabling(&d.expression))
             || self.training().only_called_without_grad(def)
-            || class.is_some() && super::names::framework_runs_without_grad(name)
+            || class.is_some() && super::hooks::method(name).is_some_and(|h| !h.grad)
         {
             scope.no_grad = 1;
         }
@@ -276,10 +345,7 @@ fn backpropagated(v: Value) -> Value {
         }
         g => g,
     };
-    let parts = match v.parts {
-        Parts::Elements(e) => Parts::Elements(e.iter().cloned().map(backpropagated).collect()),
-        p => p,
-    };
+    let parts = v.parts.map(|x| backpropagated(x.clone()));
     Value { graph, parts, ..v }
 }
 
@@ -292,10 +358,7 @@ fn summary_key(def: &StmtFunctionDef, class: Option<&StmtClassDef>) -> String {
 
 /// The value with no graph anywhere in it (computed under `no_grad`).
 fn without_graph(v: Value) -> Value {
-    let parts = match v.parts {
-        Parts::Elements(e) => Parts::Elements(e.iter().cloned().map(without_graph).collect()),
-        p => p,
-    };
+    let parts = v.parts.map(|x| without_graph(x.clone()));
     Value {
         graph: Graph::No,
         parts,
@@ -305,10 +368,7 @@ fn without_graph(v: Value) -> Value {
 
 /// A summary's value at a call: graphs that stand for parameter `i` become the argument's.
 fn substitute(v: &Value, args: &[Value]) -> Value {
-    let parts = match &v.parts {
-        Parts::Elements(e) => Parts::Elements(e.iter().map(|x| substitute(x, args)).collect()),
-        p => p.clone(),
-    };
+    let parts = v.parts.map(|x| substitute(x, args));
     if let Graph::Yes(o) = &v.graph {
         if let Some(i) = o.param {
             return match args.get(i) {

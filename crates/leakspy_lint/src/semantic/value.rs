@@ -71,6 +71,21 @@ pub enum Parts {
     /// The first target gets the value, the others are unknown: what a loss function returns
     /// beside its loss (a sample size, a logging dict) is metadata the analysis cannot see.
     FirstOnly,
+    /// The value under each string key of a dict whose keys are all known
+    /// (`{"loss": loss, "acc": acc.item()}`): `d["acc"]` and `d.get("acc")` read their own.
+    Keys(Rc<[(Box<str>, Value)]>),
+}
+
+impl Parts {
+    /// The same structure with `f` applied to each element or entry.
+    #[must_use]
+    pub fn map(&self, f: impl Fn(&Value) -> Value) -> Parts {
+        match self {
+            Parts::Elements(e) => Parts::Elements(e.iter().map(&f).collect()),
+            Parts::Keys(k) => Parts::Keys(k.iter().map(|(n, v)| (n.clone(), f(v))).collect()),
+            p => p.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -144,6 +159,13 @@ impl Value {
             },
         }
     }
+    /// The value under the string key `key`, when the dict's entries are known.
+    pub fn entry(&self, key: &str) -> Option<&Value> {
+        match &self.parts {
+            Parts::Keys(k) => k.iter().find(|(n, _)| &**n == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
     pub fn has_graph(&self) -> bool {
         matches!(self.graph, Graph::Yes(_))
     }
@@ -183,6 +205,16 @@ impl Value {
                     .collect(),
             ),
             (Parts::FirstOnly, Parts::FirstOnly) => Parts::FirstOnly,
+            (Parts::Keys(a), Parts::Keys(b))
+                if a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.0 == y.0) =>
+            {
+                Parts::Keys(
+                    a.iter()
+                        .zip(b.iter())
+                        .map(|(x, y)| (x.0.clone(), x.1.clone().join(y.1.clone())))
+                        .collect(),
+                )
+            }
             _ => Parts::Same,
         };
         Value {

@@ -24,7 +24,7 @@ class BatchAUC(Callback):
         if training:
             return
         self.y_preds.append(y_pred)  # expect: LS004|LS014|LS002
-        self.y_trues.append(batch[1])
+        self.y_trues.append(batch[1])  # expect: LS014
 
     def on_epoch_end(self, net, **kwargs):
         probs = torch.cat(self.y_preds).softmax(1)[:, 1].cpu().numpy()

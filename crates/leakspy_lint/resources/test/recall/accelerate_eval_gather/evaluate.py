@@ -15,10 +15,10 @@ def evaluate(model, val_loader, accelerator, num_classes=19):
     model.eval()
     all_preds = []
     all_labels = []
-    for batch in val_loader:
+    for batch in val_loader:  # expect: LS009
         logits = model(batch["pixel_values"])
         logits, labels = accelerator.gather_for_metrics((logits, batch["labels"]))
-        all_preds.append(logits)  # expect: LS009
+        all_preds.append(logits)
         all_labels.append(labels)
     preds = torch.cat(all_preds).argmax(1)
     labels = torch.cat(all_labels)

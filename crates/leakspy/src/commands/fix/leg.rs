@@ -1,0 +1,268 @@
+//! One run of the job for `leakspy fix`, under `run`'s monitor (the same
+//! sampling, probe and live fit), stopped by leakspy at its bound: a number
+//! of steps, a duration, or, by default, once the live fit calls it a leak
+//! and the probe has named who holds what grows.
+//!
+//! leakspy stops the job as Ctrl-C would (SIGINT to the command: Python
+//! raises KeyboardInterrupt, runs its `atexit` handlers and the probe takes
+//! its last look), then SIGTERM and SIGKILL if it does not end.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Result;
+use leakspy_monitor::{LiveStatus, Monitor, MonitorError, RunOutcome};
+
+use crate::commands::run::{create_trace, StatusDisplay};
+
+/// Seconds the default recording goes on after the probe named a holder:
+/// its burst goes on to trace the lines that made what grows and to name
+/// the other holders (`docs/probe.md`, "Bursts": 20 s at most).
+const SETTLE_S: f64 = 12.0;
+/// Seconds a suspected leak may go without a holder before the default
+/// recording ends anyway (the probe cannot name one: memory outside Python
+/// objects, or no census).
+const NO_HOLDER_S: f64 = 40.0;
+/// Grace after SIGINT before SIGTERM, and after SIGTERM before SIGKILL.
+const GRACE_INT_S: f64 = 20.0;
+const GRACE_TERM_S: f64 = 10.0;
+
+/// When leakspy stops the job.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Bound {
+    /// Once the live fit calls it a leak and the probe has named a holder
+    /// (and [`SETTLE_S`] more), at most `max_s` seconds.
+    Verdict { max_s: f64 },
+    /// After this many steps (the most one process of the job reported),
+    /// at most `max_s` seconds.
+    Steps { steps: u64, max_s: f64 },
+    /// After this many seconds.
+    Duration(f64),
+}
+
+/// What one run came to.
+pub(super) struct Recorded {
+    pub outcome: RunOutcome,
+    /// Why leakspy stopped the job (None: it ended by itself).
+    pub stopped: Option<String>,
+    pub trace: PathBuf,
+}
+
+/// How to run the job.
+pub(super) struct Job<'a> {
+    pub command: &'a [String],
+    /// Its working directory (None: leakspy's).
+    pub cwd: Option<&'a Path>,
+    pub env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    pub trace: &'a Path,
+    /// Ask the probe for a burst at this many steps (where the first run
+    /// had one).
+    pub burst_at_steps: Option<u64>,
+}
+
+/// The monitor's settings, shared by both runs.
+pub(super) struct Watch {
+    pub interval: f64,
+    pub probe_budget: f64,
+    pub quiet: bool,
+    pub status_interval: f64,
+}
+
+/// Runs the job until it ends or reaches `bound`.
+pub(super) fn record(job: &Job<'_>, bound: Bound, watch: &Watch) -> Result<Recorded> {
+    let (writer, made) = create_trace(job.trace)?;
+    let mut config = leakspy_monitor::MonitorConfig::new(job.command.to_vec());
+    config.interval = Duration::from_secs_f64(watch.interval);
+    config.stderr_relay = std::env::current_exe().ok();
+    config.probe = Some(leakspy_monitor::ProbeConfig {
+        budget: watch.probe_budget,
+        census: true,
+    });
+    config.cwd = job.cwd.map(Path::to_path_buf);
+    config.env.clone_from(&job.env);
+    config.burst_at_steps = job.burst_at_steps;
+    let monitor = match Monitor::start(config, writer) {
+        Ok(m) => m,
+        Err(e) => {
+            if matches!(
+                e,
+                MonitorError::NotFound { .. } | MonitorError::Spawn { .. }
+            ) {
+                made.discard(job.trace);
+            }
+            return Err(e.into());
+        }
+    };
+    let pid = i32::try_from(monitor.child_pid()).unwrap_or(0);
+    let plain_every = Duration::from_secs_f64(watch.status_interval.clamp(0.01, 86_400.0));
+    let mut display = StatusDisplay::new(watch.quiet, plain_every);
+    let mut stopper = Stopper::new(bound);
+    let outcome = monitor.run(|st| {
+        display.update(st);
+        stopper.on_status(st, pid);
+    })?;
+    display.finish();
+    Ok(Recorded {
+        outcome,
+        stopped: stopper.reason,
+        trace: job.trace.to_path_buf(),
+    })
+}
+
+/// Decides when the bound is reached and stops the job, harder if it
+/// lingers.
+struct Stopper {
+    bound: Bound,
+    holder_at: Option<f64>,
+    suspected_at: Option<f64>,
+    sent: Option<(f64, i32)>,
+    reason: Option<String>,
+}
+
+impl Stopper {
+    fn new(bound: Bound) -> Self {
+        Stopper {
+            bound,
+            holder_at: None,
+            suspected_at: None,
+            sent: None,
+            reason: None,
+        }
+    }
+
+    fn on_status(&mut self, st: &LiveStatus, pid: i32) {
+        if pid <= 0 {
+            return;
+        }
+        if let Some((at, sig)) = self.sent {
+            let next = match sig {
+                libc::SIGINT if st.elapsed - at >= GRACE_INT_S => libc::SIGTERM,
+                libc::SIGTERM if st.elapsed - at >= GRACE_TERM_S => libc::SIGKILL,
+                _ => return,
+            };
+            // SAFETY: kill(2) on our child, which the monitor has not
+            // reaped yet (it calls back only while the child runs).
+            unsafe {
+                libc::kill(pid, next);
+            }
+            self.sent = Some((st.elapsed, next));
+            return;
+        }
+        let Some(reason) = self.due(st) else {
+            return;
+        };
+        // Before the job's own words about the interrupt (a traceback).
+        let clear = if std::io::stderr().is_terminal() {
+            "\r\x1b[K"
+        } else {
+            ""
+        };
+        eprintln!(
+            "{clear}leakspy fix: stopping the job (SIGINT) after {} steps, {:.1} s: {reason}",
+            st.tree_steps, st.elapsed
+        );
+        self.reason = Some(reason);
+        // SAFETY: as above.
+        unsafe {
+            libc::kill(pid, libc::SIGINT);
+        }
+        self.sent = Some((st.elapsed, libc::SIGINT));
+    }
+
+    /// Why to stop now, if it is time.
+    fn due(&mut self, st: &LiveStatus) -> Option<String> {
+        match self.bound {
+            Bound::Steps { steps, max_s } => {
+                if st.tree_steps >= steps {
+                    Some(format!("{steps} steps done"))
+                } else if st.elapsed >= max_s {
+                    Some(format!(
+                        "{max_s:.0} s, the most it may take, with {} of {steps} steps done",
+                        st.tree_steps
+                    ))
+                } else {
+                    None
+                }
+            }
+            Bound::Duration(d) => (st.elapsed >= d).then(|| format!("{d:.0} s done")),
+            Bound::Verdict { max_s } => {
+                if st.suspected.is_some() {
+                    self.suspected_at.get_or_insert(st.elapsed);
+                    if st.holder.is_some() {
+                        self.holder_at.get_or_insert(st.elapsed);
+                    }
+                } else {
+                    self.suspected_at = None;
+                }
+                let since = |t: Option<f64>| t.map_or(0.0, |t| st.elapsed - t);
+                if st.suspected.is_some() && self.holder_at.is_some() {
+                    (since(self.holder_at) >= SETTLE_S)
+                        .then(|| "the leak and who holds it are known".to_string())
+                } else if since(self.suspected_at) >= NO_HOLDER_S {
+                    Some(format!("a leak, but no holder named in {NO_HOLDER_S:.0} s"))
+                } else if st.elapsed >= max_s {
+                    Some(format!("{max_s:.0} s, the most the first run may take"))
+                } else {
+                    None
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(elapsed: f64, steps: u64, suspected: bool, holder: bool) -> LiveStatus {
+        LiveStatus {
+            elapsed,
+            tree_steps: steps,
+            suspected: suspected.then_some(leakspy_monitor::LiveLeak {
+                slope: 1024.0,
+                per: "step",
+                since: 1.0,
+            }),
+            holder: holder.then(|| "Trainer.losses (list)".to_string()),
+            ..LiveStatus::default()
+        }
+    }
+
+    #[test]
+    fn the_default_bound_waits_for_the_holder_then_settles() {
+        let mut s = Stopper::new(Bound::Verdict { max_s: 180.0 });
+        assert_eq!(s.due(&status(5.0, 10, false, false)), None);
+        assert_eq!(s.due(&status(10.0, 50, true, false)), None);
+        assert_eq!(s.due(&status(12.0, 60, true, true)), None);
+        assert_eq!(s.due(&status(20.0, 90, true, true)), None);
+        assert!(s.due(&status(24.5, 110, true, true)).is_some());
+        // Never past the limit, leak or not.
+        let mut s = Stopper::new(Bound::Verdict { max_s: 180.0 });
+        assert!(s.due(&status(180.0, 900, false, false)).is_some());
+        // A leak whose holder the probe cannot name.
+        let mut s = Stopper::new(Bound::Verdict { max_s: 180.0 });
+        assert_eq!(s.due(&status(10.0, 50, true, false)), None);
+        assert!(s.due(&status(50.5, 250, true, false)).is_some());
+    }
+
+    #[test]
+    fn steps_and_durations() {
+        let mut s = Stopper::new(Bound::Steps {
+            steps: 100,
+            max_s: 60.0,
+        });
+        assert_eq!(s.due(&status(5.0, 99, false, false)), None);
+        assert_eq!(
+            s.due(&status(6.0, 100, false, false)).as_deref(),
+            Some("100 steps done")
+        );
+        assert!(s
+            .due(&status(60.0, 40, false, false))
+            .unwrap()
+            .contains("40 of 100"));
+        let mut s = Stopper::new(Bound::Duration(30.0));
+        assert_eq!(s.due(&status(29.0, 0, true, true)), None);
+        assert!(s.due(&status(30.0, 0, false, false)).is_some());
+    }
+}

@@ -1,0 +1,66 @@
+//! The principles that keep `check` precise on code it was never tuned on (issue 20), each as a
+//! pair in `resources/test/principles`: `NAME.py` (or `.ipynb`) holds the leaking shape, which
+//! must still be reported on exactly the lines marked `# expect: LSxxx`, and `NAME_ok.py` the
+//! shape a rule used to mistake for a leak, which must raise nothing. The principles: tuple
+//! elements and dict entries keep their own provenance; construction is not training; a trim
+//! right after the append bounds it; a fixed small loop inside an epoch is not an iteration;
+//! module-level code gets a function's exemptions; numbers are not a leak; figures in notebooks
+//! and plotting scripts; `del` is path-sensitive.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{expected, found};
+use leakspy_lint::notebook::Notebook;
+use leakspy_lint::SourceKind;
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("resources/test/principles")
+}
+
+/// (line, rule code) pairs.
+type Lines = Vec<(usize, String)>;
+
+/// The findings `check` raises on a fixture (a notebook's cells are joined into one module),
+/// and the lines its `# expect:` comments mark.
+fn checked(name: &str) -> (Lines, Lines) {
+    let text = std::fs::read_to_string(dir().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    if name.ends_with(".ipynb") {
+        let notebook = Notebook::parse(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let joined = notebook.joined();
+        (
+            found(&joined.checked, joined.source_kind()),
+            expected(&joined.checked),
+        )
+    } else {
+        (found(&text, SourceKind::Python), expected(&text))
+    }
+}
+
+#[test]
+fn each_principle_keeps_the_leak_and_drops_the_false_alarm() {
+    let mut names: Vec<String> = std::fs::read_dir(dir())
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| (n.ends_with(".py") || n.ends_with(".ipynb")) && !n.contains("_ok."))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 9, "principle fixtures: {names:?}");
+    let mut failures = Vec::new();
+    for name in &names {
+        let (got, want) = checked(name);
+        assert!(!want.is_empty(), "{name} marks no expected finding");
+        if got != want {
+            failures.push(format!("{name}: expected {want:?}, found {got:?}"));
+        }
+        let (stem, ext) = name.rsplit_once('.').unwrap();
+        let twin = format!("{stem}_ok.{ext}");
+        let (got, marked) = checked(&twin);
+        assert!(marked.is_empty(), "{twin} must expect nothing");
+        if !got.is_empty() {
+            failures.push(format!("{twin}: expected nothing, found {got:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}

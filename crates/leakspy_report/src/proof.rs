@@ -1,0 +1,334 @@
+//! The proof of a fix (`leakspy fix`): the job run before and after its
+//! fixes for as many steps, compared as `leakspy diff` compares two traces
+//! ([`crate::compare`] on two diagnoses), once the runs are shown to be
+//! comparable: a fixed run that failed, stopped short or ran much slower
+//! proves nothing. What became of each holder of the first run is the
+//! comparison's (`Comparison::holders`).
+
+use leakspy_trace::Trace;
+use serde::Serialize;
+
+use crate::census::GrowthGroup;
+use crate::diff::{compare, Comparison, DiffVerdict};
+use crate::model::Diagnosis;
+
+/// A fixed run slower than this share of the first run's speed (CPU time
+/// per step, else steps per second) is not compared: a fix that halves the
+/// speed of training is no fix.
+const SLOWER_LIMIT: f64 = 0.5;
+/// A fixed run with fewer steps than this share of the first run's stopped
+/// short (a crash caught by the job, an early exit).
+const SHORTER_LIMIT: f64 = 0.9;
+
+/// One run of the job, as `leakspy fix` recorded it.
+pub struct Leg<'a> {
+    /// `before` or `after`, or the trace's path.
+    pub label: &'a str,
+    pub trace: &'a Trace,
+    pub diagnosis: &'a Diagnosis,
+    /// leakspy stopped the job at its bound; else it ended by itself.
+    pub stopped: bool,
+}
+
+/// The work a run did: the most steps one of its processes reported.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Work {
+    pub steps: u64,
+    pub duration_s: f64,
+    /// Steps per second between the first and the last step event.
+    pub steps_per_s: Option<f64>,
+    /// CPU seconds the process tree used per step over the run (`/proc`
+    /// times in the samples): what a step costs, whatever else the machine
+    /// ran. `None` for traces without CPU times.
+    pub cpu_per_step: Option<f64>,
+}
+
+/// CPU seconds the tree used over the run: each process's last reading less
+/// its first (a process born mid-run starts near zero).
+fn tree_cpu_s(trace: &Trace) -> Option<f64> {
+    let mut first: std::collections::HashMap<u32, f64> = std::collections::HashMap::new();
+    let mut last: std::collections::HashMap<u32, f64> = std::collections::HashMap::new();
+    for s in trace.samples() {
+        for p in &s.procs {
+            if let Some(c) = p.cpu_s {
+                first.entry(p.pid).or_insert(c);
+                last.insert(p.pid, c);
+            }
+        }
+    }
+    if last.is_empty() {
+        return None;
+    }
+    Some(last.iter().map(|(pid, c)| c - first[pid]).sum())
+}
+
+/// The most steps one process of the run reported (its count at its last
+/// step event): the measure `leakspy fix` runs the fixed job for, the same
+/// as the monitor's live `tree_steps`.
+pub fn steps_done(trace: &Trace) -> u64 {
+    trace.steps().map(|s| s.step).max().unwrap_or(0)
+}
+
+/// The step at which the probe's first burst began in a run (its first
+/// census in a burst), if it had one: `leakspy fix` asks for a burst at the
+/// same step of the fixed run, so that both runs are looked at alike.
+pub fn burst_step(trace: &Trace) -> Option<u64> {
+    trace
+        .census()
+        .filter(|c| c.burst.is_some())
+        .filter_map(|c| c.step)
+        .min()
+}
+
+impl Work {
+    pub fn of(trace: &Trace) -> Self {
+        let steps = steps_done(trace);
+        let first = trace
+            .steps()
+            .map(|s| (s.t, s.step))
+            .reduce(|a, b| if b.0 < a.0 { b } else { a });
+        let last = trace
+            .steps()
+            .filter(|s| s.step == steps)
+            .map(|s| s.t)
+            .reduce(f64::min);
+        let steps_per_s = match (first, last) {
+            (Some((t0, s0)), Some(t1)) if t1 > t0 && steps > s0 => {
+                Some((steps - s0) as f64 / (t1 - t0))
+            }
+            _ => None,
+        };
+        let cpu_per_step = tree_cpu_s(trace)
+            .filter(|c| *c > 0.0)
+            .and_then(|c| (steps > 0).then(|| c / steps as f64));
+        Work {
+            steps,
+            cpu_per_step,
+            duration_s: trace.duration(),
+            steps_per_s,
+        }
+    }
+}
+
+/// What `leakspy fix` concludes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FixVerdict {
+    /// The first run leaked; the fixed run, as long and comparable, does not.
+    Fixed,
+    /// The fixed run, as long and comparable, is no leak by the verdict and
+    /// grows significantly less, but still grows steadily (too early to
+    /// tell in a run this long): the fixes help, and what still grows is said.
+    Improved,
+    /// The growth remains (or the comparison cannot tell).
+    NotFixed,
+    /// The fixed run cannot be compared with the first: nothing is proven.
+    NotComparable,
+}
+
+impl FixVerdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FixVerdict::Fixed => "FIXED",
+            FixVerdict::Improved => "IMPROVED",
+            FixVerdict::NotFixed => "NOT FIXED",
+            FixVerdict::NotComparable => "NOT PROVEN",
+        }
+    }
+}
+
+/// `leakspy fix`'s answer, with its evidence.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FixProof {
+    pub verdict: FixVerdict,
+    /// The comparison `leakspy diff` makes of the two runs.
+    pub comparison: Comparison,
+    pub before: Work,
+    pub after: Work,
+    /// Why the runs cannot be compared (empty when they can).
+    pub not_comparable: Vec<String>,
+    /// What the fixed run's diagnosis says still grows, by holder.
+    pub still_grows: Vec<String>,
+}
+
+/// Compares the run before the fixes with the run after them.
+pub fn prove(before: &Leg<'_>, after: &Leg<'_>) -> FixProof {
+    let comparison = compare(before.diagnosis, before.label, after.diagnosis, after.label);
+    let (wb, wa) = (Work::of(before.trace), Work::of(after.trace));
+    let not_comparable = comparability(before, after, &wb, &wa);
+    let verdict = if !not_comparable.is_empty() {
+        FixVerdict::NotComparable
+    } else if comparison.verdict == DiffVerdict::Fixed {
+        FixVerdict::Fixed
+    } else if comparison.verdict == DiffVerdict::Improved
+        && comparison.after.verdict != leakspy_stats::Verdict::Leak
+    {
+        // Less, and no longer a leak by the verdict, but still growing: the
+        // patch helps. A fixed run that still leaks, however much less, is
+        // not fixed.
+        FixVerdict::Improved
+    } else {
+        FixVerdict::NotFixed
+    };
+    let still_grows = after
+        .diagnosis
+        .growth
+        .iter()
+        .take(3)
+        .map(GrowthGroup::headline)
+        .collect();
+    FixProof {
+        verdict,
+        comparison,
+        before: wb,
+        after: wa,
+        not_comparable,
+        still_grows,
+    }
+}
+
+/// Why the fixed run cannot stand beside the first, if it cannot.
+fn comparability(before: &Leg<'_>, after: &Leg<'_>, wb: &Work, wa: &Work) -> Vec<String> {
+    let mut why = Vec::new();
+    let (eb, ea) = (&before.diagnosis.exit, &after.diagnosis.exit);
+    let failed = |leg: &Leg<'_>| {
+        let e = &leg.diagnosis.exit;
+        !leg.stopped && (!e.recorded || e.status.unwrap_or(1) != 0)
+    };
+    if failed(after) && !(failed(before) && eb.status == ea.status) {
+        why.push(format!(
+            "the fixed run failed ({}) where the first did not",
+            ea.message
+        ));
+    }
+    if wb.steps > 0 {
+        if (wa.steps as f64) < wb.steps as f64 * SHORTER_LIMIT {
+            why.push(format!(
+                "the fixed run did {} steps, the first {}",
+                wa.steps, wb.steps
+            ));
+        }
+    } else if wa.duration_s < wb.duration_s * SHORTER_LIMIT {
+        why.push(format!(
+            "the fixed run lasted {:.1} s, the first {:.1} s",
+            wa.duration_s, wb.duration_s
+        ));
+    }
+    // Slower by the CPU time a step costs where the traces have it: a busy
+    // machine slows the wall clock of one run and not the other, not what
+    // a step costs. Without CPU times, by steps per second.
+    if let (Some(cb), Some(ca)) = (wb.cpu_per_step, wa.cpu_per_step) {
+        if ca * SLOWER_LIMIT > cb {
+            why.push(format!(
+                "the fixed run took {:.1} ms of CPU per step, the first {:.1} ms (a fix must \
+                 not slow training down)",
+                ca * 1e3,
+                cb * 1e3
+            ));
+        }
+    } else if let (Some(rb), Some(ra)) = (wb.steps_per_s, wa.steps_per_s) {
+        if ra < rb * SLOWER_LIMIT {
+            why.push(format!(
+                "the fixed run trained at {ra:.1} steps/s, the first at {rb:.1} (a fix must not \
+                 slow training down; on a busy machine, run `leakspy fix` again)"
+            ));
+        }
+    }
+    why
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trace(lines: &[String]) -> Trace {
+        leakspy_trace::parse_trace(&lines.join("\n")).unwrap()
+    }
+
+    fn header() -> String {
+        r#"{"kind":"header","format":"leakspy-trace","version":1,"command":["python","t.py"],"cwd":"/w","pid":10,"sample_interval_s":0.1}"#.to_string()
+    }
+
+    #[test]
+    fn work_is_the_most_steps_of_one_process() {
+        let mut lines = vec![header()];
+        for i in 1..=10u64 {
+            lines.push(format!(
+                r#"{{"kind":"step","t":{},"step":{},"source":"optimizer","pid":11}}"#,
+                i as f64,
+                i * 10
+            ));
+            lines.push(format!(
+                r#"{{"kind":"step","t":{},"step":{},"source":"optimizer","pid":12}}"#,
+                i as f64,
+                i * 9
+            ));
+        }
+        let w = Work::of(&trace(&lines));
+        assert_eq!(w.steps, 100);
+        // From step 10 at 1 s to step 100 at 10 s.
+        assert!((w.steps_per_s.unwrap() - 10.0).abs() < 1e-9, "{w:?}");
+        assert_eq!(steps_done(&trace(&[header()])), 0);
+    }
+
+    /// A run of `steps` steps over `secs` seconds whose process used `cpu`
+    /// CPU seconds.
+    fn run(steps: u64, secs: f64, cpu: f64) -> Trace {
+        let mut lines = vec![header()];
+        for i in 0..=10u64 {
+            let t = secs * i as f64 / 10.0;
+            lines.push(format!(
+                r#"{{"kind":"sample","t":{t},"procs":[{{"pid":11,"rss":1000,"cpu_s":{}}}],"total":{{"rss":1000}}}}"#,
+                cpu * i as f64 / 10.0
+            ));
+            lines.push(format!(
+                r#"{{"kind":"step","t":{t},"step":{},"source":"optimizer","pid":11}}"#,
+                steps * i / 10
+            ));
+        }
+        trace(&lines)
+    }
+
+    fn why_not(before: &Trace, after: &Trace) -> Vec<String> {
+        let d = crate::diagnose(before, &crate::DiagnoseOptions::default());
+        let leg = |label, trace, diagnosis| Leg {
+            label,
+            trace,
+            diagnosis,
+            stopped: true,
+        };
+        let (wb, wa) = (Work::of(before), Work::of(after));
+        comparability(&leg("b", before, &d), &leg("a", after, &d), &wb, &wa)
+    }
+
+    #[test]
+    fn a_busy_machine_is_not_a_slower_fix_a_costlier_step_is() {
+        let before = run(400, 20.0, 18.0);
+        // The same CPU per step, at a third of the wall-clock speed: the
+        // machine was busy, the fix did not slow training.
+        assert_eq!(
+            why_not(&before, &run(400, 60.0, 18.0)),
+            Vec::<String>::new()
+        );
+        // Three times the CPU per step: the fix made training slower.
+        let why = why_not(&before, &run(400, 60.0, 54.0));
+        assert!(
+            why.len() == 1 && why[0].contains("ms of CPU per step"),
+            "{why:?}"
+        );
+        // Without CPU times, the wall clock is all there is.
+        let strip = |t: &Trace| {
+            let mut t = t.clone();
+            for e in &mut t.events {
+                if let leakspy_trace::Event::Sample(s) = e {
+                    for p in &mut s.procs {
+                        p.cpu_s = None;
+                    }
+                }
+            }
+            t
+        };
+        let why = why_not(&strip(&before), &strip(&run(400, 60.0, 18.0)));
+        assert!(why.len() == 1 && why[0].contains("steps/s"), "{why:?}");
+    }
+}
