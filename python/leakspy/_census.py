@@ -568,7 +568,7 @@ class Census(object):
                     continue
                 saved = self.saved_ids
                 info["saved_by_graph"] = any(id(o) in saved for o in info["objects"])
-                info["graph_roots"] = self._graph_roots(info["objects"])
+                info["graph_roots"], info["graph_saved"] = self._graph_roots(info["objects"])
                 suspects.append((key, 0.0, self.values.get(key, 0) if self.values else 0, info))
             if suspects:
                 up = {parse(k).name for k in keys if parse(k).kind == "type"}
@@ -605,7 +605,7 @@ class Census(object):
                     continue
                 saved = self.saved_ids
                 info["saved_by_graph"] = any(id(o) in saved for o in info["objects"])
-                info["graph_roots"] = self._graph_roots(info["objects"])
+                info["graph_roots"], info["graph_saved"] = self._graph_roots(info["objects"])
                 suspects.append((key, per, count, info))
             if suspects:
                 up = {parse(k).name for k in self.growth.runs if parse(k).kind == "type"}
@@ -639,15 +639,20 @@ class Census(object):
 
     def _graph_roots(self, objs):
         """The root tensors of the graphs that saved these objects (each
-        once): what keeps them, going up in Python."""
+        once): what keeps them, going up in Python; and those of the
+        objects a graph saved."""
         roots = []
+        saved = []
         seen = set()
         for o in objs:
             r = self.saved_root.get(id(o))
-            if r is not None and id(r) not in seen:
+            if r is None:
+                continue
+            saved.append(o)
+            if id(r) not in seen:
                 seen.add(id(r))
                 roots.append(r)
-        return roots
+        return roots, saved
 
     # -- tensors ---------------------------------------------------------
 

@@ -106,9 +106,14 @@ def attribute(libs, suspects, through=(), containers=(), frame_locals=None):
     groups = []
     for s in suspects:
         roots = s[3].pop("graph_roots", None) or []
+        saved = s[3].pop("graph_saved", None) or []
         via_graph.append(bool(roots))
-        groups.append(list(s[3]["objects"]) + roots if roots else s[3]["objects"])
-        roots = None
+        # Where some of the instances were saved by graphs, those are the
+        # ones that pile up (kept by graphs that are kept): the others are
+        # tensors of the same kind that happen to be young (an optimizer's
+        # state made afresh), and what holds them is no evidence.
+        groups.append(saved + roots if roots else s[3]["objects"])
+        roots = saved = None
     try:
         from ._census import GcPaused
 
