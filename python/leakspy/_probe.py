@@ -854,6 +854,14 @@ def _census(st, source, step, rises=None, look=None):
         return
     n = st.opt.n + st.man.n
     c0 = _cpu()
+    if st.after_left:
+        # The steps after the last census are still being timed: what they
+        # lost so far is charged, and the timing stops here. The steps that
+        # run this census's slices would count its work a second time.
+        st.after_cost = max(st.after_excess, 0.0)
+        _charge(st, "after", st.after_cost)
+        st.after_left = 0
+        st.after_excess = 0.0
     if n > st.step_n:
         st.step_dt = (c0 - st.step_t) / (n - st.step_n)
     st.census_gap = n - st.step_n if st.census is not None and st.census.n else 0

@@ -254,8 +254,8 @@ fn a_leak_under_a_cpu_hog_is_still_explained() {
 }
 
 /// A figure never closed is one leak: its arrays, weak references,
-/// partials and counters are the figure's, found by going down from
-/// pyplot's registry, not more groups without a holder.
+/// partials, counters and containers are the figure's, found by going down
+/// from pyplot's registry, not more groups without a holder.
 #[test]
 fn an_unclosed_figure_is_one_group() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -269,6 +269,31 @@ fn an_unclosed_figure_is_one_group() {
             .is_some_and(|g| g["holder"]["kind"] == "pyplot"),
         "{groups:#?}"
     );
-    let unheld: Vec<&Value> = groups.iter().filter(|g| g["holder"].is_null()).collect();
-    assert!(unheld.is_empty(), "{unheld:#?}\n{}", run.stderr);
+    // What the figures keep, by reference, is never a group of its own.
+    // (matplotlib's lazy parser objects, global caches that no figure
+    // holds, may still be listed without a holder.)
+    let kept_by_figures = |k: &str| {
+        k == "numpy"
+            || k.starts_with("container:")
+            || [
+                "type:weakref.ReferenceType",
+                "type:functools.partial",
+                "type:itertools.count",
+                "type:collections.OrderedDict",
+                "type:builtins.dict",
+                "type:builtins.list",
+            ]
+            .contains(&k)
+    };
+    let apart: Vec<&Value> = groups
+        .iter()
+        .filter(|g| g["holder"].is_null())
+        .filter(|g| {
+            g["growers"].as_array().is_some_and(|gs| {
+                gs.iter()
+                    .any(|gr| kept_by_figures(gr["key"].as_str().unwrap_or("")))
+            })
+        })
+        .collect();
+    assert!(apart.is_empty(), "{apart:#?}\n{}", run.stderr);
 }
