@@ -20,11 +20,14 @@ def grad_fn(t):
         return None
 
 
-def walk(root, seen, cap):
+def walk(root, seen, cap, order=None):
     """Adds to ``seen`` the autograd nodes reachable from ``root`` (itself
-    included) through ``next_functions``; returns True when it stopped
-    because ``seen`` reached ``cap`` nodes."""
+    included) through ``next_functions`` (and to ``order``, when given, in
+    the order found); returns True when it stopped because ``seen`` reached
+    ``cap`` nodes."""
     seen.add(root)
+    if order is not None:
+        order.append(root)
     stack = [root]
     while stack:
         if len(seen) >= cap:
@@ -39,6 +42,8 @@ def walk(root, seen, cap):
             if nxt is not None and nxt not in seen:
                 seen.add(nxt)
                 stack.append(nxt)
+                if order is not None:
+                    order.append(nxt)
     return len(seen) >= cap
 
 

@@ -59,6 +59,8 @@ SURVIVOR_CAP = 5000
 MAX_NEW_SUSPECTS = 8
 NUMPY_LEVEL_CAP = 50000
 NUMPY_PROBE_EVERY = 5
+# Tensors looked at between two pauses of a census (some 10-40 ms).
+TENSOR_SLICE = 4000
 
 CONTAINER_TYPES = (list, dict, set, deque, OrderedDict, defaultdict, Counter)
 _CONTAINER_SET = frozenset(CONTAINER_TYPES)
@@ -271,6 +273,10 @@ class Census(object):
         self._type_info = {}
         self.own_tensors = {}  # id -> fingerprint: tensors our saved-tensor reads made
         self.saved_ids = set()
+        # id of a tensor a graph saved -> the root tensor of that graph (for
+        # the holder search: saved tensors have no referrers in Python, the
+        # root that keeps their graph does); emptied at the census's end.
+        self.saved_root = {}
         self.rising_types = set()  # set by a census with suspects, for their search
         self.survivors = {}  # key -> ids of its instances at the last census
         self.survivors_old = {}  # ... and at the one before
@@ -297,7 +303,7 @@ class Census(object):
                id(self.container_types), id(self.reported_types), id(self.saved_names),
                id(self.suspect_keys), id(self.suppressed), id(self.libs._modules),
                id(self.libs._files), id(self._type_info), id(self.own_tensors),
-               id(self.saved_ids), id(self.rising_types), id(self.survivors),
+               id(self.saved_ids), id(self.saved_root), id(self.rising_types), id(self.survivors),
                id(self.tensor_keys), id(self.survivors_old)}
         ids.update(map(id, self.survivors.values()))
         ids.update(map(id, self.survivors_old.values()))
@@ -350,8 +356,23 @@ class Census(object):
 
     # -- the census ------------------------------------------------------
 
-    def run(self, want_picks, keys=None, track=None, rises=None, warmup=True, last=False):
-        """One census. Returns (message fields, suspects), where suspects is a
+    def run(self, *args, **kwargs):
+        """One census in one piece: ``slices``, run to its end."""
+        gen = self.slices(*args, **kwargs)
+        while True:
+            try:
+                next(gen)
+            except StopIteration as e:
+                return e.value
+
+    def slices(self, want_picks, keys=None, track=None, rises=None, warmup=True, last=False):
+        """One census, as a generator that pauses (yields) between pieces of
+        its work, so that the probe can let the job run a step between them
+        (no piece takes much more than a few tens of milliseconds but the
+        first: listing and counting every object). What is counted is what
+        was alive when it started: the objects listed then are kept until it
+        ends. Its value (``StopIteration.value``, what ``run`` returns) is
+        (message fields, suspects), where suspects is a
         list of (key, per_census, count, info) for keys that qualify now and
         were not reported before; info holds the instances to trace to a
         holder (dropped by the caller).
@@ -424,6 +445,7 @@ class Census(object):
         sel = list(compress(objs, map(wanted.__contains__, kinds)))
         del kinds
         sel_types = list(map(type, sel))
+        yield
 
         # Tensors and autograd graphs.
         tensors = []
@@ -432,8 +454,9 @@ class Census(object):
             tensors = list(compress(sel, map(tensor_types.__contains__, sel_types)))
             if self.own_tensors:
                 tensors = self._drop_own_tensors(tensors, counts, names, fields)
-            fields["tensors"], roots, tensor_groups = self._tensors(torch, tensors)
+            fields["tensors"], roots, tensor_groups = yield from self._tensors(torch, tensors)
             fields["graph"], graph_best = self._graph(torch, roots, tensor_types, tensors)
+            yield
             mods = list(compress(sel, map(module_types.__contains__, sel_types)))
             fields["modules"], module_by_class = self._modules(torch, mods)
         else:
@@ -451,8 +474,10 @@ class Census(object):
         conts = list(compress(sel, map(_CONTAINER_SET.__contains__, sel_types)))
         untracked = self._untracked_dicts(sel, sel_types, user_types)
         conts.extend(untracked)
+        yield
         want_ids = keys is not None and any(parse(k).kind == "container" for k in keys)
         containers, cont_values, cont_objs, big = self._containers(conts, own, want_ids)
+        yield
 
         # numpy arrays (not gc-tracked: reached from containers and user
         # objects). Until some are found, only every NUMPY_PROBE_EVERY-th
@@ -464,6 +489,7 @@ class Census(object):
             fields["numpy"], arrays = self._numpy(sel, sel_types, untracked, user_types,
                                                   nd_types)
             self.numpy_seen = fields["numpy"]["count"] > 0
+            yield
         del big, untracked
 
         fields["containers"] = containers
@@ -542,6 +568,7 @@ class Census(object):
                     continue
                 saved = self.saved_ids
                 info["saved_by_graph"] = any(id(o) in saved for o in info["objects"])
+                info["graph_roots"], info["graph_saved"] = self._graph_roots(info["objects"])
                 suspects.append((key, 0.0, self.values.get(key, 0) if self.values else 0, info))
             if suspects:
                 up = {parse(k).name for k in keys if parse(k).kind == "type"}
@@ -578,12 +605,14 @@ class Census(object):
                     continue
                 saved = self.saved_ids
                 info["saved_by_graph"] = any(id(o) in saved for o in info["objects"])
+                info["graph_roots"], info["graph_saved"] = self._graph_roots(info["objects"])
                 suspects.append((key, per, count, info))
             if suspects:
                 up = {parse(k).name for k in self.growth.runs if parse(k).kind == "type"}
                 self.rising_types = {t for t, n in names.items() if n in up}
                 _prefer_held(suspects, (objs, sel, sel_types, tensors, roots, mods, arrays,
                                         graph_best, conts, suspects))
+        yield
         if track is not None or (want_picks and keys is None):
             # Remember which instances of the telling series that rise exist
             # now, so that the next census can prefer those that outlived it.
@@ -604,18 +633,64 @@ class Census(object):
         del objs, tensors, roots, conts, mods, cont_objs, graph_best, type_counts, arrays
         del sel, sel_types
         self.saved_ids = set()
+        self.saved_root = {}
         self.tensor_keys = []
         return fields, suspects
+
+    def _graph_roots(self, objs):
+        """The root tensors of the graphs that saved these objects (each
+        once): what keeps them, going up in Python; and those of the
+        objects a graph saved."""
+        roots = []
+        saved = []
+        seen = set()
+        for o in objs:
+            r = self.saved_root.get(id(o))
+            if r is None:
+                continue
+            saved.append(o)
+            if id(r) not in seen:
+                seen.add(id(r))
+                roots.append(r)
+        return roots, saved
 
     # -- tensors ---------------------------------------------------------
 
     def _tensors(self, torch, tensors):
+        """(groups, roots, info) of the tensors, as a generator that pauses
+        every TENSOR_SLICE tensors (outside torch's function-mode guard,
+        which must not stay on while the job runs)."""
         groups = {}
         seen = set()
         roots = []
         tkeys = self.tensor_keys = []  # group of each tensor, in census order
-        ctx = _no_torch_function(torch)
-        with ctx:
+        for start in range(0, len(tensors), TENSOR_SLICE):
+            if start:
+                yield
+            self._tensor_slice(torch, tensors[start:start + TENSOR_SLICE], groups, seen, roots,
+                               tkeys)
+        out = []
+        info = {}
+        for (dev, dt, rg, has_gf), (count, nbytes) in groups.items():
+            d = str(dev)
+            dts = str(dt).replace("torch.", "")
+            kind = "grad" if has_gf else ("leaf" if rg else "plain")
+            key = "tensors:%s/%s/%s" % (d, dts, kind)
+            out.append({"device": d, "dtype": dts, "requires_grad": bool(rg),
+                        "grad_fn": bool(has_gf), "count": count, "bytes": nbytes})
+            g = info.get(key)
+            if g is None:
+                info[key] = {"key": key, "count": count, "bytes": nbytes,
+                             "match": [(dev, dt, rg, has_gf)]}
+            else:  # two torch.device objects printing the same
+                g["count"] += count
+                g["bytes"] += nbytes
+                g["match"].append((dev, dt, rg, has_gf))
+        out.sort(key=lambda g: -g["bytes"])
+        return out, roots, info
+
+    def _tensor_slice(self, torch, tensors, groups, seen, roots, tkeys):
+        with _no_torch_function(torch):
             for t in tensors:
                 try:
                     dev = t.device
@@ -642,25 +717,6 @@ class Census(object):
                     g[1] += nb
                 if has_gf:
                     roots.append(t)
-        out = []
-        info = {}
-        for (dev, dt, rg, has_gf), (count, nbytes) in groups.items():
-            d = str(dev)
-            dts = str(dt).replace("torch.", "")
-            kind = "grad" if has_gf else ("leaf" if rg else "plain")
-            key = "tensors:%s/%s/%s" % (d, dts, kind)
-            out.append({"device": d, "dtype": dts, "requires_grad": bool(rg),
-                        "grad_fn": bool(has_gf), "count": count, "bytes": nbytes})
-            g = info.get(key)
-            if g is None:
-                info[key] = {"key": key, "count": count, "bytes": nbytes,
-                             "match": [(dev, dt, rg, has_gf)]}
-            else:  # two torch.device objects printing the same
-                g["count"] += count
-                g["bytes"] += nbytes
-                g["match"].append((dev, dt, rg, has_gf))
-        out.sort(key=lambda g: -g["bytes"])
-        return out, roots, info
 
     def _drop_own_tensors(self, tensors, counts, names, fields):
         """Leaves out the tensors that exist only because an earlier census
@@ -703,6 +759,8 @@ class Census(object):
         heads.sort(reverse=True, key=_first)
         newest = heads[0][3] if heads else None  # the root made last: a chain's head
         visited = set()
+        order = []  # the nodes as found, each root's after the one before
+        starts = []  # (where a root's nodes start in order, the root)
         per_root = []
         capped = False
         for _, _, gf, t in heads:
@@ -711,11 +769,13 @@ class Census(object):
             if gf in visited:
                 continue
             n0 = len(visited)
-            if walk_graph(gf, visited, GRAPH_NODE_CAP):
+            starts.append((len(order), t))
+            if walk_graph(gf, visited, GRAPH_NODE_CAP, order):
                 capped = True
             per_root.append((len(visited) - n0, t))
         del heads
-        saved, partial = self._saved_bytes(torch, visited, tensor_types, tensors)
+        saved, partial = self._saved_bytes(torch, order, starts, tensor_types, tensors)
+        del order, starts
         out = {"roots": len(roots), "nodes": len(visited), "saved_bytes": saved}
         if capped:
             out["capped"] = True
@@ -766,10 +826,13 @@ class Census(object):
             self.graph_newest = newest_seen
         return found
 
-    def _saved_bytes(self, torch, nodes, tensor_types, tensors):
+    def _saved_bytes(self, torch, nodes, starts, tensor_types, tensors):
         known = set(map(id, tensors))  # Python objects before this census
         own = self.own_tensors
         saved_ids = self.saved_ids = set()  # what the graphs hold, for suspects
+        saved_root = self.saved_root = {}
+        next_start = 0
+        root = None
         seen = set()
         total = 0
         inspected = 0
@@ -778,7 +841,10 @@ class Census(object):
         cache = self.saved_names
         ttypes = tensor_types or {torch.Tensor}
         with _no_torch_function(torch):
-            for node in nodes:
+            for i, node in enumerate(nodes):
+                while next_start < len(starts) and starts[next_start][0] <= i:
+                    root = starts[next_start][1]
+                    next_start += 1
                 if inspected >= SAVED_NODE_CAP or freed_streak >= SAVED_FREED_STREAK:
                     partial = True
                     break
@@ -811,6 +877,8 @@ class Census(object):
                         if type(x) not in ttypes:
                             continue
                         saved_ids.add(id(x))
+                        if id(x) not in saved_root:
+                            saved_root[id(x)] = root
                         if id(x) not in known and id(x) not in own:
                             fp = _fingerprint(x)
                             if fp is not None:

@@ -81,7 +81,7 @@ def container_key(cid):
 # -- holders ---------------------------------------------------------------------------
 
 
-def attribute(libs, suspects, through=(), known_graph_holder=None):
+def attribute(libs, suspects, through=(), containers=(), frame_locals=None):
     """Who holds each suspect's instances: a list, per suspect, of
     ``(holder or None, bounded, picked)``. ``suspects`` are
     ``(key, per, count, info)`` with ``info["objects"]`` the instances to
@@ -90,15 +90,30 @@ def attribute(libs, suspects, through=(), known_graph_holder=None):
 
     Tensors that only an autograd graph holds (saved for backward; torch
     keeps their Python objects alive with the graph) take the holder of the
-    graph: this census's, or ``known_graph_holder`` (one named before).
+    graphs that saved them, found going up from those graphs' roots.
     Open figures are held by pyplot. ``bounded``: the holder is a deque
     with a ``maxlen`` (what it holds fills, then stays flat). ``picked``:
     the instance whose walk reached the holder (the one to describe); the
     caller drops it."""
     from ._holders import Searcher
 
-    searcher = Searcher(libs, through)
-    groups = [s[3]["objects"] for s in suspects]
+    searcher = Searcher(libs, through, containers, frame_locals)
+    # Tensors a graph saved have no referrer in Python: the roots of the
+    # graphs that saved them do (the loss kept in a list). The walk goes up
+    # from those, so the holder named is the one that keeps those graphs,
+    # by reference, not the holder of some other graph of the census.
+    via_graph = []
+    groups = []
+    for s in suspects:
+        roots = s[3].pop("graph_roots", None) or []
+        saved = s[3].pop("graph_saved", None) or []
+        via_graph.append(bool(roots))
+        # Where some of the instances were saved by graphs, those are the
+        # ones that pile up (kept by graphs that are kept): the others are
+        # tensors of the same kind that happen to be young (an optimizer's
+        # state made afresh), and what holds them is no evidence.
+        groups.append(saved + roots if roots else s[3]["objects"])
+        roots = saved = None
     try:
         from ._census import GcPaused
 
@@ -109,30 +124,48 @@ def attribute(libs, suspects, through=(), known_graph_holder=None):
         searcher.picked = None
         searcher.close()
     del groups
-    # (All graphs' holder first: the largest graph's is one tensor's.)
-    graph_holder = None
-    for keys in (ALL_GRAPHS, ("graph.largest",)):
-        for s, h in zip(suspects, holders):
-            if graph_holder is None and s[0] in keys and h is not None:
-                graph_holder = h
-    if graph_holder is None and known_graph_holder is not None:
-        graph_holder = known_graph_holder
     out = []
-    for s, h, o in zip(suspects, holders, picked):
+    for s, h, o, via in zip(suspects, holders, picked, via_graph):
         info = s[3]
-        if h is None and graph_holder is not None and info.get("saved_by_graph"):
-            h = dict(graph_holder)
-            h["chain"] = [type_of_first(info), "graph"] + list(graph_holder.get("chain") or [])
+        if h is not None and via and o is not None and all(o is not x for x in info["objects"]):
+            # Reached from the root of a graph that saved them.
+            h = dict(h)
+            h["chain"] = [type_of_first(info), "graph"] + list(h.get("chain") or [])
+            o = info["objects"][0] if info["objects"] else None
         bounded = False
         if h is not None:
             h = dict(h)
             bounded = h.pop("_bounded", False)
         if info["kind"] == "figures":
             h = {"kind": "pyplot", "path": PYPLOT, "container": None, "file": None,
-                 "line": None, "chain": ["Figure", "pyplot"]}
+                 "line": None, "chain": ["Figure", "pyplot"],
+                 "reaches": pyplot_reaches(through, containers)}
         out.append((h, bounded, o))
     del picked
     return out
+
+
+def pyplot_reaches(through, containers=()):
+    """What pyplot's open figures keep, among the rising series (``through``:
+    their types; ``containers``: the ids of followed containers)."""
+    helpers = sys.modules.get("matplotlib._pylab_helpers")
+    figs = getattr(getattr(helpers, "Gcf", None), "figs", None)
+    if figs is None:
+        return []
+    from ._holders import reaches
+
+    # Every figure keeps the same kinds of objects: the newest few, walked
+    # to the bottom, tell which series they are (all of them together are
+    # more objects than the walk may visit).
+    try:
+        newest = list(figs.values())[-3:]
+    except Exception:
+        newest = []
+    found = set(reaches(newest, through, containers))
+    if id(figs) in set(containers):
+        found.add("container:%d" % id(figs))
+    del newest
+    return sorted(found)
 
 
 def type_of_first(info):
@@ -457,6 +490,43 @@ def file_name(f):
     from ._ipython import display_file
 
     return display_file(f) or os.path.abspath(f)
+
+
+def thread_of(f, line):
+    """The name of the thread, other than the main one and the probe's,
+    whose stack is running the code at ``f``:``line`` now (a background
+    thread that makes and keeps what grows), or None."""
+    th = sys.modules.get("threading")
+    if th is None:
+        return None
+    try:
+        main = th.main_thread().ident
+        me = th.get_ident()
+        active = getattr(th, "_active", {})
+        for ident, top in list(sys._current_frames().items()):
+            if ident in (main, me):
+                continue
+            fr = top
+            while fr is not None:
+                code = fr.f_code
+                if code.co_filename == f and _spans(code, line):
+                    t = active.get(ident)
+                    name = getattr(t, "name", None)
+                    return name if isinstance(name, str) else "thread %d" % ident
+                fr = fr.f_back
+    except Exception:
+        pass
+    finally:
+        top = fr = None
+    return None
+
+
+def _spans(code, line):
+    try:
+        lines = [n for _, _, n in code.co_lines() if n is not None]
+    except AttributeError:  # before 3.10
+        return code.co_firstlineno <= line
+    return bool(lines) and min(lines) <= line <= max(lines)
 
 
 def site_of(site):

@@ -35,6 +35,9 @@ _CONTAINERS = (list, tuple, dict, set, frozenset)
 # library's named root (a global), then a part of a model passed on the way.
 _LIB_ROOT = 1
 _LIB_PART = 2
+# A frame local reached only past a library object's attribute (the local
+# `trainer` above `Trainer.log_history`) names less than that attribute.
+_LIB_LOCAL = 3
 
 # Where nn.Module keeps its submodules, parameters and buffers.
 _MODULE_REGISTRIES = frozenset(("_modules", "_parameters", "_buffers"))
@@ -43,6 +46,36 @@ _MODEL_BASES = frozenset((("torch.nn.modules.module", "Module"),
 
 # Roots, best first when one level gives several.
 _PRIORITY = {"attribute": 0, "global": 0, "class_attribute": 0, "closure": 0, "local": 1}
+
+
+class _FrameAt(object):
+    """Where a frame was (its code and line), without the frame."""
+
+    __slots__ = ("f_code", "f_lineno")
+
+    def __init__(self, code, line):
+        self.f_code = code
+        self.f_lineno = line
+
+
+def snapshot_locals(libs):
+    """The locals of the running user frames of this thread, now, as
+    ``Searcher(frame_locals=...)`` takes them, and the values themselves:
+    the caller keeps them alive until its search (an id is only a name
+    while its object lives)."""
+    s = Searcher.__new__(Searcher)
+    s.libs = libs
+    s.probe_dir = libs.probe_dir or "\0"
+    s.current_frames = set()
+    s.running_frames = set()
+    s.locals = {}
+    s.local_values = []
+    try:
+        s._scan_frames()
+        return s.frame_locals(), s.local_values
+    finally:
+        s.locals = {}
+        s.local_values = None
 
 
 def _tname(o):
@@ -72,10 +105,11 @@ def _code_name(code):
 class Searcher(object):
     """One holder search (every key of one census), then dropped."""
 
-    def __init__(self, libs, through=()):
+    def __init__(self, libs, through=(), containers=(), frame_locals=None):
         self.libs = libs
         self.probe_dir = libs.probe_dir or "\0"
         self.through = set(through)
+        self.containers = set(containers)  # ids of the containers the census follows
         self.model_types = {}  # type -> whether it is a torch module or optimizer
         self.keep = []  # our own lists, alive (and ignored) until the end
         self.ignore = set()
@@ -96,7 +130,12 @@ class Searcher(object):
         self.running_frames = set()
         self.locals = {}
         self.picked = []  # per group: the object that reached its holder
+        self.local_values = None  # kept by snapshot_locals only
         self._scan_frames()
+        if frame_locals:
+            # The locals as they were when the census started (it ran in
+            # slices: the loop has rebound its variables since).
+            self.locals.update(frame_locals)
 
     def _mine(self, o):
         self.keep.append(o)
@@ -155,11 +194,20 @@ class Searcher(object):
                     for name, value in items:
                         if id(value) not in self.locals:
                             self.locals[id(value)] = (f, name)
+                            if self.local_values is not None:
+                                self.local_values.append(value)
                     items = value = None
                     f = f.f_back
         finally:
             me = f = top = value = items = None
             stacks = others = None
+
+    def frame_locals(self):
+        """The locals of running user frames as found now, without their
+        frames: ``{id(value): (where, name)}``, for a search made later, while
+        the values are kept alive by the caller."""
+        return dict((vid, (_FrameAt(f.f_code, f.f_lineno), name))
+                    for vid, (f, name) in self.locals.items())
 
     def _frame_items(self, f):
         """A frame's locals without keeping them: before 3.13 reading
@@ -203,6 +251,7 @@ class Searcher(object):
         chains = []
         bounded = []
         ldepth = []
+        libpath = []  # per node: the walk passed a library object's attribute
         results = []  # per source: list of candidate roots at the first level found
         fallback = []  # per source: library attributes passed on the way up
         done = []
@@ -220,6 +269,7 @@ class Searcher(object):
                 chains.append([_tname(o)])
                 bounded.append(False)
                 ldepth.append(0)
+                libpath.append(False)
         self._mine(list(groups))
         self.ignore.add(id(groups))
         for g_objs in groups:
@@ -236,7 +286,10 @@ class Searcher(object):
                     _container_id(root)
                     self.ignore.add(id(root))  # it refers to what the walk visits
                     root["_bounded"] = bounded[i]
-                    results[s].append(root)
+                    if libpath[i]:
+                        fallback[s].append((_LIB_LOCAL, len(fallback[s]), root))
+                    else:
+                        results[s].append(root)
             for s, r in enumerate(results):
                 # A frame local is a root to fall back on, not where to
                 # stop: the newest of many kept objects is also the loop's
@@ -258,6 +311,7 @@ class Searcher(object):
             new_chains = []
             new_bounded = []
             new_ldepth = []
+            new_libpath = []
             per_source = {}
             for r in refs:
                 if id(r) in self.ignore:
@@ -280,14 +334,28 @@ class Searcher(object):
                             continue
                         visited[s].add(id(r))
                         root, cont = self._classify(r, nodes[i], childs[i], chains[i])
+                        passed_lib = libpath[i]
                         if root is not None:
                             _container_id(root)
+                            if libpath[i] and "container_id" not in root:
+                                # (A user's object holding a library's: the
+                                # container below is the one the library's
+                                # attribute holds, `Queue.queue`.)
+                                for _, _, fb in fallback[s]:
+                                    if fb.get("container_id"):
+                                        root["container_id"] = fb["container_id"]
+                                        root.setdefault("container", fb.get("container"))
+                                        break
                             self.ignore.add(id(root))
                             root["_bounded"] = bounded[i]
                             # A root the walk goes on past (a library's
                             # attribute or global) is kept in case nothing
                             # better is found above it.
                             lib = root.pop("_lib", 0)
+                            if lib == _LIB_ROOT and root["kind"] == "attribute":
+                                passed_lib = True
+                            if not lib and root["kind"] == "local" and libpath[i]:
+                                lib = _LIB_LOCAL
                             if lib:
                                 fallback[s].append((lib, len(fallback[s]), root))
                             else:
@@ -308,11 +376,12 @@ class Searcher(object):
                                 new_chains.append(chains[i] + [_tname(r)])
                             new_bounded.append(bounded[i] or _is_bounded(r))
                             new_ldepth.append(ld)
+                            new_libpath.append(passed_lib)
             for s, r in enumerate(results):
                 if any(h["kind"] != "local" for h in r):
                     done[s] = True
             nodes, childs, srcs, chains = new_nodes, new_childs, new_srcs, new_chains
-            bounded, ldepth = new_bounded, new_ldepth
+            bounded, ldepth, libpath = new_bounded, new_ldepth, new_libpath
         # Best root per source, then a vote per group.
         per_group = {}
         s = 0
@@ -347,6 +416,9 @@ class Searcher(object):
                 # are told apart by their key.
                 out[g] = h = dict(h)
                 h["key"] = sub
+        for h in out:
+            if h is not None and h.get("_value") is not None and not h.get("library"):
+                h["reaches"] = reaches(h["_value"], self.through, self.containers)
         for h in out:
             if h is not None:
                 h.pop("_value", None)
@@ -430,6 +502,13 @@ class Searcher(object):
                         name.startswith("__") and name.endswith("__")):
                     # (`__loader__`, `__builtins__`: the import system's.)
                     return None, False
+                if mod == "__main__":
+                    from . import _ipython
+
+                    if _ipython.session_record(name):
+                        # (IPython's input history `_ih`, `In`, `_i3`:
+                        # strings kept per cell, never what a job keeps.)
+                        return None, False
                 root = self._global(mod, name, chain + ["module"])
                 root["_value"] = node
                 # A library's global is a fallback, and the walk stops there
@@ -504,9 +583,13 @@ class Searcher(object):
             root["_value"] = child if name[1] else node
             root["_lib"] = _LIB_PART if internal else 0
             if not internal and not self.libs.is_user_type(tr):
-                # An installed package's own object (a trainer's log
-                # history): named, but not the user's code.
+                # An object of the standard library's or of an installed
+                # package's (a Queue's deque, a trainer's log history, a
+                # logger's handlers): a fallback, and the walk goes on up to
+                # the user's object that holds it (`AsyncValidator.results`).
                 root["library"] = True
+                root["_lib"] = _LIB_ROOT
+                return root, True
             return root, internal
         return None, True
 
@@ -634,6 +717,63 @@ class Searcher(object):
 
 _CONTAINER_NAMES = frozenset(("list", "dict", "set", "deque", "OrderedDict", "defaultdict",
                               "Counter"))
+
+
+# The walk down from a named holder for what else it keeps: this deep (an
+# object's __dict__ is a level of its own), and
+# this many objects at most (a figure is thousands).
+REACH_DEPTH = 16
+REACH_CAP = 50000
+
+
+def reaches(start, rising, containers=()):
+    """The series of the census that count objects ``start`` keeps, going
+    down its references: ``type:<name>`` for each type of ``rising`` (the
+    types whose count rose) reached, ``container:<id>`` for each of
+    ``containers`` (ids of followed containers) reached, and ``numpy`` when
+    arrays are. What a named holder keeps is its leak, whatever series
+    counts it (one leak, one group: a figure's arrays, weak references and
+    partials are the figure's)."""
+    from ._census import type_name
+
+    want = set(rising)
+    conts = set(containers)
+    reached = set()
+    found = set()
+    arrays = False
+    level = [start]
+    seen = {id(start)}
+    skip = (type, _ModuleType, _FunctionType, _FrameType)
+    try:
+        for _ in range(REACH_DEPTH):
+            refs = gc.get_referents(*level)
+            nxt = []
+            for o in refs:
+                t = type(o)
+                if t in want:
+                    found.add(t)
+                if id(o) in conts:
+                    reached.add(id(o))
+                elif not arrays and t.__name__ == "ndarray":
+                    arrays = True
+                if id(o) not in seen and gc.is_tracked(o) and not isinstance(o, skip):
+                    seen.add(id(o))
+                    nxt.append(o)
+            del refs
+            level = nxt
+            if not level or len(seen) > REACH_CAP:
+                break
+    except Exception:
+        pass
+    finally:
+        level = nxt = None
+    keys = ["type:" + type_name(t) for t in found]
+    keys.extend("container:%d" % i for i in reached)
+    if id(start) in conts:
+        keys.append("container:%d" % id(start))
+    if arrays:
+        keys.append("numpy")
+    return sorted(keys)
 
 
 def _container_id(root):

@@ -101,6 +101,21 @@ def attribute_root(owner, name, chain):
     return None
 
 
+# IPython's own records of the session: the input history (`In`, `_ih`,
+# `_i`, `_i3`...) and the directory history. They grow by a cell, not by a
+# step, and keep strings: never the holder of what a job keeps.
+_SESSION_NAMES = frozenset(("In", "_ih", "_dh", "_i", "_ii", "_iii", "_exit_code"))
+_INPUT_NAME = re.compile(r"_i\d+$")
+
+
+def session_record(name):
+    """Whether the global ``name`` of ``__main__`` is one of IPython's own
+    records of the session (never a holder), in a running IPython session."""
+    if not isinstance(name, str) or not (name in _SESSION_NAMES or _INPUT_NAME.match(name)):
+        return False
+    return shell() is not None
+
+
 def _root(ip, name, chain):
     hist = ip.user_ns.get("Out")
     if not isinstance(hist, dict):

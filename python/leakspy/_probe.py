@@ -18,18 +18,17 @@ except ImportError:  # pragma: no cover
     _thread = None
 
 from . import __version__
-from ._autograd import GRAPH_KEYS
 from ._channel import Channel
 
 _monotonic = time.monotonic
 _perf = time.perf_counter
-# The probe's work is charged in wall time on the job's thread: it is what
-# the job loses, on a busy machine too (a census of 0.1 s of CPU that waits
-# for a CPU other programs hold stalls the job for longer, and is charged
-# so). What the steps after a census lose (its cache misses), and the step
-# messages, are measured in the thread's CPU time instead: a step's wall
-# time, and a 30-microsecond message's, also move with every other
-# program's scheduling, which is not the probe's doing.
+# The probe's work is charged in the CPU time of the thread that does it:
+# a census that waits for a core on a busy machine makes every other thread
+# of the job wait as long, and charged in wall time it used up a burst
+# before it could name anything. What the steps after a census lose (its
+# cache misses), and the step messages, are measured in the thread's CPU
+# time too: a step's wall time, and a 30-microsecond message's, also move
+# with every other program's scheduling, which is not the probe's doing.
 _cpu = time.thread_time
 _INF = float("inf")
 
@@ -77,6 +76,9 @@ MAX_GAP_S = 3600.0
 # a figure in plt.subplots), and each frame kept costs every allocation.
 TRACE_FRAMES = 16
 MAX_FAILURES = 3
+# A census is done in slices between steps: the job pauses at most this long
+# for one (but for its first piece, which lists and counts every object).
+SLICE_S = 0.05
 
 # A burst: when the monitor sees memory grow as a leak does (its live fit
 # of RSS), it asks the probe to find out what grows. For a while the probe
@@ -182,7 +184,15 @@ class _State(object):
         self.after_cost = 0.0
         if census is None:
             census = os.environ.get("LEAKSPY_PROBE_CENSUS", "1").strip() != "0"
+        self.census_wanted = bool(census)
         self.census_on = bool(census) and self.budget > 0
+        # A forked child: the frames of the parent's code that forked it
+        # ((file, line, function), innermost first), for its hello.
+        self.fork_frames = None
+        self.malloc_trim = None
+        self.pyplot_checked = set()  # series looked for under pyplot's figures
+        self.census_job = None  # the census under way, between its slices
+        self.whole_next = False  # the next census in one piece (it has suspects to search)
         self.attached = False
         self.busy = _thread.allocate_lock()
         self.connect_lock = _thread.allocate_lock()
@@ -309,7 +319,63 @@ def _hello_msg(st):
         "rank": _int_env("RANK"),
         "local_rank": _int_env("LOCAL_RANK"),
         "world_size": _int_env("WORLD_SIZE"),
+        "role": _role(),
+        "started_at": _started_at(st),
     }
+
+
+def _role():
+    """What this process is to the job, when it can be told without
+    importing anything: a DataLoader worker (torch sets its worker info
+    in the worker), a multiprocessing child."""
+    try:
+        w = sys.modules.get("torch.utils.data._utils.worker")
+        info = getattr(w, "_worker_info", None) if w is not None else None
+        if info is not None:
+            return "DataLoader worker %d of %d" % (int(info.id) + 1, int(info.num_workers))
+        mp = sys.modules.get("multiprocessing.process")
+        if mp is not None:
+            name = mp.current_process().name
+            if isinstance(name, str) and name != "MainProcess":
+                return _clean("multiprocessing %s" % name)
+    except Exception:
+        pass
+    return None
+
+
+def _started_at(st):
+    """The line of the user's code that forked this process (the innermost
+    frame of the user's own files at the fork), for a forked child."""
+    frames = st.fork_frames
+    if not frames:
+        return None
+    try:
+        from ._census import Libraries
+
+        libs = st.libs or Libraries(os.path.dirname(os.path.abspath(__file__)) + os.sep)
+        for f, line, function in frames:
+            if libs.is_user_file(f):
+                from . import _explain
+
+                return {"file": _clean(_explain.file_name(f)), "line": line,
+                        "function": _clean(function)}
+    except Exception:
+        pass
+    return None
+
+
+def _fork_frames():
+    frames = []
+    try:
+        f = sys._getframe(2)
+        while f is not None and len(frames) < 40:
+            code = f.f_code
+            frames.append((code.co_filename, f.f_lineno,
+                           getattr(code, "co_qualname", code.co_name)))
+            f = f.f_back
+    except Exception:
+        pass
+    return frames
 
 
 def _hello(st):
@@ -374,6 +440,7 @@ def _switch_off():
     _remove_finder(st)
     _stop_timer(st)
     _stop_tracing(st)
+    st.census_job = None
     try:
         st.channel.close()
     except Exception:
@@ -476,7 +543,7 @@ def _poll(st):
 
 def _start_burst(st, reason):
     now = _monotonic()
-    if (not st.census_on or st.forked or st.burst_until or now < st.burst_ok_after
+    if (not st.census_on or st.burst_until or now < st.burst_ok_after
             or st.bursts >= MAX_BURSTS):
         return
     st.bursts += 1
@@ -533,13 +600,15 @@ def _burst_check(st, now):
 
 def _on_due(st, c):
     """A step when a census (or the end of a creation-site trace) may be due."""
-    if not st.census_on or st.forked or st.exiting:
+    if not st.census_on or st.exiting:
         st.due = _INF
         return
     if not st.busy.acquire(False):
         return  # a census is under way (another thread)
     try:
-        if st.trace_pending:
+        if st.census_job is not None:
+            _census_slice(st)
+        elif st.trace_pending:
             # (No census while tracemalloc runs: it would take ten times as long.)
             traced = (st.opt.n + st.man.n) - st.trace_n
             waited = _monotonic() - st.trace_wall
@@ -635,13 +704,14 @@ def _send_cost(st, now):
            "parts": dict((k, round(v, 6)) for k, v in st.parts.items()),
            "steps": round((st.opt.n + st.man.n) * STEP_COST_S, 6),
            "bursts": st.bursts, "burst_s": round(st.burst_spent, 6),
-           "burst_budget": BURST_BUDGET, "optimizers": st.optimizers})
+           "burst_budget": BURST_BUDGET, "optimizers": st.optimizers,
+           "malloc_trim": st.malloc_trim})
 
 
 def _set_due(st):
     if not st.census_on or not st.active:
         st.due = _INF
-    elif st.trace_pending or st.look_wanted or st.step_n == 0:
+    elif st.census_job is not None or st.trace_pending or st.look_wanted or st.step_n == 0:
         # Look at every step (until the loop's start is marked at its third
         # step: the budget is earned from there).
         st.due = 0.0
@@ -777,52 +847,144 @@ def _ensure_census(st):
 
 
 def _census(st, source, step, rises=None, look=None):
+    """Starts a census: its first slice now, the others at the next steps
+    (``_census_slice``), so the job never pauses long for it; a last look
+    runs whole (the program has ended, or the monitor is leaving)."""
     if not _ensure_census(st):
         return
     n = st.opt.n + st.man.n
     c0 = _cpu()
+    if st.after_left:
+        # The steps after the last census are still being timed: what they
+        # lost so far is charged, and the timing stops here. The steps that
+        # run this census's slices would count its work a second time.
+        st.after_cost = max(st.after_excess, 0.0)
+        _charge(st, "after", st.after_cost)
+        st.after_left = 0
+        st.after_excess = 0.0
     if n > st.step_n:
         st.step_dt = (c0 - st.step_t) / (n - st.step_n)
     st.census_gap = n - st.step_n if st.census is not None and st.census.n else 0
-    t0 = _perf()
     warm = st.census.n == 0 and (
         st.loop_t is None or n - st.step_n < WARMUP_STEPS or _monotonic() - st.loop_t < WARMUP_S)
+    whole = look is not None or st.whole_next
+    st.whole_next = False
+    gen = st.census.slices(want_picks=True, rises=rises, warmup=warm, last=look is not None)
+    st.census_job = {"gen": gen, "source": source, "step": step, "look": look, "wall": 0.0,
+                     "cpu": 0.0, "pause": 0.0, "slices": 0, "done": None, "locals": None,
+                     "values": None}
+    if not whole:
+        # The locals as they are now, when the objects are listed: by the
+        # census's last slice the loop has rebound its variables.
+        try:
+            from ._holders import snapshot_locals
+
+            st.census_job["locals"], st.census_job["values"] = snapshot_locals(st.libs)
+        except Exception:
+            pass
+    _census_slice(st, whole=whole)
+
+
+def _census_slice(st, whole=False):
+    """The next piece of the census under way: slices of it until SLICE_S of
+    wall time has passed (the job's pause), then back to the job; once it
+    is counted, its message and its holder search."""
+    job = st.census_job
+    t0 = _perf()
+    c0 = _cpu()
     try:
-        with _gc_paused():
-            fields, suspects = st.census.run(want_picks=True, rises=rises, warmup=warm,
-                                             last=look is not None)
+        if job["done"] is None:
+            with _gc_paused():
+                while True:
+                    try:
+                        next(job["gen"])
+                    except StopIteration as e:
+                        job["done"] = e.value
+                        break
+                    if not whole and _perf() - t0 >= SLICE_S:
+                        break
+            if job["done"] is not None:
+                from . import _malloc
+
+                fields = job["done"][0]
+                fields["malloc"] = _malloc.stats()
+                role = _role()
+                if role is not None:
+                    fields["role"] = role
     except Exception as e:
-        _charge(st, "census", _perf() - t0)
+        st.census_job = None
+        _charge(st, "census", _cpu() - c0)
         _census_failed(st, e)
         return
-    cost = _perf() - t0
-    _charge(st, "census", cost)
-    msg = {"kind": "census", "pid": st.pid, "step": step, "source": source,
-           "cost_s": round(cost, 6), "n": st.census.n, "dropped": st.channel.take_dropped(),
+    wall = _perf() - t0
+    # Charged in the thread's CPU time: on a starved machine a census of
+    # 0.4 s of CPU can take seconds of wall time waiting for a core, which
+    # every other thread of the job waits for too; charged in wall time it
+    # used up a burst before it could name anything.
+    cpu = _cpu() - c0
+    _charge(st, "census", cpu)
+    job["wall"] += wall
+    job["cpu"] += cpu
+    job["pause"] = max(job["pause"], wall)
+    job["slices"] += 1
+    if job["done"] is None:
+        return
+    fields = job["done"][0]
+    msg = {"kind": "census", "pid": st.pid, "step": job["step"], "source": job["source"],
+           "cost_s": round(job["wall"], 6), "cpu_s": round(job["cpu"], 6),
+           "pause_s": round(job["pause"], 6), "slices": job["slices"], "n": st.census.n,
+           "dropped": st.channel.take_dropped(),
            "warmup": st.census.n <= st.census.warm_n}
     if st.burst_until:
         msg["burst"] = st.bursts
-    if look is not None:
+    if job["look"] is not None:
         # A last look: "exit" (after the program's own end, when what its
         # functions held is gone: not a point of the series) or "detach".
-        msg["look"] = look
+        msg["look"] = job["look"]
     msg.update(fields)
     _send(msg)
-    del fields
-    if suspects:
-        h0 = _perf()
-        try:
-            _suspects(st, suspects, step)
-        except Exception as e:
-            _note("warn", "suspect search failed: %s" % _describe(e))
-        del suspects
-        _charge(st, "holders", _perf() - h0)
-    total = _perf() - t0
+    del fields, msg
+    job["gen"] = None
     # The next census is expected to cost what this one did without its
     # holder search (a search is rare; the credit pays it back), and what
     # the steps after the last one lost.
-    st.census_s = max(cost, 1e-4)
+    st.census_s = max(job["cpu"], 1e-4)
     st.expected = st.census_s + st.after_cost
+    # The holder search comes in the same pause: at the next step the
+    # loop's locals (`total` in `total = total + loss`) hold other objects.
+    _census_holders(st, job)
+
+
+def _census_holders(st, job):
+    """The end of a census: its holder search (when something qualified)
+    and the budget's bookkeeping."""
+    st.census_job = None
+    suspects = job["done"][1]
+    step = job["step"]
+    job["done"] = None
+    if suspects and job["slices"] > 1:
+        # Found over several steps: the objects it picked may have been let
+        # go of meanwhile (`self.total = self.total + loss` rebinds every
+        # step), and a search from them would name what is there now. The
+        # next census, which finds them again, runs whole and searches
+        # at once; it comes as soon as the budget allows.
+        st.whole_next = True
+        suspects = None
+    h0 = _cpu()
+    if suspects:
+        try:
+            _suspects(st, suspects, step, job.get("locals"))
+        except Exception as e:
+            _note("warn", "suspect search failed: %s" % _describe(e))
+    del suspects
+    job["values"] = job["locals"] = None
+    try:
+        _refresh_pyplot(st)
+    except Exception as e:
+        _note("warn", "figure holder refresh failed: %s" % _describe(e))
+    held = _cpu() - h0
+    _charge(st, "holders", held)
+    total = job["cpu"] + held
     if total / st.budget > MAX_GAP_S:
         st.census_on = False
         _note("warn", "census disabled: budget exhausted (one census took %.1f s)" % total)
@@ -852,11 +1014,19 @@ def _census(st, source, step, rises=None, look=None):
     _send_cost(st, now)
 
 
+def _finish_census(st):
+    """Runs what is left of a census under way, in one piece (at exit,
+    before a last look)."""
+    while st.census_job is not None:
+        _census_slice(st, whole=True)
+
+
 def _last_look(st, source, step, look="detach"):
     """One more census, and holders for what rose at each of its last two
     comparisons: at exit, or when the monitor is about to leave
     (``leakspy attach``). What it finds is what the report gets."""
     st.look_wanted = False
+    _finish_census(st)
     if st.looked or not st.census_on or st.census is None or st.census.n < 2:
         # (Without two censuses before it, nothing can have risen twice.)
         st.looked = True
@@ -873,6 +1043,7 @@ def _last_look(st, source, step, look="detach"):
         return
     before = dict(st.parts)
     _census(st, source, step, rises=2, look=look)
+    _finish_census(st)
     # Kept apart in the account: not work the budget scheduled.
     for k in ("census", "holders"):
         d = st.parts[k] - before[k]
@@ -902,7 +1073,7 @@ def _census_failed(st, e):
     st.next_census = _monotonic() + 5.0
 
 
-def _suspects(st, suspects, step):
+def _suspects(st, suspects, step, frame_locals=None):
     from . import _explain
 
     census = st.census
@@ -910,12 +1081,8 @@ def _suspects(st, suspects, step):
     # optimizer) are passed through on the way up, not taken for roots.
     through_types = census.rising_types
     census.rising_types = set()
-    known = None
-    for key in GRAPH_KEYS:
-        h = (st.sent.get(key) or {}).get("holder") or {}
-        if known is None and h.get("kind") not in (None, "unknown"):
-            known = h
-    found = _explain.attribute(st.libs, suspects, through_types, known)
+    found = _explain.attribute(st.libs, suspects, through_types, _rising_containers(census),
+                               frame_locals)
     for (key, per, count, info), (holder, bounded, picked) in zip(suspects, found):
         if bounded:
             census.suppressed[key] = census.n + 10
@@ -968,6 +1135,56 @@ def _suspects(st, suspects, step):
         st.trace_pending = {}
     if st.trace_pending:
         _start_tracing(st)
+
+
+def _rising_containers(census):
+    """Ids of the containers whose length series rises now."""
+    out = []
+    for k in census.growth.runs:
+        if k.startswith("container:"):
+            try:
+                out.append(int(k[10:]))
+            except ValueError:
+                pass
+    return out
+
+
+def _refresh_pyplot(st):
+    """Open figures keep more series than rose when their suspect was sent
+    (a figure's partials, weak references, dicts rise a few censuses
+    later): the pyplot holder is sent again with all it keeps now, going
+    down from pyplot's registry, when a series rises that it did not list."""
+    msg = st.sent.get("figures")
+    census = st.census
+    if msg is None or census is None:
+        return
+    holder = msg.get("holder") or {}
+    have = set(holder.get("reaches") or ())
+    rising = [k for k in census.growth.runs
+              if k not in have and k not in census.suspect_keys and k not in st.pyplot_checked
+              and (k.startswith(("type:", "container:")) or k == "numpy")]
+    if not rising:
+        return
+    # (Each series is looked for once: one that pyplot does not keep is
+    # not walked for at every census.)
+    st.pyplot_checked.update(rising)
+    from . import _explain
+
+    names = set(k[5:] for k in rising if k.startswith("type:"))
+    types = []
+    for info in list(census._type_info.values()):
+        t = info[0]()
+        if t is not None and info[2] in names:
+            types.append(t)
+    with _gc_paused():
+        found = _explain.pyplot_reaches(types, _rising_containers(census))
+    del types
+    new = sorted(have.union(found))
+    if new != sorted(have):
+        msg = dict(msg)
+        msg["holder"] = dict(holder, reaches=new)
+        st.sent["figures"] = msg
+        _send(msg)
 
 
 def _clean_holder(h):
@@ -1025,7 +1242,6 @@ def _stop_tracing(st):
 def _resolve_sites(st):
     """A few steps after a suspect: where were its newest instances made?"""
     c0 = _cpu()
-    w0 = _perf()
     # The steps run under tracemalloc were slower: what they took beyond the
     # step time before the census is the probe's cost too.
     window = c0 - st.trace_t
@@ -1059,9 +1275,12 @@ def _resolve_sites(st):
         f, line, function = _explain.site_of(site)
         msg = dict(msg)
         msg["created_at"] = {"file": _clean(f), "line": line, "function": _clean(function)}
+        thread = _explain.thread_of(site[0], line)
+        if thread is not None:
+            msg["created_at"]["thread"] = _clean(thread)
         st.sent[key] = msg
         _send(msg)
-    _charge(st, "sites", _perf() - w0)
+    _charge(st, "sites", _cpu() - c0)
     now = _monotonic()
     if st.burst_until:
         _burst_check(st, now)
@@ -1075,7 +1294,7 @@ def _resolve_sites(st):
 
 
 def _start_timer(st):
-    if st.forked or not st.census_on or st.timer_alive or st.opt.n or st.man.n:
+    if not st.census_on or st.timer_alive or st.opt.n or st.man.n:
         return
     try:
         st.wake = _thread.allocate_lock()
@@ -1107,9 +1326,26 @@ def _timer_main(st, wake, exited):
                     or st.opt.n or st.man.n):
                 break
             now = _monotonic()
+            if st.forked and st.channel.sock is None and now - st.t_start >= FIRST_TIMER_S:
+                # A forked child says hello once it has lived a second (a
+                # child that only execs another program never does), so the
+                # monitor can ask it for a burst too.
+                if not _reconnect(st, st.channel):
+                    break
             _poll(st)
             if not st.active:
                 break
+            if st.census_job is not None:
+                # A census under way: a slice, then a breath for the job's
+                # own threads.
+                if st.busy.acquire(False):
+                    try:
+                        if st.census_job is not None:
+                            _census_slice(st)
+                    finally:
+                        st.busy.release()
+                wake.acquire(True, SLICE_S)
+                continue
             due = (st.next_census if st.census is not None and st.census.n
                    else max(st.t_start + FIRST_TIMER_S, st.next_census))
             if st.trace_pending:
@@ -1194,27 +1430,31 @@ def _after_fork_parent():
 
 
 def _after_fork_child():
+    """A forked child (a DataLoader worker, a multiprocessing process) gets
+    a probe of its own: its own budget, census and connection (made when
+    it first has something to say), and its timer thread, since workers
+    rarely step. The parent's connection is forgotten, not closed."""
+    global S
     try:
-        st = S
-        if st is None or not st.active:
+        old = S
+        if old is None or not old.active:
             return
-        st.pid = os.getpid()
+        frames = _fork_frames()
+        old.channel.reset_after_fork()  # the parent's connection is not ours
+        _stop_tracing(old)  # (a tracemalloc the parent started)
+        st = _State(old.channel.path, old.budget, old.census_wanted)
+        st.channel = old.channel
         st.forked = True
-        st.census_on = False
-        st.due = _INF
-        st.busy = _thread.allocate_lock()
-        st.timer_alive = False
-        st.timer_sleeping = False
-        st.timer_paused = False
-        st.wake = None
-        st.exited = None
-        st.trace_pending = {}
-        st.sent = {}
-        st.opt.reset()
-        st.man.reset()
-        _stop_tracing(st)
-        st.connect_lock = _thread.allocate_lock()
-        st.channel.reset_after_fork()  # the parent's connection is not ours
+        st.attached = old.attached
+        st.fork_frames = frames
+        st.libs = old.libs
+        st.opt_handle, st.finder = old.opt_handle, old.finder
+        st.optimizers = old.optimizers
+        if not st.census_on:
+            st.due = _INF
+        S = st
+        old.active = False
+        _start_timer(st)
     except Exception:
         try:
             _switch_off()
@@ -1234,7 +1474,7 @@ def _at_exit():
             if c.n > c.sent_n:
                 c.sent_n = c.n
                 _send({"kind": "step", "pid": st.pid, "step": c.n, "source": c.source})
-        if (not st.forked and st.census_on and not st.looked and st.census is not None
+        if (st.census_on and not st.looked and st.census is not None
                 and (st.opt.n or st.man.n) and st.busy.acquire(True, 2.0)):
             try:
                 # (A creation site still being traced is looked up first.)
@@ -1245,7 +1485,16 @@ def _at_exit():
             finally:
                 st.busy.release()
         _stop_tracing(st)
-        if not st.forked:
+        if st.census is not None:
+            # Memory glibc holds freed: what malloc_trim(0) gives back, now
+            # that the program has ended (it changes no object).
+            try:
+                from . import _malloc
+
+                st.malloc_trim = _malloc.trim_experiment()
+            except Exception:
+                pass
+        if not st.forked or st.census is not None:
             _send_cost(st, _monotonic())
         if st.active:
             st.channel.drain(1.0)

@@ -80,6 +80,61 @@ def test_a_model_only_a_library_keeps_is_named_by_the_librarys_root():
     assert (h["kind"], h["path"]) == ("global", "json._leakspy_test_model"), h
 
 
+class AsyncValidator:
+    def __init__(self):
+        import queue
+
+        self.results = queue.Queue()
+
+
+def test_a_librarys_object_is_passed_on_the_way_to_the_users():
+    # Queue keeps its items in a deque: the user's object holding the
+    # queue is the holder, with the deque's id to join its length to.
+    v = AsyncValidator()
+    losses = [torch.randn(3).sum() for _ in range(4)]
+    for loss in losses:
+        v.results.put(loss)
+    (h,) = search([list(losses)])
+    del losses
+    assert (h["kind"], h["path"]) == ("attribute", "AsyncValidator.results"), h
+    assert h["chain"][-2:] == ["Queue", "AsyncValidator"], h
+    assert h["container_id"] == id(v.results.queue), h
+    assert not h.get("library"), h
+
+
+class Record:
+    pass
+
+
+class Recorder:
+    def __init__(self):
+        self.frames = []
+
+
+def test_a_holder_reaches_what_it_keeps_in_other_series():
+    import functools
+    import weakref
+
+    import numpy as np
+
+    rec = Recorder()
+    for i in range(5):
+        r = Record()
+        r.image = np.zeros(4)
+        r.callback = functools.partial(print, i)
+        r.ref = weakref.ref(rec)
+        rec.frames.append(r)
+    searcher = Searcher(Libraries(None), through=(Record, functools.partial, weakref.ref))
+    try:
+        (h,) = searcher.search([list(rec.frames)])
+    finally:
+        searcher.close()
+    assert h["path"] == "Recorder.frames", h
+    # (Record itself is what was searched for: passed through, and counted.)
+    assert h["reaches"] == ["numpy", "type:functools.partial", "type:test_holders.Record",
+                            "type:weakref.ReferenceType"], h
+
+
 class History:
     def __init__(self):
         self.history = {"train": [], "val": []}

@@ -639,7 +639,9 @@ def test_a_graph_that_outgrows_the_walk_between_censuses_is_still_a_suspect(moni
     sus = suspects_by_key(monitor)
     g = sus.get("graph")
     assert g is not None, sorted(sus)
-    assert g["step"] == points(monitor)[2]["step"], g
+    # Qualified at the third census; a census done in slices has its
+    # suspects searched by the next, which runs whole.
+    assert g["step"] in (points(monitor)[2]["step"], points(monitor)[3]["step"]), g
     h = g["holder"]
     assert (h["kind"], h["path"]) == ("local", "train:total"), g
 
@@ -666,7 +668,10 @@ def test_a_chain_past_the_walk_cap_from_the_first_census_is_named_by_its_history
     assert g is not None, sorted(sus)
     # Two rises after the first census: 0 at every census but the first is
     # what a correct loop's history is.
-    assert g["step"] == censuses[2]["step"], (g, [c["step"] for c in censuses])
+    # (Or the census after, which runs whole when the one that found it
+    # was done in slices.)
+    assert g["step"] in (censuses[2]["step"], censuses[3]["step"]), (
+        g, [c["step"] for c in censuses])
     assert (g["holder"]["kind"], g["holder"]["path"]) == ("local", "train:total"), g
     assert g["what"].startswith("autograd history (root AddBackward0, over 100000 nodes)"), g
 
@@ -679,7 +684,9 @@ def test_a_big_graph_made_anew_each_step_keeps_no_history(monitor):
     def train():
         random.seed(0)
         t0 = time.monotonic()
-        while time.monotonic() - t0 < 60:
+        # (Steps of a graph past the walk's cap take a second or two on a
+        # busy machine, and a census done in slices spans several.)
+        while time.monotonic() - t0 < 150:
             c = probe.S.census
             if c is not None and c.n >= 7:
                 break
@@ -694,10 +701,10 @@ def test_a_big_graph_made_anew_each_step_keeps_no_history(monitor):
         return loss
 
     print(train().item() > 0)
-    """), timeout=120)
+    """), timeout=200)
     check_ok(p)
     graphs = [c["graph"] for c in points(monitor)]
-    assert len(graphs) >= 7 and all(g.get("capped") for g in graphs), graphs
+    assert len(graphs) >= 6 and all(g.get("capped") for g in graphs), graphs
     # (The first census has no earlier one to tell what outlived it.)
     assert all(g["history"] == 0 for g in graphs[1:]), graphs
     sus = suspects_by_key(monitor)
@@ -1096,26 +1103,85 @@ def test_a_forked_child_says_hello_on_its_own_connection(monitor):
 
 
 @needs_torch
-def test_dataloader_workers_stay_silent_and_the_parent_keeps_its_channel(monitor):
+def test_dataloader_workers_have_their_own_channel_and_the_parent_keeps_its(monitor):
     p = monitor.run("""
+        import time
         import torch
         import leakspy
-        from torch.utils.data import DataLoader, TensorDataset
+        from torch.utils.data import DataLoader, Dataset
+
+        class Slow(Dataset):
+            def __len__(self):
+                return 32
+            def __getitem__(self, i):
+                time.sleep(0.1)  # workers live past the probe's first second
+                return torch.ones(3) * i
+
         if __name__ == "__main__":
-            ds = TensorDataset(torch.randn(64, 3))
             for epoch in range(2):
-                n = sum(1 for _ in DataLoader(ds, batch_size=8, num_workers=2,
+                n = sum(1 for _ in DataLoader(Slow(), batch_size=8, num_workers=2,
                                                multiprocessing_context="fork"))
                 leakspy.step()
             print(n)
     """)
     check_ok(p)
-    assert p.stdout == b"8\n"
-    # Workers never step: they connect to nobody. The parent's connection
-    # was not used by them (its lines all parse, its steps arrive).
-    assert [h["forked"] for h in monitor.messages("hello")] == [False]
-    assert monitor.conns == 1 and monitor.bad == []
-    assert steps(monitor, "manual")[-1] == 2
+    assert p.stdout == b"4\n"
+    hellos = monitor.messages("hello")
+    parent = [h for h in hellos if not h["forked"]]
+    workers = [h for h in hellos if h["forked"]]
+    assert len(parent) == 1 and workers, hellos
+    # Each worker says who it is to the job, on a connection of its own;
+    # the parent's connection was not used by them (its lines all parse,
+    # its steps arrive).
+    assert all(h["ppid"] == parent[0]["pid"] for h in workers)
+    assert {h["role"] for h in workers} <= {"DataLoader worker 1 of 2",
+                                           "DataLoader worker 2 of 2"}
+    with monitor.lock:
+        conn_of = {}
+        for n, m in monitor.msgs:
+            conn_of.setdefault(m["pid"], set()).add(n)
+    assert all(len(c) == 1 for c in conn_of.values())
+    assert len(set().union(*conn_of.values())) == len(conn_of)
+    assert monitor.bad == []
+    assert steps(monitor, "manual", pid=parent[0]["pid"])[-1] == 2
+
+
+def test_a_forked_child_gets_a_probe_of_its_own(monitor):
+    p = monitor.run("""
+        import multiprocessing as mp, os, time
+
+        class Cache:
+            def __init__(self):
+                self.items = {}
+
+        def work():
+            c = Cache()
+            t0 = time.time()
+            i = 0
+            while time.time() - t0 < 6:
+                c.items[i] = [float(i)] * 50  # KEPT
+                i += 1
+                time.sleep(0.002)
+
+        if __name__ == "__main__":
+            child = mp.get_context("fork").Process(target=work)
+            child.start()  # STARTED
+            child.join()
+            print(os.getpid(), child.pid)
+    """)
+    check_ok(p)
+    parent, child = map(int, p.stdout.split())
+    hello = monitor.wait_for("hello", pid=child, timeout=1)
+    assert hello["forked"] is True and hello["ppid"] == parent
+    assert hello["role"] == "multiprocessing ForkProcess-1"
+    assert hello["started_at"]["line"] == line_of(monitor.script, "# STARTED")
+    # Its own censuses on its own budget (the parent, waiting in join(),
+    # has none), and the holder of what grows in it.
+    assert points(monitor, pid=child)
+    assert all(c["role"] == "multiprocessing ForkProcess-1" for c in points(monitor, pid=child))
+    held = [s for s in monitor.messages("suspect", pid=child)
+            if s["holder"]["path"] == "Cache.items"]
+    assert held, monitor.messages("suspect", pid=child)
 
 
 def test_a_forked_child_that_execs_says_nothing(monitor):
@@ -1176,3 +1242,32 @@ def test_a_closed_peer_kills_the_channel_quietly():
     b.close()
     assert ch.send({"kind": "note"}) is False
     assert ch.dead and ch.send({"kind": "note"}) is False
+
+
+@needs_torch
+def test_a_census_of_many_tensors_is_done_in_slices_between_steps(monitor):
+    p = monitor.run("""
+        import time
+        import torch
+        import leakspy
+
+        kept = [torch.zeros(2) for _ in range(30000)]
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 4.0:
+            kept.append(torch.zeros(2))
+            leakspy.step()
+            time.sleep(0.002)
+        print(len(kept))
+    """)
+    check_ok(p)
+    censuses = points(monitor)
+    assert censuses, monitor.messages()
+    # Tens of thousands of tensors are looked at a few thousand at a time,
+    # the job stepping in between (but for a census that searches holders
+    # for what the one before it found: that one runs whole); what is
+    # counted is what was alive when the census started.
+    slices = [c["slices"] for c in censuses]
+    assert sum(n >= 2 for n in slices) >= len(slices) - 1, slices
+    assert all(c["pause_s"] <= c["cost_s"] for c in censuses)
+    counts = [sum(g["count"] for g in c["tensors"]) for c in censuses]
+    assert counts == sorted(counts) and counts[0] >= 30000, counts

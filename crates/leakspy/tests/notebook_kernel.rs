@@ -444,3 +444,26 @@ fn fixes_leave_exactly_what_nbformat_writes() {
         "same nb-5-lines.ipynb\nsame nb-4-lines.ipynb\nsame nb-5-one-string.ipynb\n"
     );
 }
+
+/// The validation logits of every epoch kept with their graph: the holder is
+/// the list that keeps them, by reference, and the line is the one that made
+/// them; the constant labels `Y` and the loop's batch `yb` (tensors of the
+/// same kind, alive at every census) are never named.
+#[test]
+fn kept_validation_graphs_are_named_by_their_list_never_by_a_tensor_of_their_kind() {
+    let _turn = turn();
+    let dir = tempfile::tempdir().unwrap();
+    let nb = execute(dir.path(), "kernel_val_graphs.ipynb");
+    let (text, _html, report) = nb.report(2);
+    assert_eq!(report["verdict"], "leak", "{text}");
+    let top = &report["growth"][0];
+    assert_eq!(top["holder"]["path"], "__main__.val_history", "{text}");
+    assert_eq!(top["created_at"]["file"], "Cell In[3]", "{text}");
+    assert_eq!(top["created_at"]["line"], 12, "{text}");
+    for path in holder_paths(&report) {
+        assert!(
+            !["__main__.X", "__main__.Y", "__main__.xb", "__main__.yb"].contains(&path.as_str()),
+            "{path} named: {text}"
+        );
+    }
+}

@@ -86,6 +86,8 @@ pub struct LiveEstimator {
     /// `(t, step number)` of recent steps.
     step_times: VecDeque<(f64, u64)>,
     watch: LeakWatch,
+    /// The tree's memory as the report fits it.
+    tree: leakspy_trace::TreeMemory,
 }
 
 impl LiveEstimator {
@@ -95,6 +97,10 @@ impl LiveEstimator {
 
     pub fn set_elapsed(&mut self, t: f64) {
         self.status.elapsed = t;
+    }
+
+    pub fn set_pss_unreadable(&mut self, unreadable: bool) {
+        self.tree.set_pss_unreadable(unreadable);
     }
 
     pub fn on_sample(&mut self, s: &Sample) {
@@ -111,15 +117,20 @@ impl LiveEstimator {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        // The tree's memory as the report fits it (PSS once several
+        // processes ran).
+        let Some(mem) = self.tree.observe(s) else {
+            return;
+        };
         let sec = s.t.floor() as i64;
         match self.open {
-            Some((b, m)) if b == sec => self.open = Some((b, m.min(s.total.rss))),
+            Some((b, m)) if b == sec => self.open = Some((b, m.min(mem))),
             Some((b, m)) => {
                 self.buckets.push_back((b as f64 + 0.5, m));
                 if self.buckets.len() > GROWTH_WINDOW {
                     self.buckets.pop_front();
                 }
-                self.open = Some((sec, s.total.rss));
+                self.open = Some((sec, mem));
                 // Before the first step memory rises with imports and set-up:
                 // no rate (and no time to OOM) from that, unless the job runs
                 // long without ever stepping.
@@ -129,7 +140,7 @@ impl LiveEstimator {
                     None
                 };
             }
-            None => self.open = Some((sec, s.total.rss)),
+            None => self.open = Some((sec, mem)),
         }
         let st = &mut self.status;
         st.time_to_oom_s = match (st.growth_per_s, st.headroom) {
@@ -137,7 +148,7 @@ impl LiveEstimator {
             (Some(g), Some(h)) if g > 1024.0 => Some(h as f64 / g),
             _ => None,
         };
-        if let Some(s) = self.watch.on_sample(s.t, s.total.rss as f64) {
+        if let Some(s) = self.watch.on_sample(s.t, mem as f64) {
             self.status.suspected = s;
         }
     }

@@ -34,6 +34,13 @@ const STDOUT_DRAIN: Duration = Duration::from_secs(2);
 /// While the live fit suspects a leak and no holder is named, the probe is
 /// asked again this often (it keeps its own cooldown and limit).
 const BURST_AGAIN_S: f64 = 60.0;
+/// Interval between smaps_rollup reads while the tree has several processes:
+/// its memory is then fitted on PSS (`Sample::tree_memory`), which needs
+/// points as a fit of RSS does; never more often than 20 times what the
+/// reads took (a tree of large processes costs the kernel milliseconds per
+/// GiB), so the reads stay within 5 % of one core.
+const TREE_ROLLUP_EVERY_S: f64 = 0.5;
+const ROLLUP_COST_FACTOR: f64 = 20.0;
 /// How long a detaching `leakspy attach` waits for the probe's last look.
 const LAST_LOOK_WAIT: Duration = Duration::from_secs(10);
 
@@ -155,6 +162,8 @@ pub struct Monitor {
     jitter: Jitter,
     samples: u64,
     next_rollup: f64,
+    /// Processes in the tree at the last smaps_rollup read.
+    rolled_up_procs: usize,
     next_gpu: f64,
     next_system: f64,
     system: (Option<u64>, Option<CgroupSample>),
@@ -306,6 +315,7 @@ impl Monitor {
             jitter,
             samples: 0,
             next_rollup: 0.0,
+            rolled_up_procs: 0,
             next_gpu: 0.0,
             next_system: 0.0,
             system: (None, None),
@@ -380,11 +390,21 @@ impl Monitor {
     /// Takes one sample of everything due now.
     fn sample(&mut self) {
         let t = self.t();
-        let rollup = t >= self.next_rollup;
-        if rollup {
-            self.next_rollup = t + self.config.rollup_every.as_secs_f64();
-        }
+        // A process new to the tree is read at once: a forked worker's
+        // private memory is counted from its first moments (copy-on-read).
+        let rollup = t >= self.next_rollup || self.procs.pids().len() > self.rolled_up_procs;
         let (procs, total) = self.procs.sample(rollup);
+        if rollup {
+            let every = self.config.rollup_every.as_secs_f64();
+            let every = if procs.len() > 1 {
+                (ROLLUP_COST_FACTOR * self.procs.rollup_seconds())
+                    .clamp(TREE_ROLLUP_EVERY_S, every.max(TREE_ROLLUP_EVERY_S))
+            } else {
+                every
+            };
+            self.next_rollup = t + every;
+            self.rolled_up_procs = procs.len();
+        }
         if rollup && self.procs.rollup_denied() && !self.rollup_noted {
             self.rollup_noted = true;
             self.note(
@@ -409,6 +429,7 @@ impl Monitor {
             mem_available: self.system.0,
             cgroup: self.system.1,
         };
+        self.live.set_pss_unreadable(self.procs.rollup_denied());
         self.live.on_sample(&sample);
         self.emit(&Event::Sample(sample));
         self.samples += 1;

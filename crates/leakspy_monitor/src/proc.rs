@@ -23,6 +23,8 @@ pub struct ProcSampler {
     children_files: bool,
     /// smaps_rollup was unreadable for these pids (permissions, hidepid): not retried.
     smaps_denied: BTreeSet<u32>,
+    /// Seconds the last smaps_rollup reads of the whole tree took.
+    rollup_s: f64,
 }
 
 impl ProcSampler {
@@ -36,6 +38,7 @@ impl ProcSampler {
             refresh_every: refresh_every.max(1),
             children_files,
             smaps_denied: BTreeSet::new(),
+            rollup_s: 0.0,
         }
     }
 
@@ -56,6 +59,7 @@ impl ProcSampler {
         }
         self.calls += 1;
         let mut procs = Vec::with_capacity(self.pids.len());
+        let started = rollup.then(std::time::Instant::now);
         for &pid in &self.pids {
             if let Some(mut p) = read_status(pid) {
                 if rollup && !self.smaps_denied.contains(&pid) {
@@ -72,10 +76,18 @@ impl ProcSampler {
                 procs.push(p);
             }
         }
+        if let Some(t0) = started {
+            self.rollup_s = t0.elapsed().as_secs_f64();
+        }
         // Drop pids that are gone so later samples do not keep trying them.
         self.pids.retain(|pid| procs.iter().any(|p| p.pid == *pid));
         let totals = totals(&procs);
         (procs, totals)
+    }
+
+    /// Seconds the last sample with smaps_rollup took (the whole tree).
+    pub fn rollup_seconds(&self) -> f64 {
+        self.rollup_s
     }
 
     /// Whether smaps_rollup could not be read for some process.
@@ -206,8 +218,10 @@ fn read_rollup(pid: u32) -> Option<(u64, u64)> {
 }
 
 /// The tree below `root` via the kernel's children lists (one file per thread,
-/// because each thread lists the children it forked itself).
+/// because each thread lists the children it forked itself). Never the
+/// monitor itself (nor what it started), as in [`descendants`].
 fn tree_from_children_files(root: u32) -> Vec<u32> {
+    let me = std::process::id();
     let mut out = vec![root];
     let mut i = 0;
     while i < out.len() {
@@ -223,6 +237,7 @@ fn tree_from_children_files(root: u32) -> Vec<u32> {
             for child in text
                 .split_ascii_whitespace()
                 .filter_map(|s| s.parse::<u32>().ok())
+                .filter(|&c| c != me)
             {
                 if !out.contains(&child) {
                     out.push(child);
@@ -358,6 +373,17 @@ mod tests {
             .all(|p| p.ppid == root && p.name == "sleep"));
         // Without the ppid scan fallback being exercised elsewhere, check it agrees.
         assert!(mem_available().unwrap() > 0);
+    }
+
+    #[test]
+    fn the_monitor_is_never_in_the_tree_it_watches() {
+        // Watching the process that started it (a notebook kernel watching
+        // itself), the monitor is one of its descendants: it must not count
+        // its own memory (nor make the tree look like several processes).
+        let me = std::process::id();
+        let parent = std::os::unix::process::parent_id();
+        assert!(!tree_from_children_files(parent).contains(&me));
+        assert!(!tree_from_ppid_scan(parent).contains(&me));
     }
 
     #[test]

@@ -59,6 +59,9 @@ pub struct GrowthGroup {
     /// finding on the line that made its objects says keeps them
     /// (`self.hall_of_fame`, `pyplot`).
     pub static_holder: Option<String>,
+    /// The process it grows in, when the job has several
+    /// (`DataLoader worker 1 of 2 (pid 4242)`); the main process is unnamed.
+    pub process: Option<String>,
 }
 
 impl GrowthGroup {
@@ -68,6 +71,9 @@ impl GrowthGroup {
         let mut s = g.describe();
         if let Some(h) = &self.holder {
             s.push_str(&format!(", held by {}", h.describe()));
+        }
+        if let Some(p) = &self.process {
+            s.push_str(&format!(" in {p}"));
         }
         if let Some(c) = &self.created_at {
             s.push_str(&format!(", made at {}", c.describe()));
@@ -124,7 +130,10 @@ impl Describe for Holder {
 
 impl Describe for Location {
     fn describe(&self) -> String {
-        format!("{}:{}", self.file, self.line)
+        match &self.thread {
+            Some(t) => format!("{}:{} (thread {t})", self.file, self.line),
+            None => format!("{}:{}", self.file, self.line),
+        }
     }
 }
 
@@ -246,6 +255,9 @@ pub fn growth_groups(trace: &Trace) -> Vec<GrowthGroup> {
         }
     }
 
+    // The job's own steps: a process that never steps (a DataLoader
+    // worker, a helper process) is fitted against them.
+    let job = crate::extract::StepClock::from_trace(trace);
     let mut groups: Vec<GrowthGroup> = Vec::new();
     for pid in pids {
         let mut cs = by_pid.remove(&pid).unwrap_or_default();
@@ -260,8 +272,18 @@ pub fn growth_groups(trace: &Trace) -> Vec<GrowthGroup> {
             cs.retain(|c| c.step.is_some());
         }
         let stepped = !cs.is_empty() && cs.iter().all(|c| c.step.is_some());
-        let per = if stepped { "step" } else { "s" };
-        let tracks = tracks_of(&cs, stepped, first_t);
+        let job_steps = !stepped && cs.len() >= 2 && cs.iter().all(|c| job.step_at(c.t).is_some());
+        let per = if stepped || job_steps { "step" } else { "s" };
+        let x_of = |c: &Census| {
+            if stepped {
+                c.step.unwrap_or(0) as f64
+            } else if job_steps {
+                job.step_at(c.t).unwrap_or(0.0)
+            } else {
+                c.t
+            }
+        };
+        let tracks = tracks_of(&cs, &x_of, first_t);
         let mut growers: Vec<Grower> = tracks
             .iter()
             .filter_map(|(key, tr)| fit(pid, key, tr, per))
@@ -433,7 +455,11 @@ fn probe_grower(pid: u32, key: &str, s: &Suspect, tr: Option<&Track>, per: &str)
     }
 }
 
-fn tracks_of(cs: &[&Census], stepped: bool, first_t: Option<f64>) -> BTreeMap<String, Track> {
+fn tracks_of(
+    cs: &[&Census],
+    x_of: &dyn Fn(&Census) -> f64,
+    first_t: Option<f64>,
+) -> BTreeMap<String, Track> {
     let mut tracks: BTreeMap<String, Track> = BTreeMap::new();
     let mut graph_capped = 0;
     // Containers whose series the probe started from the last census's
@@ -450,11 +476,7 @@ fn tracks_of(cs: &[&Census], stepped: bool, first_t: Option<f64>) -> BTreeMap<St
         tr.push(x, y, bytes);
     };
     for c in cs {
-        let x = if stepped {
-            c.step.unwrap_or(0) as f64
-        } else {
-            c.t
-        };
+        let x = x_of(c);
         // The first census is warm-up unless the probe says it came well
         // into the job (older probes did not say: it was).
         let warm = c.warmup.unwrap_or(Some(c.t) == first_t);
@@ -747,6 +769,10 @@ fn short_rise_fit(
     })
 }
 
+/// The census's type keys of tensor objects (counted again by the tensor
+/// groups).
+const TENSOR_TYPES: [&str; 2] = ["type:torch.Tensor", "type:torch.nn.parameter.Parameter"];
+
 /// Growers of the same holder form one group; the most telling grower of a
 /// group leads (graph, tensors, containers before plain type counts).
 fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
@@ -765,11 +791,22 @@ fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
             gs.retain(|g| g.key != "graph.largest");
         }
         gs.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
-        // The group's holder is the whole of what it names, not one entry.
-        let holder = gs[0].holder.clone().map(|mut h| {
+        // The group's holder is the whole of what it names, not one entry;
+        // it keeps what each of its suspects found it keeps.
+        let mut holder = gs[0].holder.clone().map(|mut h| {
             h.key = None;
             h
         });
+        if let Some(h) = holder.as_mut() {
+            let mut reaches: Vec<String> = gs
+                .iter()
+                .filter_map(|g| g.holder.as_ref())
+                .flat_map(|h| h.reaches.iter().cloned())
+                .collect();
+            reaches.sort();
+            reaches.dedup();
+            h.reaches = reaches;
+        }
         let created_at = gs.iter().find_map(|g| g.created_at.clone());
         out.push(GrowthGroup {
             pid,
@@ -779,6 +816,7 @@ fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
             static_findings: Vec::new(),
             site_from: None,
             static_holder: None,
+            process: None,
         });
     }
     // matplotlib's own objects multiply with the figures left open.
@@ -810,6 +848,39 @@ fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
             .partition(|g| g.key.starts_with("cuda."));
         out[i].growers.extend(cuda);
         without = other;
+    }
+    // What a named holder keeps, found by going down its references, is its
+    // leak whatever series counts it (a figure's arrays, weak references
+    // and partials are the figure's): one leak, one group.
+    let mut rest_kept = Vec::new();
+    for g in without {
+        match out.iter_mut().find(|grp| {
+            grp.holder
+                .as_ref()
+                .is_some_and(|h| h.reaches.contains(&g.key))
+        }) {
+            Some(grp) => grp.growers.push(g),
+            None => rest_kept.push(g),
+        }
+    }
+    let mut without = rest_kept;
+    // The count of tensor objects by type is the tensors that the tensor
+    // groups count: where every rising tensor group is held by one holder,
+    // those objects are that holder's too (one leak, one group).
+    let with_tensors: Vec<usize> = out
+        .iter()
+        .enumerate()
+        .filter(|(_, grp)| grp.growers.iter().any(|g| g.key.starts_with("tensors:")))
+        .map(|(i, _)| i)
+        .collect();
+    if let [i] = with_tensors[..] {
+        if !without.iter().any(|g| g.key.starts_with("tensors:")) {
+            let (objs, other): (Vec<Grower>, Vec<Grower>) = without
+                .into_iter()
+                .partition(|g| TENSOR_TYPES.contains(&g.key.as_str()));
+            out[i].growers.extend(objs);
+            without = other;
+        }
     }
     // A series without a holder whose objects are made in the same function
     // as a held group's is the same leak seen from another side (the graph
@@ -848,6 +919,7 @@ fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
             static_findings: Vec::new(),
             site_from: None,
             static_holder: None,
+            process: None,
         });
     }
     out
@@ -915,6 +987,7 @@ mod tests {
             line: None,
             chain: Vec::new(),
             hint: None,
+            reaches: Vec::new(),
         };
         GrowthGroup {
             pid: 1,
@@ -941,6 +1014,7 @@ mod tests {
             static_findings: Vec::new(),
             site_from: None,
             static_holder: None,
+            process: None,
         }
     }
 

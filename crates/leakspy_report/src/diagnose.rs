@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use leakspy_trace::Trace;
 
 use crate::census::Describe;
-use crate::extract::{memory_series, Series, StepClock};
+use crate::extract::{memory_series, Series, StepClock, TREE_PSS, TREE_RSS};
 use crate::model::{
     Basis, DiagnoseOptions, Diagnosis, ExitInfo, Finding, Fit, Growth, ProbeInfo, RunInfo,
     SeriesReport, ThroughputReport,
@@ -37,20 +37,33 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     let exit = exit_info(trace);
     let mut notes = Vec::new();
     let mut findings = Vec::new();
+    // The tree's memory: PSS when several processes ran (their summed RSS
+    // counts every page they share once per process), else RSS.
+    let tree = if analysed
+        .iter()
+        .any(|(_, r, a)| r.key == TREE_PSS && a.shape != Shape::TooShort)
+    {
+        TREE_PSS
+    } else {
+        TREE_RSS
+    };
     let rss_leaks = analysed
         .iter()
-        .any(|(_, r, _)| r.key == "total.rss" && r.verdict == Verdict::Leak);
+        .any(|(_, r, _)| r.key == tree && r.verdict == Verdict::Leak);
     for (_, r, _) in &analysed {
         if r.verdict != Verdict::Leak {
             continue;
         }
         // Anonymous memory rising with RSS is the same leak: one finding,
-        // with the anon fit as extra evidence.
-        if r.key == "total.anon" && rss_leaks {
+        // with the anon fit as extra evidence. Summed over processes that
+        // share pages, RSS and anon are not the tree's memory at all.
+        if (r.key == "total.anon" && rss_leaks)
+            || (tree == TREE_PSS && (r.key == TREE_RSS || r.key == "total.anon"))
+        {
             continue;
         }
         let mut evidence = r.evidence.clone();
-        if r.key == "total.rss" {
+        if r.key == TREE_RSS {
             if let Some((_, anon, _)) = analysed.iter().find(|(_, a, _)| a.key == "total.anon") {
                 if let Some(g) = anon.per_step.as_ref().or(anon.per_second.as_ref()) {
                     evidence.push(format!(
@@ -90,7 +103,11 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     }
     let probe = probe_info(trace);
 
-    let rss = analysed.iter().find(|(_, r, _)| r.key == "total.rss");
+    let rss = analysed.iter().find(|(_, r, _)| r.key == tree);
+    // What makes memory grow outside the Python objects of the process
+    // that pays for it: processes, copy-on-read, the allocators.
+    let mut mechanisms = crate::processes::mechanisms(trace, &clock);
+    mechanisms.extend(crate::allocator::mechanisms(trace, &growth));
     // RSS alone can look flat at the end of a leaking run (the allocator
     // refilling heap that the probe's own census freed, a short run): when
     // the probe saw heavy objects held by a named root grow through the
@@ -122,6 +139,30 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
             }
         }
     }
+    // Processes that pile up are a leak whatever the memory curve's last
+    // moments look like: their count grows with the work done and none
+    // ends, and the tree's memory rose by what a leak needs with them.
+    if findings.is_empty() {
+        let piled = mechanisms
+            .iter()
+            .find(|m| m.kind == crate::model::MechanismKind::ProcessesPileUp);
+        if let (Some((_, r, _)), Some(m)) = (rss, piled) {
+            if r.peak - r.first >= r.threshold {
+                leak_by = Some("processes that pile up");
+                corroborated = Some("processes pile up, and none ends".into());
+                let mut evidence = r.evidence.clone();
+                evidence.push(format!(
+                    "{}: the tree's memory rose {} with them",
+                    m.summary,
+                    fmt_bytes(r.peak - r.first)
+                ));
+                findings.push(Finding {
+                    grows: Some(m.summary.clone()),
+                    ..Finding::of_series(r, evidence)
+                });
+            }
+        }
+    }
     let verdict = if !findings.is_empty() {
         Verdict::Leak
     } else {
@@ -132,7 +173,12 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     };
 
     if let Some((_, r, a)) = rss.filter(|_| corroborated.is_none()) {
-        notes.extend(shape_notes("RSS", r, a, basis));
+        notes.extend(shape_notes(
+            if tree == TREE_PSS { "PSS" } else { "RSS" },
+            r,
+            a,
+            basis,
+        ));
         if r.verdict == Verdict::Leak {
             if let Some((_, anon, _)) = analysed.iter().find(|(_, a, _)| a.key == "total.anon") {
                 if anon.verdict == Verdict::NoLeak {
@@ -157,7 +203,8 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
         }
     }
 
-    notes.extend(non_leak_notes(trace, &growth, verdict));
+    notes.extend(non_leak_notes(trace, verdict));
+    crate::processes::label_groups(trace, &mut growth);
     // One story: under a no-leak verdict, what the probe saw grow is not a
     // leak either (its evidence would have made it one); said as a note,
     // not listed as what grows.
@@ -205,9 +252,18 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     });
     if let Some(t) = &throughput {
         if t.falling {
+            // Said as what was measured: wall-clock steps/s also fall when
+            // other programs take the machine's cores, which the trace
+            // does not tell apart; only beside a leak is it one's symptom.
+            let why = if verdict == Verdict::Leak {
+                "with the leak (a growing list walked every step, swapping), or other programs \
+                 taking the machine's cores"
+            } else {
+                "other programs taking the machine's cores slow a job as much; nothing here \
+                 leaks"
+            };
             notes.push(format!(
-                "steps/s fell from {} to {} ({:+.0}%) over the run: a symptom of leaks \
-                 (a growing list walked every step, swapping)",
+                "steps/s fell from {} to {} ({:+.0}%) over the run: {why}",
                 fmt_value(t.start_rate, ValueUnit::StepsPerSecond),
                 fmt_value(t.end_rate, ValueUnit::StepsPerSecond),
                 t.change * 100.0
@@ -218,7 +274,7 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     let headline_key = findings
         .first()
         .map(|f| f.series.clone())
-        .unwrap_or_else(|| "total.rss".to_string());
+        .unwrap_or_else(|| tree.to_string());
     let headline = analysed.iter().find(|(_, r, _)| r.key == headline_key);
     let (growth_per_step, growth_per_second) = headline
         .map(|(_, r, _)| (r.per_step.clone(), r.per_second.clone()))
@@ -347,8 +403,9 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
             .collect(),
         ranks: Vec::new(),
         no_holder: None,
+        mechanisms,
     };
-    if d.verdict == Verdict::Leak {
+    if d.verdict == Verdict::Leak && d.mechanisms.is_empty() {
         d.no_holder = no_holder_reason(trace, &d.growth, &d.probe);
     }
     let ranks = crate::ranks::rank_rows(trace, &d, "", opts);
@@ -605,6 +662,28 @@ fn no_holder_reason(
         .filter(|s| s.holder.as_ref().is_some_and(|h| !h.is_named()))
         .filter_map(|s| s.what.clone())
         .next();
+    // "Native" only once every process that grows was looked into.
+    let unlooked: Vec<u32> = trace
+        .samples()
+        .last()
+        .map(|s| s.procs.iter().map(|p| p.pid).collect::<Vec<u32>>())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|pid| trace.census().all(|c| c.pid != *pid))
+        .filter(|pid| grows_alone(trace, *pid))
+        .collect();
+    if unknown.is_none() && !unlooked.is_empty() {
+        return Some(format!(
+            "{censuses} censuses found no Python objects growing with the memory in the \
+             processes they looked at; {} grew and had none (not Python, or the probe could not \
+             start there): what grows there is not known",
+            unlooked
+                .iter()
+                .map(|p| crate::processes::process_label(trace, *p))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     Some(match unknown {
         Some(what) => format!(
             "the probe saw {what} grow but no holder within reach: held from C (an extension's \
@@ -615,6 +694,19 @@ fn no_holder_reason(
              them (native allocations, an extension's buffers); a native profiler (memray) can tell"
         ),
     })
+}
+
+/// Whether one process's own RSS grew by 16 MiB or more from its first
+/// sample to its last (a process that grows, whatever the tree does).
+fn grows_alone(trace: &Trace, pid: u32) -> bool {
+    let rss: Vec<u64> = trace
+        .samples()
+        .filter_map(|s| s.procs.iter().find(|p| p.pid == pid).map(|p| p.rss))
+        .collect();
+    match (rss.first(), rss.last()) {
+        (Some(a), Some(b)) if rss.len() >= 10 => *b >= *a + (16 << 20),
+        _ => false,
+    }
 }
 
 /// Why a series that does not leak looks the way it does.
@@ -652,13 +744,13 @@ fn shape_notes(name: &str, r: &SeriesReport, a: &SeriesAnalysis, basis: Basis) -
             first(a.warmup_end.unwrap_or(0.0))
         )),
         Shape::Flat | Shape::Sawtooth if warm => notes.push(format!(
-            "{name} rose {} up to {}, then stayed flat: it fills, then stays flat — bounded (a \
-             buffer or a cache reaching its size), not a leak",
+            "{name} rose {} up to {}, then stayed flat: it fills, then stays flat — bounded, \
+             not a leak",
             fmt_bytes(a.warmup_rise),
             at(a.warmup_end.unwrap_or(0.0))
         )),
         _ if warm => notes.push(format!(
-            "{name} rose {} during warm-up (up to {}): imports and first-step work, left out of the fit",
+            "{name} rose {} during warm-up (up to {}), left out of the fit",
             fmt_bytes(a.warmup_rise),
             at(a.warmup_end.unwrap_or(0.0))
         )),
@@ -666,8 +758,7 @@ fn shape_notes(name: &str, r: &SeriesReport, a: &SeriesAnalysis, basis: Basis) -
     }
     match a.shape {
         Shape::Saturating if a.verdict == Verdict::NoLeak => notes.push(format!(
-            "{name} grew, then stayed flat since {}: a buffer or cache filling up, or data loaded \
-             once, not a leak",
+            "{name} grew, then stayed flat since {}: bounded, not a leak",
             at(a.flat_since.unwrap_or(0.0))
         )),
         Shape::Saturating => notes.push(format!(
@@ -861,60 +952,12 @@ fn probe_cost(trace: &Trace) -> Option<crate::model::ProbeCost> {
 }
 
 /// What grows but is not a leak, said plainly so nobody chases it.
-fn non_leak_notes(
-    trace: &Trace,
-    growth: &[crate::census::GrowthGroup],
-    verdict: Verdict,
-) -> Vec<String> {
+fn non_leak_notes(trace: &Trace, verdict: Verdict) -> Vec<String> {
     let mut notes = Vec::new();
-    let grows = |key: &str| growth.iter().flat_map(|g| &g.growers).any(|g| g.key == key);
-    let cuda_seen = trace.census().any(|c| c.cuda.is_some());
-    if cuda_seen && !grows("cuda.allocated") {
-        let reserved = cuda_rise(trace, "reserved");
-        let gpu_used_rises = gpu_rise(trace) > 0.0;
-        if grows("cuda.reserved") || reserved > 0.0 || gpu_used_rises {
-            notes.push(
-                "CUDA reserved (or the GPU's used memory) grows while memory allocated by tensors \
-                 stays flat: the caching allocator keeping freed blocks for reuse, not a leak \
-                 (torch.cuda.empty_cache() returns them, at a speed cost)"
-                    .to_string(),
-            );
-        }
-    }
     if let Some(note) = copy_on_read_note(trace, verdict) {
         notes.push(note);
     }
     notes
-}
-
-fn cuda_rise(trace: &Trace, key: &str) -> f64 {
-    let vals: Vec<f64> = trace
-        .census()
-        .filter_map(|c| {
-            let cuda = c.cuda?;
-            Some(if key == "reserved" {
-                cuda.reserved
-            } else {
-                cuda.allocated
-            })
-        })
-        .collect();
-    match (vals.get(1), vals.last()) {
-        (Some(a), Some(b)) if vals.len() >= 3 => b - a,
-        _ => 0.0,
-    }
-}
-
-fn gpu_rise(trace: &Trace) -> f64 {
-    let used: Vec<f64> = trace
-        .gpu()
-        .map(|g| g.devices.iter().map(|d| d.used as f64).sum())
-        .collect();
-    let n = used.len();
-    if n < 6 {
-        return 0.0;
-    }
-    used[n - 1] - used[n / 4]
 }
 
 /// Forked workers whose RSS grows while their private memory (USS) stays

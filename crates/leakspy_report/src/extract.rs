@@ -15,8 +15,16 @@ pub(crate) struct Series {
     pub y: Vec<f64>,
 }
 
-/// The memory series worth analysing: tree totals (RSS, anon), the biggest
-/// processes when there are several, and GPU memory per device.
+/// Key of the tree's memory fitted on PSS (`Sample::tree_memory`): a tree
+/// of several processes, whose summed RSS counts every shared page once per
+/// process that maps it.
+pub(crate) const TREE_PSS: &str = "total.pss";
+/// Key of the summed RSS, the tree's memory for one process.
+pub(crate) const TREE_RSS: &str = "total.rss";
+
+/// The memory series worth analysing: tree totals (RSS, anon, and PSS when
+/// the tree had several processes), the biggest processes when there are
+/// several, and GPU memory per device.
 pub(crate) fn memory_series(trace: &Trace, max_processes: usize) -> Vec<Series> {
     let mut out = Vec::new();
     let mut rss = new_series("total.rss", "resident memory (RSS) of the process tree");
@@ -37,6 +45,9 @@ pub(crate) fn memory_series(trace: &Trace, max_processes: usize) -> Vec<Series> 
     }
     let anon_recorded = anon.y.iter().any(|&v| v > 0.0);
     out.push(rss);
+    if let Some(pss) = tree_pss_series(trace) {
+        out.push(pss);
+    }
     if anon_recorded {
         out.push(anon);
     }
@@ -71,6 +82,30 @@ pub(crate) fn memory_series(trace: &Trace, max_processes: usize) -> Vec<Series> 
     }
     out.extend(gpus.into_values());
     out
+}
+
+/// The tree's memory on PSS (`TreeMemory`), when several processes were
+/// sampled for a tenth of the run or more with their PSS read.
+fn tree_pss_series(trace: &Trace) -> Option<Series> {
+    let (mut multi, mut with_pss) = (0usize, 0usize);
+    for s in trace.samples() {
+        if s.procs.len() > 1 {
+            multi += 1;
+            with_pss += usize::from(s.total.pss.is_some());
+        }
+    }
+    if with_pss < 8 || multi * 10 < trace.samples().count() {
+        return None;
+    }
+    let mut pss = new_series(TREE_PSS, "proportional memory (PSS) of the process tree");
+    let mut tree = leakspy_trace::TreeMemory::new(false, true);
+    for s in trace.samples() {
+        if let Some(m) = tree.observe(s) {
+            pss.t.push(s.t);
+            pss.y.push(m as f64);
+        }
+    }
+    Some(pss)
 }
 
 fn new_series(key: &str, what: &str) -> Series {
@@ -145,7 +180,6 @@ impl StepClock {
 
     /// Steps done at time `t`; `None` before the first or after the last
     /// step event (imports before training, evaluation or exit after it).
-    #[cfg(test)]
     pub fn step_at(&self, t: f64) -> Option<f64> {
         let n = self.t.len();
         if n < 2 || t < self.t[0] || t > self.t[n - 1] {

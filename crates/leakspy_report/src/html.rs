@@ -178,6 +178,7 @@ pub fn render_html(d: &Diagnosis, trace: &Trace) -> String {
         }
         out.push_str("</ul></section>\n");
     }
+    mechanisms_section(&mut out, d);
     growth_section(&mut out, d);
     if !d.ranks.is_empty() {
         out.push_str("<section id=\"ranks\"><h2>Ranks (each fitted on its own RSS and steps)</h2>");
@@ -208,6 +209,37 @@ pub fn render_html(d: &Diagnosis, trace: &Trace) -> String {
         escape(&trace.header.leakspy_version)
     );
     out
+}
+
+/// What makes memory grow outside Python objects (processes, the
+/// allocators): each with its evidence, bound and fix.
+fn mechanisms_section(out: &mut String, d: &Diagnosis) {
+    if d.mechanisms.is_empty() {
+        return;
+    }
+    out.push_str("<section id=\"mechanisms\"><h2>How memory grows (processes, allocators)</h2>");
+    for m in &d.mechanisms {
+        let _ = write!(
+            out,
+            "<article class=\"group\"><h3>{}</h3><ul>",
+            prose(&m.summary)
+        );
+        for e in &m.evidence {
+            let _ = write!(out, "<li class=\"evidence\">{}</li>", prose(e));
+        }
+        if let Some(b) = m.bound {
+            let _ = write!(
+                out,
+                "<li>bound: at most {} in all</li>",
+                escape(&fmt_bytes(b))
+            );
+        }
+        if let Some(f) = &m.fix {
+            let _ = write!(out, "<li>fix: {}</li>", prose(f));
+        }
+        out.push_str("</ul></article>");
+    }
+    out.push_str("</section>\n");
 }
 
 /// What grows inside the processes, by holder: every name in it came from
@@ -249,7 +281,15 @@ fn growth_section(out: &mut String, d: &Diagnosis) {
                 let library = if h.library { ", a library's own" } else { "" };
                 (
                     format!("held by <code>{}</code>{container}{at}", escape(&h.path)),
-                    format!("{}{library} &#183; pid {}{hint}", escape(&h.kind), g.pid),
+                    format!(
+                        "{}{library} &#183; {}{hint}",
+                        escape(&h.kind),
+                        escape(
+                            &g.process
+                                .clone()
+                                .unwrap_or_else(|| format!("pid {}", g.pid))
+                        )
+                    ),
                 )
             }
             (_, Some(kept)) => (

@@ -158,6 +158,7 @@ fn attach(
                     file: m.file.clone(),
                     line: m.line,
                     function: None,
+                    thread: None,
                 });
                 g.site_from = Some(format!("check {}", m.rule));
             }

@@ -4,6 +4,7 @@
 //! I/O is [`attach_static_findings`], which reads the source files the probe
 //! named (the caller decides whether to).
 
+mod allocator;
 mod attached;
 mod census;
 mod chart;
@@ -15,6 +16,7 @@ mod join;
 mod json;
 mod model;
 mod paths;
+mod processes;
 mod proof;
 mod proof_html;
 mod ranks;
@@ -27,8 +29,8 @@ pub use html::{render_html, render_ranks_html};
 pub use join::attach_static_findings;
 pub use json::{render_diff_json, render_json, render_ranks_json, report_kind};
 pub use model::{
-    Basis, DiagnoseOptions, Diagnosis, ExitInfo, Finding, Fit, Growth, ProbeInfo, RunInfo,
-    SeriesReport, ThroughputReport,
+    Basis, DiagnoseOptions, Diagnosis, ExitInfo, Finding, Fit, Growth, Mechanism, MechanismKind,
+    ProbeInfo, RunInfo, SeriesReport, ThroughputReport,
 };
 pub use paths::resolve as resolve_source;
 pub use proof::{burst_step, prove, steps_done, FixProof, FixVerdict, Leg, Work};

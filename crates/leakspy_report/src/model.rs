@@ -160,6 +160,38 @@ impl Finding {
     }
 }
 
+/// A mechanism that makes memory grow without a Python object growing in
+/// the process that pays for it (processes piling up, copy-on-read, the
+/// allocator holding freed memory, CUDA's caching allocator), told by what
+/// was measured, with its fix and how far it can go.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Mechanism {
+    pub kind: MechanismKind,
+    /// One line.
+    pub summary: String,
+    pub evidence: Vec<String>,
+    /// What to change.
+    pub fix: Option<String>,
+    /// The most it can add, bytes, when it is bounded.
+    pub bound: Option<f64>,
+    /// The processes it concerns.
+    pub pids: Vec<u32>,
+    /// Where it starts in the job's code, when the probe saw it (the line
+    /// that started the piled-up processes).
+    pub location: Option<leakspy_trace::Location>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MechanismKind {
+    ProcessesPileUp,
+    CopyOnRead,
+    /// glibc's malloc keeping freed memory (arenas, fragmentation).
+    Allocator,
+    /// torch's CUDA caching allocator: reserved grows, allocated does not.
+    CudaCachingAllocator,
+}
+
 /// How the run ended.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExitInfo {
@@ -351,4 +383,6 @@ pub struct Diagnosis {
     pub ranks: Vec<crate::ranks::RankRow>,
     /// A leak whose holder the probe could not name: why, and what to do.
     pub no_holder: Option<String>,
+    /// What makes memory grow outside Python objects, by its evidence.
+    pub mechanisms: Vec<Mechanism>,
 }

@@ -79,6 +79,7 @@ pub fn render_text(d: &Diagnosis, trace: &Trace) -> String {
             let _ = writeln!(out, "  - {e}");
         }
     }
+    render_mechanisms(&mut out, d);
     render_growth(&mut out, d);
     if !d.ranks.is_empty() {
         let _ = writeln!(out, "ranks (each fitted on its own RSS and steps):");
@@ -93,6 +94,27 @@ pub fn render_text(d: &Diagnosis, trace: &Trace) -> String {
     sanitize(&out)
 }
 
+/// What makes memory grow outside Python objects (processes, the
+/// allocators), each with what was measured, how far it goes and its fix.
+fn render_mechanisms(out: &mut String, d: &Diagnosis) {
+    if d.mechanisms.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "how memory grows (processes, allocators):");
+    for (i, m) in d.mechanisms.iter().enumerate() {
+        let _ = writeln!(out, "  {}. {}", i + 1, m.summary);
+        for e in &m.evidence {
+            let _ = writeln!(out, "     - {e}");
+        }
+        if let Some(b) = m.bound {
+            let _ = writeln!(out, "     bound: at most {} in all", fmt_bytes(b));
+        }
+        if let Some(f) = &m.fix {
+            let _ = writeln!(out, "     fix: {f}");
+        }
+    }
+}
+
 /// What grows inside the processes, by holder: at most a few groups, each
 /// with its series, creation site and the static findings on its lines.
 fn render_growth(out: &mut String, d: &Diagnosis) {
@@ -104,15 +126,16 @@ fn render_growth(out: &mut String, d: &Diagnosis) {
         return;
     }
     let several = d.growth.iter().any(|g| g.pid != d.growth[0].pid);
+    // (A group in another process than the job's own says which.)
     let _ = writeln!(out, "what grows (in-process probe):");
     if let Some(why) = &d.no_holder {
         let _ = writeln!(out, "  no holder named: {why}");
     }
     for (i, g) in d.growth.iter().take(MAX_GROUPS).enumerate() {
-        let pid = if several {
-            format!(" [pid {}]", g.pid)
-        } else {
-            String::new()
+        let pid = match &g.process {
+            Some(p) => format!(" in {p}"),
+            None if several => format!(" [pid {}]", g.pid),
+            None => String::new(),
         };
         match &g.holder {
             Some(h) if h.is_named() => {

@@ -194,6 +194,57 @@ pub struct Sample {
     pub cgroup: Option<CgroupSample>,
 }
 
+/// The tree's memory as leakspy fits it, sample after sample: RSS while
+/// one process has run; once several have, PSS (each shared page split
+/// among the processes that map it), so the pages a forked worker shares
+/// with its parent count once and the copies made of them count as they
+/// happen. PSS is read every few samples; in between, a sample of the same
+/// processes is its RSS less the part of it the last read found shared.
+/// With smaps_rollup denied (`pss_unreadable`), summed RSS is all there is.
+#[derive(Debug, Clone, Default)]
+pub struct TreeMemory {
+    pss_unreadable: bool,
+    several: bool,
+    /// The pids of the last sample with PSS, and its RSS less its PSS.
+    gap: Option<(Vec<u32>, i64)>,
+}
+
+impl TreeMemory {
+    /// `several`: judge on PSS from the first sample (a trace known to
+    /// have had several processes), not only once they appear.
+    pub fn new(pss_unreadable: bool, several: bool) -> Self {
+        TreeMemory {
+            pss_unreadable,
+            several,
+            gap: None,
+        }
+    }
+
+    pub fn set_pss_unreadable(&mut self, unreadable: bool) {
+        self.pss_unreadable = unreadable;
+    }
+
+    /// The tree's memory at this sample; `None` when it cannot be told
+    /// (PSS not read, and the processes changed since it was).
+    pub fn observe(&mut self, s: &Sample) -> Option<u64> {
+        self.several |= s.procs.len() > 1;
+        let pids = || s.procs.iter().map(|p| p.pid).collect::<Vec<u32>>();
+        if let Some(pss) = s.total.pss {
+            self.gap = Some((pids(), s.total.rss as i64 - pss as i64));
+        }
+        if !self.several || self.pss_unreadable {
+            return Some(s.total.rss);
+        }
+        if let Some(pss) = s.total.pss {
+            return Some(pss);
+        }
+        match &self.gap {
+            Some((seen, gap)) if *seen == pids() => Some((s.total.rss as i64 - gap).max(0) as u64),
+            _ => None,
+        }
+    }
+}
+
 /// One process of the tree.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProcSample {

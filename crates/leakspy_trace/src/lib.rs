@@ -16,12 +16,13 @@ mod writer;
 pub use error::TraceError;
 pub use event::{
     AttachInfo, CgroupSample, Detach, Event, Exit, GpuDevice, GpuProc, GpuSample, Header,
-    MemTotals, Note, NoteLevel, ProcSample, Sample, Step, StepSource, FORMAT_NAME, FORMAT_VERSION,
+    MemTotals, Note, NoteLevel, ProcSample, Sample, Step, StepSource, TreeMemory, FORMAT_NAME,
+    FORMAT_VERSION,
 };
 pub use joined::{CheckedFile, StaticMatch, StaticRecord};
 pub use probe_events::{
-    Census, ContainerLen, Cost, CudaCensus, GraphCensus, Holder, Location, ModuleCensus,
-    NumpyCensus, Suspect, TensorGroup,
+    Census, ContainerLen, Cost, CudaCensus, GraphCensus, Holder, Location, MallocCensus,
+    MallocTrim, ModuleCensus, NumpyCensus, Suspect, TensorGroup,
 };
 pub use reader::{
     parse_trace, parse_trace_bytes, read_trace, read_trace_from, read_trace_from_with,

@@ -28,6 +28,16 @@ pub struct Census {
     /// Wall seconds the census took.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_s: Option<f64>,
+    /// CPU seconds of the census's thread (what the budget is charged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_s: Option<f64>,
+    /// The longest the job paused for one slice of it (wall seconds): a
+    /// census is done in slices between steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_s: Option<f64>,
+    /// How many slices it took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slices: Option<u64>,
     /// Messages the probe dropped since the last census (a full socket).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dropped: Option<u64>,
@@ -64,6 +74,13 @@ pub struct Census {
     /// torch's caching allocator (CUDA initialised).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cuda: Option<CudaCensus>,
+    /// What the process is to the job, when the probe can tell
+    /// (`DataLoader worker 1 of 2`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// glibc's malloc in this process (`mallinfo2`), when readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub malloc: Option<MallocCensus>,
     /// Fields this version does not know.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -176,6 +193,34 @@ pub struct CudaCensus {
     pub reserved: f64,
 }
 
+/// glibc's malloc statistics (`mallinfo2`, summed over its arenas).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct MallocCensus {
+    /// Bytes malloc obtained from the system outside `mmap`ed chunks (`arena`).
+    #[serde(default)]
+    pub heap: f64,
+    /// Bytes in `mmap`ed chunks (`hblkhd`).
+    #[serde(default)]
+    pub mmapped: f64,
+    /// Bytes allocated and not freed (`uordblks`).
+    #[serde(default)]
+    pub in_use: f64,
+    /// Bytes freed but kept by malloc (`fordblks`).
+    #[serde(default)]
+    pub free: f64,
+    /// Arenas (the main one and one per thread that contended for it), when
+    /// counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arenas: Option<f64>,
+}
+
+/// Resident memory of a process before and after `malloc_trim(0)`, bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct MallocTrim {
+    pub rss_before: f64,
+    pub rss_after: f64,
+}
+
 /// Something that grew at every census lately, with who holds it. A later
 /// suspect of the same process and key adds what was learnt (its creation
 /// site).
@@ -241,6 +286,15 @@ pub struct Holder {
     /// (IPython's output history: `%reset -f out`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
+    /// The census series (`type:functools.partial`, `numpy`) whose objects
+    /// this holder keeps, found going down its references: the same leak
+    /// counted in other series.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "null_as_empty"
+    )]
+    pub reaches: Vec<String>,
 }
 
 impl Holder {
@@ -268,6 +322,11 @@ pub struct Location {
     pub line: u64,
     #[serde(default)]
     pub function: Option<String>,
+    /// The thread running that line when the probe looked, when it is not
+    /// the job's main thread (a background thread that makes and keeps
+    /// what grows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<String>,
 }
 
 /// The probe's own accounting in one process: each one sums up all before
@@ -309,6 +368,10 @@ pub struct Cost {
     /// Most optimizers seen stepping in one iteration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub optimizers: Option<u64>,
+    /// At exit, where glibc's malloc held much freed memory: what
+    /// `malloc_trim(0)` gave back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub malloc_trim: Option<MallocTrim>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

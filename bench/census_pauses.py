@@ -1,0 +1,89 @@
+"""How long the job pauses for the probe's censuses, quiet and under a CPU hog.
+
+    .venv/bin/python bench/census_pauses.py        # writes bench/RESULTS-pauses.md
+
+Runs zoo programs under `leakspy run` at its defaults (a healthy loop, a
+leak that gets a burst, a cache filled in DataLoader workers), each alone
+and then beside two busy loops that take both cores, and reads every census
+of the trace: the longest pause of the job for one slice (`pause_s`), the
+census's whole wall time (`cost_s`) and CPU time (`cpu_s`), and whether the
+holder of a leak was still named. Environment: ZOO_SECONDS (default 40),
+LEAKSPY (binary; default target/release/leakspy, built if missing).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+SECONDS = os.environ.get("ZOO_SECONDS", "40")
+PROGRAMS = [("examples/zoo/healthy.py", None), ("examples/zoo/loss_list.py", "Trainer.losses"),
+            ("examples/growth/worker_cache.py", "SpectrogramDataset.cache")]
+HOG = "import time\nt = time.time()\nwhile time.time() - t < 600: pass"
+
+
+def leakspy():
+    exe = os.environ.get("LEAKSPY")
+    if exe:
+        return exe
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "leakspy"], cwd=ROOT, check=True)
+    return str(ROOT / "target" / "release" / "leakspy")
+
+
+def run(exe, program, hogs):
+    procs = [subprocess.Popen([PY, "-c", HOG]) for _ in range(hogs)]
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            trace = Path(d) / "t.jsonl"
+            report = Path(d) / "r.json"
+            subprocess.run([exe, "run", "--quiet", "--trace", str(trace), "--report-json",
+                            str(report), "--", PY, str(ROOT / program)],
+                           env=dict(os.environ, ZOO_SECONDS=SECONDS), check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            censuses = [json.loads(line) for line in trace.open()
+                        if '"kind":"census"' in line]
+            rep = json.loads(report.read_text())
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    holders = [g["holder"]["path"] for g in rep.get("growth", []) if g.get("holder")]
+    return censuses, holders, rep["verdict"]
+
+
+def main():
+    exe = leakspy()
+    rows = []
+    for program, holder in PROGRAMS:
+        for hogs in (0, 2):
+            cs, holders, verdict = run(exe, program, hogs)
+            live = [c for c in cs if c.get("look") is None]
+            sliced = [c.get("pause_s", 0.0) for c in live if c.get("slices", 1) > 1]
+            whole = [c.get("pause_s", 0.0) for c in live if c.get("slices", 1) == 1]
+            cpus = [c.get("cpu_s", 0.0) for c in live]
+            named = "-" if holder is None else ("yes" if holder in holders else "no")
+            rows.append((Path(program).name, hogs, verdict, len(live), len(sliced),
+                         max(sliced, default=0.0), max(whole, default=0.0),
+                         max(cpus, default=0.0), named))
+            print(rows[-1], flush=True)
+    out = ["# How long the job pauses for a census", "",
+           "`python bench/census_pauses.py` (ZOO_SECONDS=%s, defaults, release build): each "
+           "program alone and beside two busy loops that take both cores. A census is done "
+           "in slices between steps (the longest slice is what the job waited for one); a census "
+           "short enough for one slice, and one that searches holders for what the census "
+           "before it found, run in one piece." % SECONDS, "",
+           "| program | hogs | verdict | censuses | in slices | longest slice | longest "
+           "census in one piece | longest census (CPU) | holder named |",
+           "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for name, hogs, verdict, n, ns, sl, whole, cpu, named in rows:
+        out.append("| %s | %d | %s | %d | %d | %.3f s | %.3f s | %.3f s | %s |"
+                   % (name, hogs, verdict, n, ns, sl, whole, cpu, named))
+    (ROOT / "bench" / "RESULTS-pauses.md").write_text("\n".join(out) + "\n")
+
+
+if __name__ == "__main__":
+    main()
