@@ -52,11 +52,11 @@ impl<'a> SemanticModel<'a> {
             .iter()
             .map(|a| self.value_inner(a))
             .collect();
-        for (i, a) in args.iter().enumerate() {
+        for (i, (a, expr)) in args.iter().zip(call.arguments.args.iter()).enumerate() {
             if let Graph::Yes(o) = &a.graph {
                 if o.param.is_none() {
                     taints.resize(i + 1, None);
-                    taints[i] = Some(o.clone());
+                    taints[i] = Some(self.as_passed(o, expr));
                 }
             }
         }
@@ -110,6 +110,23 @@ impl<'a> SemanticModel<'a> {
         }
         // A summary whose graph comes from parameter `i` passes the argument's graph through.
         Some(substitute(v, &args))
+    }
+
+    /// The origin of a graph passed as argument `expr`: backpropagated when the caller's
+    /// `.backward()` runs through it (`loss.backward()` then `self.record(loss)`, or before it):
+    /// whatever the callee keeps of it, the caller's backward frees its activations, and only
+    /// the chain of autograd nodes stays.
+    pub(crate) fn as_passed(&self, origin: &Rc<Origin>, expr: &Expr) -> Rc<Origin> {
+        if origin.backpropagated
+            || !super::scan::keys_in(expr)
+                .iter()
+                .any(|k| self.consumed_by_backward(k))
+        {
+            return origin.clone();
+        }
+        let mut o = (**origin).clone();
+        o.backpropagated = true;
+        Rc::new(o)
     }
 
     /// Is `expr` a number without evaluating any call in it: a literal, a name or attribute
