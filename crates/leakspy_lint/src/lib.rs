@@ -11,9 +11,11 @@ pub mod lines;
 pub mod noqa;
 pub mod notebook;
 pub mod output;
+pub mod project;
 pub mod registry;
 mod rules;
 pub mod semantic;
+pub mod summaries;
 
 use ruff_python_parser::parse_module;
 use ruff_source_file::LineIndex;
@@ -121,6 +123,70 @@ pub fn check_source_as<'a>(
         syntax_error: None,
         line_index: lines.into_built(),
     }
+}
+
+/// Checks one source text as a file of a project: with what the project index says of other
+/// files (`summaries::ExternalFacts`), and returns the file's summary for the index beside the
+/// findings. A file whose facts are empty gets the findings `check_source_as` gives.
+pub fn check_in_project<'a>(
+    source: &'a str,
+    rules: &RuleSet,
+    kind: SourceKind<'a>,
+    external: &summaries::ExternalFacts,
+) -> (CheckedSource, summaries::FileSummary) {
+    let parsed = match parse_module(source) {
+        Ok(parsed) => parsed,
+        Err(err) => {
+            return (
+                CheckedSource {
+                    diagnostics: Vec::new(),
+                    syntax_error: Some(SyntaxError {
+                        message: err.error.to_string(),
+                        range: err.range(),
+                    }),
+                    line_index: None,
+                },
+                Default::default(),
+            );
+        }
+    };
+    let lines = lines::Lines::new(source);
+    let (noqa, called) = scan_tokens(parsed.tokens(), source, &lines);
+    let suite = parsed.suite();
+    let mut facts = semantic::facts::ModuleFacts::collect(suite);
+    if !external.is_empty() {
+        facts.adopt(external);
+    }
+    // A file exempt from findings (`# leakspy: noqa` alone) still tells the project what its
+    // functions do.
+    let exempt = noqa.file_exempt();
+    let active = if exempt {
+        RuleSet::empty()
+    } else {
+        rules.for_source(source)
+    };
+    let checker = checker::Checker::new(source, &facts, &lines, &active, suite)
+        .with_called_names(called)
+        .with_source_kind(kind)
+        .with_external(external)
+        .summarizing();
+    let (mut diagnostics, summary) = checker.check_module_summarized(suite);
+    diagnostics.retain(|d| {
+        !exempt
+            && rules.contains(d.rule)
+            && !noqa.suppresses(
+                lines.index().line_index(d.range.start()).to_zero_indexed(),
+                d.rule,
+            )
+    });
+    (
+        CheckedSource {
+            diagnostics,
+            syntax_error: None,
+            line_index: lines.into_built(),
+        },
+        summary,
+    )
 }
 
 /// One pass over the tokens: `noqa` comments, and every identifier directly followed by `(`

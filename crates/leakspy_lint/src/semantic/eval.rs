@@ -52,6 +52,7 @@ impl<'a> SemanticModel<'a> {
             is_loss,
             backpropagated: false,
             param: None,
+            site: None,
         }
     }
 
@@ -478,6 +479,16 @@ impl<'a> SemanticModel<'a> {
             parts: Parts::Same,
             scalar: false,
         };
+        // `hvd.allreduce(loss)`: the loss averaged over the ranks, graph and all.
+        if super::hooks::collective_passes_value(q) {
+            if let Some(first) = call.arguments.args.first() {
+                let v = self.value_inner(first);
+                return Value {
+                    parts: Parts::Same,
+                    ..v
+                };
+            }
+        }
         if is_functional_loss(q) {
             // A loss is a 0-d tensor (the default reduction).
             let args = self.args_value(call);
@@ -491,7 +502,9 @@ impl<'a> SemanticModel<'a> {
                 ..tensor(graph, args.device)
             };
         }
-        if self.facts.functions.contains(q) {
+        // A function of this file, or of another file of the project (`utils.viz.plot`, whose
+        // summary the project index gave).
+        if self.facts.functions.contains(q) || q.contains('.') && self.summaries.contains_key(q) {
             if let Some(v) = self.summary_call(q, call, grad) {
                 return v;
             }
@@ -643,6 +656,7 @@ impl<'a> SemanticModel<'a> {
                 is_loss: false,
                 backpropagated: false,
                 param: None,
+                site: None,
             });
             let mut map = self.param_taint.borrow_mut();
             let entry = map.entry(format!("{class}.forward")).or_default();

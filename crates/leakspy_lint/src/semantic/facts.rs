@@ -69,6 +69,14 @@ pub struct ClassFacts {
     pub bases_seen: bool,
     /// Base classes defined in this file.
     pub in_file_bases: Vec<String>,
+    /// Every base, as the file's imports name it (`torch.nn.Module`, `.base.Trainer`).
+    pub bases: Vec<String>,
+    /// Methods whose body only documents them (`pass`, `...`, `raise NotImplementedError`) or
+    /// marked `@abstractmethod`: a subclass's override is what runs.
+    pub abstract_methods: FxHashSet<String>,
+    /// A class of another file of the project, as the project index describes it: its
+    /// attributes' resets are that file's business (`bases_seen` is false).
+    pub external: bool,
     /// A framework makes the object drive it and owns it (`hooks::FRAMEWORK_OWNED`): nothing
     /// outside the class resets its attributes.
     pub framework_owned: bool,
@@ -110,6 +118,12 @@ impl ModuleFacts {
             if let Stmt::ClassDef(class) = stmt {
                 let is_module = facts.is_module_class_def(class);
                 let (bases_seen, in_file_bases) = facts.bases_of(class);
+                let bases = class
+                    .arguments
+                    .iter()
+                    .flat_map(|a| a.args.iter())
+                    .filter_map(|b| facts.imports.qualify(b))
+                    .collect();
                 let framework_owned = class.arguments.iter().flat_map(|a| a.args.iter()).any(|b| {
                     facts
                         .imports
@@ -124,6 +138,7 @@ impl ModuleFacts {
                         offset: class.start(),
                         bases_seen,
                         in_file_bases,
+                        bases,
                         framework_owned,
                         ..Default::default()
                     },
@@ -242,10 +257,14 @@ impl ModuleFacts {
         let mut attrs: FxHashMap<String, PlaceFacts> = FxHashMap::default();
         let mut methods = FxHashSet::default();
         let mut arity = FxHashMap::default();
+        let mut abstract_methods = FxHashSet::default();
         for stmt in &class.body {
             match stmt {
                 Stmt::FunctionDef(func) => {
                     methods.insert(func.name.as_str().to_string());
+                    if is_abstract(func) {
+                        abstract_methods.insert(func.name.as_str().to_string());
+                    }
                     arity.insert(func.name.as_str().to_string(), method_arity(func));
                     let method = func.name.as_str();
                     visit_body(&func.body, &mut |stmt| {
@@ -316,6 +335,69 @@ impl ModuleFacts {
         entry.attrs = attrs;
         entry.methods = methods;
         entry.arity = arity;
+        entry.abstract_methods = abstract_methods;
+    }
+
+    /// Takes in what the project index says of other files (`summaries::ExternalFacts`): the
+    /// classes this file uses from them, under the names it uses, and what its own classes
+    /// inherit from bases there. Called before the walk, on a file whose facts are not empty.
+    pub fn adopt(&mut self, external: &crate::summaries::ExternalFacts) {
+        let place = |a: &crate::summaries::AttrSummary| PlaceFacts {
+            init: a.init,
+            class: a.class.clone(),
+            elem_class: a.elem_class.clone(),
+            ..Default::default()
+        };
+        for (name, c) in &external.classes {
+            if self.classes.contains_key(name) {
+                continue;
+            }
+            self.classes.insert(
+                name.clone(),
+                ClassFacts {
+                    name: name.clone(),
+                    is_module: c.is_module,
+                    attrs: c.attrs.iter().map(|a| (a.name.clone(), place(a))).collect(),
+                    methods: c.methods.iter().map(|m| m.name.clone()).collect(),
+                    arity: c
+                        .methods
+                        .iter()
+                        .map(|m| (m.name.clone(), (m.min, m.max)))
+                        .collect(),
+                    abstract_methods: c
+                        .methods
+                        .iter()
+                        .filter(|m| m.is_abstract)
+                        .map(|m| m.name.clone())
+                        .collect(),
+                    framework_owned: c.framework_owned,
+                    external: true,
+                    ..Default::default()
+                },
+            );
+        }
+        for (name, inherited) in &external.inherited {
+            let Some(class) = self.classes.get_mut(name) else {
+                continue;
+            };
+            class.is_module |= inherited.is_module;
+            class.framework_owned |= inherited.framework_owned;
+            for a in &inherited.attrs {
+                class
+                    .attrs
+                    .entry(a.name.clone())
+                    .or_insert_with(|| place(a));
+            }
+            for m in &inherited.methods {
+                if class.methods.insert(m.name.clone()) {
+                    class.arity.insert(m.name.clone(), (m.min, m.max));
+                }
+            }
+        }
+        self.has_module_forward = self
+            .classes
+            .values()
+            .any(|c| c.is_module && c.methods.contains("forward"));
     }
 
     fn collect_global_changes(&mut self, func: &StmtFunctionDef) {
@@ -636,6 +718,34 @@ fn returned_view_of_param(func: &StmtFunctionDef) -> Option<usize> {
         .iter()
         .chain(func.parameters.args.iter())
         .position(|p| p.parameter.name.as_str() == base.id.as_str())
+}
+
+/// A method that only documents itself: after its docstring, `pass`, `...` or `raise
+/// NotImplementedError`; or one decorated `@abstractmethod`.
+fn is_abstract(func: &StmtFunctionDef) -> bool {
+    if func.decorator_list.iter().any(|d| {
+        super::names::dotted(&d.expression).is_some_and(|n| last_segment(&n) == "abstractmethod")
+    }) {
+        return true;
+    }
+    let body: Vec<&Stmt> = func
+        .body
+        .iter()
+        .filter(|s| !matches!(s, Stmt::Expr(e) if e.value.is_string_literal_expr()))
+        .collect();
+    match body.as_slice() {
+        [] => true,
+        [Stmt::Pass(_)] => true,
+        [Stmt::Expr(e)] => e.value.is_ellipsis_literal_expr(),
+        [Stmt::Raise(r)] => r.exc.as_deref().is_some_and(|e| {
+            let name = match e {
+                Expr::Call(c) => super::names::dotted(&c.func),
+                e => super::names::dotted(e),
+            };
+            name.is_some_and(|n| last_segment(&n) == "NotImplementedError")
+        }),
+        _ => false,
+    }
 }
 
 /// Positional arguments a method takes besides `self`: (required, maximum).

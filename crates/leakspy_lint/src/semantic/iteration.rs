@@ -20,7 +20,9 @@ use super::scan::keys_in;
 
 /// How often an iteration runs: once per training step, or once per epoch, episode or
 /// generation (each of which holds many steps).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Grain {
     Epoch,
     Step,
@@ -76,6 +78,9 @@ pub enum Reason {
     RegisteredHook,
     /// Called from a training loop or from a function that runs per iteration.
     CalledFrom { caller: String, offset: TextSize },
+    /// Called so from another file of the project (the project index): `train() in
+    /// train.py:29`.
+    CalledElsewhere { caller: String },
 }
 
 /// The answers for one file.
@@ -159,6 +164,7 @@ impl Training {
         suite: &[Stmt],
         facts: &ModuleFacts,
         hooks: &FxHashSet<String>,
+        external: &crate::summaries::ExternalFacts,
     ) -> Self {
         let mut c = Collector {
             facts,
@@ -182,7 +188,9 @@ impl Training {
         };
         defined_names(suite, &mut c.defined);
         c.body(suite);
-        c.finish(hooks)
+        // Objects another file of the project makes have their owner in the project too.
+        c.owned.extend(external.made_elsewhere.iter().cloned());
+        c.finish(hooks, external)
     }
 }
 
@@ -514,7 +522,11 @@ impl<'a> Collector<'a, '_> {
         }
     }
 
-    fn finish(self, hooks: &FxHashSet<String>) -> Training {
+    fn finish(
+        self,
+        hooks: &FxHashSet<String>,
+        external: &crate::summaries::ExternalFacts,
+    ) -> Training {
         let Collector {
             funcs,
             mut loops,
@@ -605,7 +617,22 @@ impl<'a> Collector<'a, '_> {
         // Cadence: seeds, then along call sites.
         let mut cadence: Vec<Cadence> = funcs
             .iter()
-            .map(|f| seed_cadence(f, &funcs, hooks))
+            .map(|f| match seed_cadence(f, &funcs, hooks) {
+                // A function a caller in another file runs per step or epoch.
+                Cadence::Unknown if f.def.is_some() => external
+                    .cadence
+                    .get(&f.name)
+                    .map(|(g, caller)| {
+                        Cadence::Every(
+                            *g,
+                            Reason::CalledElsewhere {
+                                caller: caller.clone(),
+                            },
+                        )
+                    })
+                    .unwrap_or_default(),
+                c => c,
+            })
             .collect();
         for _ in 0..funcs.len().min(64) {
             let mut changed = false;
@@ -665,7 +692,13 @@ impl<'a> Collector<'a, '_> {
                 // this file does.
                 let external = matches!(
                     cadence[i],
-                    Cadence::Every(_, Reason::Hook | Reason::Forward | Reason::RegisteredHook)
+                    Cadence::Every(
+                        _,
+                        Reason::Hook
+                            | Reason::Forward
+                            | Reason::RegisteredHook
+                            | Reason::CalledElsewhere { .. }
+                    )
                 );
                 if !no_grad[i] && called[i] && !with_grad[i] && !external {
                     no_grad[i] = true;
@@ -1284,7 +1317,13 @@ mod tests {
         let parsed = ruff_python_parser::parse_module(src).unwrap();
         let suite = parsed.suite();
         let facts = ModuleFacts::collect(suite);
-        let t = Training::collect(src, suite, &facts, &FxHashSet::default());
+        let t = Training::collect(
+            src,
+            suite,
+            &facts,
+            &FxHashSet::default(),
+            &crate::summaries::ExternalFacts::NONE,
+        );
         let mut out = Vec::new();
         super::super::facts::visit_body(suite, &mut |s| {
             if matches!(s, Stmt::For(_) | Stmt::While(_)) {
@@ -1367,7 +1406,13 @@ def log(x):
         let parsed = ruff_python_parser::parse_module(src).unwrap();
         let suite = parsed.suite();
         let facts = ModuleFacts::collect(suite);
-        let t = Training::collect(src, suite, &facts, &FxHashSet::default());
+        let t = Training::collect(
+            src,
+            suite,
+            &facts,
+            &FxHashSet::default(),
+            &crate::summaries::ExternalFacts::NONE,
+        );
         let mut got = Vec::new();
         super::super::facts::visit_body(suite, &mut |s| {
             if let Stmt::FunctionDef(f) = s {

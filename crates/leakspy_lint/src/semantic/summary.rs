@@ -104,7 +104,12 @@ impl<'a> SemanticModel<'a> {
                 }
             }
         }
-        let v = self.summaries.get(key)?;
+        // An abstract method (it only documents itself) runs a subclass's override: what the
+        // overrides return (the project index joins them) is what the call returns.
+        let v = match self.overrides.get(key) {
+            Some(over) => over,
+            None => self.summaries.get(key)?,
+        };
         if !grad {
             return Some(without_graph(v.clone()));
         }
@@ -175,6 +180,7 @@ impl<'a> SemanticModel<'a> {
             (body_facts.returns_value && called) || {
                 let facts = self.facts;
                 let owners = &self.method_owners;
+                let external = &self.external_callees;
                 // An attribute holding an instance of a module class of this file
                 // (`self.norm(h)`) runs that class's `forward`.
                 let submodule = |c: &str| {
@@ -190,6 +196,7 @@ impl<'a> SemanticModel<'a> {
                 body_facts.callees.iter().any(|c| {
                     facts.functions.contains(*c)
                         || owners.contains_key(*c)
+                        || external.contains(*c)
                         || facts.classes.contains_key(*c)
                         || submodule(c)
                 })
@@ -276,6 +283,7 @@ impl<'a> SemanticModel<'a> {
                                 is_loss: false,
                                 backpropagated: false,
                                 param: Some(i),
+                                site: None,
                             })),
                             ..Value::unknown()
                         },
@@ -366,7 +374,7 @@ fn backpropagated(v: Value) -> Value {
     Value { graph, parts, ..v }
 }
 
-fn summary_key(def: &StmtFunctionDef, class: Option<&StmtClassDef>) -> String {
+pub(crate) fn summary_key(def: &StmtFunctionDef, class: Option<&StmtClassDef>) -> String {
     match class {
         Some(c) => format!("{}.{}", c.name.as_str(), def.name.as_str()),
         None => def.name.as_str().to_string(),
