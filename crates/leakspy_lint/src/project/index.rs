@@ -64,6 +64,10 @@ pub struct ProjectIndex<'f> {
     made_in: FxHashMap<ClassId, FxHashSet<usize>>,
     /// The files that reset an attribute of each name on objects other than `self`.
     resets: FxHashMap<&'f str, Vec<usize>>,
+    /// Functions that train, themselves or through what they call in any file.
+    trains: FxHashSet<FuncId>,
+    /// Each call that leaves a file, resolved: (file, index of the call, where it goes).
+    resolved: Vec<(usize, usize, Vec<FuncId>)>,
 }
 
 impl<'f> ProjectIndex<'f> {
@@ -79,6 +83,8 @@ impl<'f> ProjectIndex<'f> {
             cadence: FxHashMap::default(),
             made_in: FxHashMap::default(),
             resets: FxHashMap::default(),
+            trains: FxHashSet::default(),
+            resolved: Vec::new(),
         };
         for (i, f) in files.iter().enumerate() {
             if let Some(m) = &f.module {
@@ -340,11 +346,15 @@ impl<'f> ProjectIndex<'f> {
                 }
             }
         }
-        // A function's own cadence (from its file) seeds the calls it makes.
+        // A function's own cadence (from its file) seeds the calls it makes; so does its
+        // training.
         for (&(file, key), func) in &self.functions {
             if let Some(g) = func.cadence {
                 let why = format!("`{key}()` in {}", self.files[file].path);
                 self.cadence.insert((file, key.to_string()), (g, why, file));
+            }
+            if func.trains {
+                self.trains.insert((file, key.to_string()));
             }
         }
         for _ in 0..MAX_PASSES {
@@ -353,6 +363,11 @@ impl<'f> ProjectIndex<'f> {
                 let file = &self.files[*i];
                 let fact = &file.summary.calls[*k];
                 let caller: FuncId = (*i, fact.caller.clone());
+                if !self.trains.contains(&caller) && targets.iter().any(|t| self.trains.contains(t))
+                {
+                    self.trains.insert(caller.clone());
+                    changed = true;
+                }
                 // How often the call runs: where it is, or as often as its caller runs.
                 let grain = fact
                     .grain
@@ -414,6 +429,7 @@ impl<'f> ProjectIndex<'f> {
                 break;
             }
         }
+        self.resolved = resolved;
     }
 
     // ----- what one file is told -----------------------------------------------------------
@@ -436,6 +452,22 @@ impl<'f> ProjectIndex<'f> {
     pub fn facts_for(&self, file: usize) -> ExternalFacts {
         let mut out = ExternalFacts::default();
         let f = &self.files[file];
+        // Calls of this file that run a function that trains elsewhere.
+        let from = self.resolved.partition_point(|r| r.0 < file);
+        for (_, k, targets) in self.resolved[from..].iter().take_while(|r| r.0 == file) {
+            if targets
+                .iter()
+                .any(|t| t.0 != file && self.trains.contains(t))
+            {
+                let key = match &f.summary.calls[*k].callee {
+                    Callee::Name(q) => q.clone(),
+                    Callee::Method { class, method } | Callee::SelfMethod { class, method } => {
+                        format!("{class}.{method}")
+                    }
+                };
+                out.trains.insert(key);
+            }
+        }
         for fact in &f.summary.calls {
             match &fact.callee {
                 Callee::Name(q) => match self.resolve(file, q) {

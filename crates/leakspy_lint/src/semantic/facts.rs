@@ -382,11 +382,14 @@ impl ModuleFacts {
             };
             class.is_module |= inherited.is_module;
             class.framework_owned |= inherited.framework_owned;
+            // An attribute the class only reads (`self.model(x)`) is what its base made it.
             for a in &inherited.attrs {
-                class
-                    .attrs
-                    .entry(a.name.clone())
-                    .or_insert_with(|| place(a));
+                let own = class.attrs.entry(a.name.clone()).or_default();
+                if own.init_offset.is_none() && own.init == Kind::Unknown {
+                    own.init = a.init;
+                    own.class = a.class.clone();
+                    own.elem_class = a.elem_class.clone();
+                }
             }
             for m in &inherited.methods {
                 if class.methods.insert(m.name.clone()) {

@@ -93,6 +93,9 @@ pub struct Training {
     /// Loops (by address) whose body backpropagates or steps an optimizer, directly or through
     /// a function of this file.
     training_loops: FxHashSet<usize>,
+    /// Function definitions (by address) that backpropagate or step an optimizer, directly or
+    /// through a function of this file (or one elsewhere that the index says trains).
+    training_functions: FxHashSet<usize>,
     /// How often each method runs, by `Class.method`.
     methods: FxHashMap<String, Grain>,
     /// Classes of this file whose objects are made here outside test functions (`test_*`):
@@ -145,6 +148,13 @@ impl Training {
         self.methods.get(&format!("{class}.{method}")).copied()
     }
 
+    /// Does the function train (backpropagate or step an optimizer), itself or through what it
+    /// calls?
+    pub fn trains(&self, def: &StmtFunctionDef) -> bool {
+        self.training_functions
+            .contains(&(def as *const StmtFunctionDef as usize))
+    }
+
     pub fn cadence(&self, def: &StmtFunctionDef) -> &Cadence {
         static UNKNOWN: Cadence = Cadence::Unknown;
         self.cadence
@@ -185,6 +195,7 @@ impl Training {
             event_handlers: event_handlers(source, suite),
             owned: FxHashSet::default(),
             made: FxHashMap::default(),
+            external,
         };
         defined_names(suite, &mut c.defined);
         c.body(suite);
@@ -274,6 +285,9 @@ struct Collector<'a, 'f> {
     owned: FxHashSet<String>,
     /// Where they are made: (function, innermost loop around the call).
     made: FxHashMap<String, Vec<(usize, Option<usize>)>>,
+    /// What the project index says of other files: which of the functions this file calls
+    /// there train.
+    external: &'f crate::summaries::ExternalFacts,
 }
 
 impl<'a> Collector<'a, '_> {
@@ -461,7 +475,12 @@ impl<'a> Collector<'a, '_> {
         }
         for &call in &calls.found {
             let Expr::Call(call) = call else { continue };
-            let (trains, steps) = training_call(call);
+            let (mut trains, steps) = training_call(call);
+            // A function of another file that trains (or the override elsewhere of an
+            // abstract method of this file), as the index says.
+            if !self.external.trains.is_empty() && !trains {
+                trains = self.trains_elsewhere(call);
+            }
             if trains {
                 let in_loop = !self.loop_stack.is_empty();
                 let f = &mut self.funcs[self.current];
@@ -520,6 +539,24 @@ impl<'a> Collector<'a, '_> {
                 self.no_grad > 0,
             ));
         }
+    }
+
+    /// Does the call run a function that trains in another file (`utils.train_step(...)`,
+    /// `self.training_step(batch)` whose overrides elsewhere train)?
+    fn trains_elsewhere(&self, call: &ruff_python_ast::ExprCall) -> bool {
+        let key = match &*call.func {
+            Expr::Attribute(a) if matches!(&*a.value, Expr::Name(n) if n.id.as_str() == "self") => {
+                let Some(class) = self.funcs[self.current].class else {
+                    return false;
+                };
+                format!("{class}.{}", a.attr.as_str())
+            }
+            func => match self.facts.imports.qualify(func) {
+                Some(q) => q,
+                None => return false,
+            },
+        };
+        self.external.trains.contains(&key)
     }
 
     fn finish(
@@ -744,6 +781,9 @@ impl<'a> Collector<'a, '_> {
             let key = def as *const StmtFunctionDef as usize;
             if no_grad[i] && !f.no_grad {
                 out.called_without_grad.insert(key);
+            }
+            if trains[i] {
+                out.training_functions.insert(key);
             }
             if let (Some(g), Some(_)) = (c.grain(), f.class) {
                 out.methods.insert(f.name.clone(), g);

@@ -652,6 +652,22 @@ impl<'a> SemanticModel<'a> {
                 // `c[k] = v`: the container now holds `v`.
                 if let Some(key) = dotted(&sub.value) {
                     let cur = self.value(&sub.value);
+                    // `out["loss"] = out["loss"].detach()`: the entry that was known to hold
+                    // the graph holds none now; what the others hold is not known.
+                    if let (Some(o), Expr::StringLiteral(k)) = (cur.origin(), &*sub.slice) {
+                        if !value.has_graph()
+                            && o.what == format!("{key}[\"{}\"]", k.value.to_str())
+                        {
+                            self.update(
+                                key,
+                                Value {
+                                    graph: Graph::Unknown,
+                                    ..cur
+                                },
+                            );
+                            return;
+                        }
+                    }
                     if value.has_graph() {
                         let joined = Value {
                             graph: value.graph.clone(),
@@ -709,6 +725,23 @@ impl<'a> SemanticModel<'a> {
                 site: None,
             }));
             value.kind = Kind::Tensor;
+        } else if !value.has_graph() && self.grad_enabled() {
+            // A dict or list one of whose entries is backpropagated (`out["loss"].backward()`)
+            // holds that graph, whatever the analysis could tell of where it came from.
+            if let Some(entry) = self.scope().body_facts.backwarded_within.get(&key) {
+                let what = match entry {
+                    Some(e) => format!("{key}[\"{e}\"]"),
+                    None => key.clone(),
+                };
+                value.graph = Graph::Yes(Rc::new(Origin {
+                    what,
+                    offset: target.start(),
+                    is_loss: true,
+                    backpropagated: true,
+                    param: None,
+                    site: None,
+                }));
+            }
         }
         self.set(key, value);
     }

@@ -400,6 +400,11 @@ pub fn is_conventional_loss_param(name: &str) -> bool {
 }
 
 impl Imports {
+    /// Does an import bind the local name `name`?
+    pub fn binds(&self, name: &str) -> bool {
+        self.aliases.contains_key(name)
+    }
+
     /// Every local name an import binds, with the dotted name it stands for.
     pub fn aliases(&self) -> impl Iterator<Item = (&str, &str)> {
         self.aliases.iter().map(|(k, v)| (k.as_str(), v.as_str()))

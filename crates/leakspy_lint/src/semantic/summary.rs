@@ -173,10 +173,12 @@ impl<'a> SemanticModel<'a> {
         // a function that returns nothing (or that nothing in the file calls by name) and calls
         // none of them teaches it nothing.
         let teaches = self.reporting || {
-            let called = self
-                .called_names
-                .as_ref()
-                .is_none_or(|names| names.contains(name));
+            // Other files of the project may call it when the file's summary is made.
+            let called = self.calls_out.is_some()
+                || self
+                    .called_names
+                    .as_ref()
+                    .is_none_or(|names| names.contains(name));
             (body_facts.returns_value && called) || {
                 let facts = self.facts;
                 let owners = &self.method_owners;

@@ -218,6 +218,14 @@ impl SemanticModel<'_> {
                 });
             }
         }
+        // A name an import binds (`plot_step`, `utils.plot_step`), never a local's method.
+        let mut head = &*call.func;
+        while let Expr::Attribute(a) = head {
+            head = &a.value;
+        }
+        if !matches!(head, Expr::Name(n) if self.facts.imports.binds(n.id.as_str())) {
+            return None;
+        }
         let q = self.qualified_function(&call.func)?;
         if !may_be_in_project(&q) || self.facts.class(&q).is_some_and(|c| !c.external) {
             return None;
@@ -257,7 +265,7 @@ impl SemanticModel<'_> {
         // How often functions run by the file's own account: what callers elsewhere make of
         // them is the index's to tell, not the file's to repeat (it would be told back).
         let own_training;
-        let training = if self.external.cadence.is_empty() {
+        let training = if self.external.cadence.is_empty() && self.external.trains.is_empty() {
             self.training()
         } else {
             own_training = crate::semantic::iteration::Training::collect(
@@ -282,6 +290,7 @@ impl SemanticModel<'_> {
                 line: line(def.start()),
                 returns,
                 cadence: training.cadence(def).grain(),
+                trains: training.trains(def),
             });
         };
         let mut classes = Vec::new();

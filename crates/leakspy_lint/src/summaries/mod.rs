@@ -56,6 +56,8 @@ pub struct FunctionSummary {
     pub returns: Option<ValueSummary>,
     /// How often it runs by this file's own account.
     pub cadence: Option<Grain>,
+    /// It backpropagates or steps an optimizer, itself or through a function of its file.
+    pub trains: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -324,6 +326,10 @@ pub struct ExternalFacts {
     pub made_elsewhere: BTreeSet<String>,
     /// Attributes other files reset on objects, by name.
     pub reset_elsewhere: BTreeSet<String>,
+    /// Functions this file calls that train (backpropagate or step an optimizer, themselves or
+    /// through what they call) in another file, keyed as this file calls them
+    /// (`utils.train_step`, `Class.method` for `self.method` run by overrides elsewhere).
+    pub trains: BTreeSet<String>,
 }
 
 impl ExternalFacts {
@@ -337,6 +343,7 @@ impl ExternalFacts {
         cadence: BTreeMap::new(),
         made_elsewhere: BTreeSet::new(),
         reset_elsewhere: BTreeSet::new(),
+        trains: BTreeSet::new(),
     };
 
     pub fn is_empty(&self) -> bool {
