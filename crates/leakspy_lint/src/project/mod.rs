@@ -4,6 +4,7 @@
 //! re-checks the files whose facts from other files changed (below), and the cache of
 //! summaries by content hash (`cache.rs`).
 
+pub mod cache;
 pub mod index;
 pub mod root;
 
