@@ -88,6 +88,12 @@ impl<'f> ProjectIndex<'f> {
         };
         for (i, f) in files.iter().enumerate() {
             if let Some(m) = &f.module {
+                // The sources of a library the analysis models itself (checking torch's own
+                // tree) are read from that model: calls into them tell nothing more.
+                let top = m.split('.').next().unwrap_or(m);
+                if crate::summaries::extract::is_modelled_or_standard(top) {
+                    continue;
+                }
                 // Two files of one name (`a.py` and `a/__init__.py`): the first in path order.
                 index.modules.entry(m.as_str()).or_insert(i);
             }
@@ -288,6 +294,7 @@ impl<'f> ProjectIndex<'f> {
         for c in self.mro(id) {
             let Some(s) = self.class(&c) else { continue };
             out.is_module |= s.is_module;
+            out.makes_parameters |= s.makes_parameters;
             out.framework_owned |= s.framework_owned;
             for m in &s.methods {
                 methods.entry(m.name.clone()).or_insert_with(|| m.clone());
@@ -331,14 +338,16 @@ impl<'f> ProjectIndex<'f> {
     /// parameter on to; a call that runs per step (a training loop around it, or a caller that
     /// runs per step) makes its callee run per step.
     fn solve_calls(&mut self) {
-        // Resolved once: (file, fact index, targets).
+        // Resolved once: (file, fact index, targets); and the calls that make an object.
         let mut resolved: Vec<(usize, usize, Vec<FuncId>)> = Vec::new();
+        let mut constructs: FxHashSet<(usize, usize)> = FxHashSet::default();
         for (i, f) in self.files.iter().enumerate() {
             for (k, fact) in f.summary.calls.iter().enumerate() {
                 let targets = self.targets(i, &fact.callee);
                 if let Callee::Name(q) = &fact.callee {
                     if let Some(Symbol::Class(c)) = self.resolve(i, q) {
                         self.made_in.entry(c).or_default().insert(i);
+                        constructs.insert((i, k));
                     }
                 }
                 if !targets.is_empty() {
@@ -399,8 +408,11 @@ impl<'f> ProjectIndex<'f> {
                 } else {
                     Vec::new()
                 };
+                // A constructor run per step makes a new object per step: what it keeps in
+                // `self` lives with that object, not across steps.
+                let per_object = constructs.contains(&(*i, *k));
                 for t in targets {
-                    if let Some((g, why, from)) = &grain {
+                    if let (Some((g, why, from)), false) = (&grain, per_object) {
                         let own = self
                             .functions
                             .get(&(t.0, t.1.as_str()))
@@ -528,6 +540,7 @@ impl<'f> ProjectIndex<'f> {
             for b in &elsewhere {
                 let Some(s) = self.class(b) else { continue };
                 inherited.is_module |= s.is_module;
+                inherited.makes_parameters |= s.makes_parameters;
                 inherited.framework_owned |= s.framework_owned;
                 for m in &s.methods {
                     methods.entry(m.name.clone()).or_insert_with(|| m.clone());
@@ -552,8 +565,10 @@ impl<'f> ProjectIndex<'f> {
                 out.cadence.insert(t.1.clone(), (*g, why.clone()));
             }
         }
-        // Objects of this file's classes made elsewhere: their owner is in the project. Only
-        // classes that keep something that can grow need to know it.
+        // Objects of this file's classes that other files make and drive: their owner is in
+        // the project. A class whose methods a caller elsewhere runs per step, and that keeps
+        // something that can grow; an object made elsewhere and used in ways the index cannot
+        // follow keeps its owner out of sight.
         for c in &f.summary.classes {
             let id: ClassId = (file, c.name.clone());
             let grows = c.attrs.iter().any(|a| {
@@ -562,7 +577,13 @@ impl<'f> ProjectIndex<'f> {
                     Kind::List | Kind::Dict | Kind::Set | Kind::Deque { .. } | Kind::Tensor
                 )
             });
+            let driven = c.methods.iter().any(|m| {
+                self.cadence
+                    .get(&(file, format!("{}.{}", c.name, m.name)))
+                    .is_some_and(|(_, _, from)| *from != file)
+            });
             if grows
+                && driven
                 && self
                     .made_in
                     .get(&id)

@@ -551,6 +551,7 @@ fn from_graph_param<'e>(
                 backpropagated: false,
                 param: None,
                 site: None,
+                through: None,
             });
             let note = format!(
                 " (through `{p}`, which the call at line {} passes in)",

@@ -77,6 +77,9 @@ pub struct ClassFacts {
     /// A class of another file of the project, as the project index describes it: its
     /// attributes' resets are that file's business (`bases_seen` is false).
     pub external: bool,
+    /// It may make parameters or submodules (`may_make_parameters`): a module that makes none
+    /// computes from its inputs only.
+    pub makes_parameters: bool,
     /// A framework makes the object drive it and owns it (`hooks::FRAMEWORK_OWNED`): nothing
     /// outside the class resets its attributes.
     pub framework_owned: bool,
@@ -324,6 +327,7 @@ impl ModuleFacts {
                 _ => {}
             }
         }
+        let makes_parameters = may_make_parameters(class, self);
         let entry = self
             .classes
             .entry(name.clone())
@@ -336,6 +340,7 @@ impl ModuleFacts {
         entry.methods = methods;
         entry.arity = arity;
         entry.abstract_methods = abstract_methods;
+        entry.makes_parameters = makes_parameters;
     }
 
     /// Takes in what the project index says of other files (`summaries::ExternalFacts`): the
@@ -356,7 +361,9 @@ impl ModuleFacts {
                 name.clone(),
                 ClassFacts {
                     name: name.clone(),
-                    is_module: c.is_module,
+                    // A module that makes no parameters (a test function, a fixed transform)
+                    // computes from its inputs only: calling it makes no graph of its own.
+                    is_module: c.is_module && c.makes_parameters,
                     attrs: c.attrs.iter().map(|a| (a.name.clone(), place(a))).collect(),
                     methods: c.methods.iter().map(|m| m.name.clone()).collect(),
                     arity: c
@@ -380,7 +387,8 @@ impl ModuleFacts {
             let Some(class) = self.classes.get_mut(name) else {
                 continue;
             };
-            class.is_module |= inherited.is_module;
+            class.is_module |=
+                inherited.is_module && (inherited.makes_parameters || class.makes_parameters);
             class.framework_owned |= inherited.framework_owned;
             // An attribute the class only reads (`self.model(x)`) is what its base made it.
             for a in &inherited.attrs {
@@ -721,6 +729,121 @@ fn returned_view_of_param(func: &StmtFunctionDef) -> Option<usize> {
         .iter()
         .chain(func.parameters.args.iter())
         .position(|p| p.parameter.name.as_str() == base.id.as_str())
+}
+
+/// May the class make parameters or submodules? `false` only when no base is one of torch's
+/// layers, nothing registers a parameter or module, and every attribute it sets is inert (a
+/// number, a string, a tensor made from numbers, a container of those, a plain name that does
+/// not conventionally hold a module).
+fn may_make_parameters(class: &StmtClassDef, facts: &ModuleFacts) -> bool {
+    let layer_base = class.arguments.iter().flat_map(|a| a.args.iter()).any(|b| {
+        facts.imports.qualify(b).is_some_and(|q| {
+            super::names::last_segment(&q) != "Module" && is_module_ctor(&q, &facts.classes)
+        })
+    });
+    if layer_base {
+        return true;
+    }
+    let mut makes = false;
+    visit_body(&class.body, &mut |stmt| {
+        let (targets, value): (&[Expr], Option<&Expr>) = match stmt {
+            Stmt::Assign(a) => (&a.targets, Some(&*a.value)),
+            Stmt::AnnAssign(a) => (std::slice::from_ref(&*a.target), a.value.as_deref()),
+            Stmt::Expr(e) => (&[], Some(&*e.value)),
+            _ => (&[], None),
+        };
+        let Some(value) = value else { return };
+        let sets_attr = targets.iter().any(|t| self_attr(t).is_some());
+        if sets_attr && !inert(value, facts) || registers(value) {
+            makes = true;
+        }
+    });
+    makes
+}
+
+/// `self.register_parameter(...)`, `self.add_module(...)`, `setattr(self, ...)`.
+fn registers(e: &Expr) -> bool {
+    let Expr::Call(call) = e else { return false };
+    match &*call.func {
+        Expr::Attribute(a) => matches!(
+            a.attr.as_str(),
+            "register_parameter" | "add_module" | "register_module"
+        ),
+        Expr::Name(n) => n.id.as_str() == "setattr",
+        _ => false,
+    }
+}
+
+/// A value that is no parameter and no module: see `may_make_parameters`.
+fn inert(e: &Expr, facts: &ModuleFacts) -> bool {
+    match e {
+        Expr::NumberLiteral(_)
+        | Expr::StringLiteral(_)
+        | Expr::BytesLiteral(_)
+        | Expr::BooleanLiteral(_)
+        | Expr::NoneLiteral(_)
+        | Expr::EllipsisLiteral(_)
+        | Expr::FString(_) => true,
+        Expr::Name(n) => !super::names::is_conventional_module_param(n.id.as_str()),
+        Expr::Attribute(a) => inert(&a.value, facts),
+        Expr::List(l) => l.elts.iter().all(|x| inert(x, facts)),
+        Expr::Tuple(t) => t.elts.iter().all(|x| inert(x, facts)),
+        Expr::Set(s) => s.elts.iter().all(|x| inert(x, facts)),
+        Expr::Dict(d) => d.items.iter().all(|i| inert(&i.value, facts)),
+        Expr::ListComp(c) => inert(&c.elt, facts),
+        Expr::SetComp(c) => inert(&c.elt, facts),
+        Expr::Generator(c) => inert(&c.elt, facts),
+        Expr::DictComp(c) => inert(&c.value, facts),
+        Expr::BinOp(b) => inert(&b.left, facts) && inert(&b.right, facts),
+        Expr::UnaryOp(u) => inert(&u.operand, facts),
+        Expr::Compare(_) | Expr::BoolOp(_) => true,
+        Expr::If(i) => inert(&i.body, facts) && inert(&i.orelse, facts),
+        Expr::Subscript(s) => inert(&s.value, facts),
+        Expr::Call(call) => {
+            let args = call.arguments.args.iter().all(|a| inert(a, facts))
+                && call
+                    .arguments
+                    .keywords
+                    .iter()
+                    .all(|k| inert(&k.value, facts));
+            let callee = match &*call.func {
+                // A builtin (`list(range(n))`) or a method of an inert value (`d.get(k)`).
+                Expr::Name(n) => {
+                    !facts.imports.binds(n.id.as_str())
+                        && n.id.as_str().starts_with(|c: char| c.is_ascii_lowercase())
+                        && !facts.functions.contains(n.id.as_str())
+                }
+                Expr::Attribute(a) => {
+                    let mut head = &*a.value;
+                    while let Expr::Attribute(x) = head {
+                        head = &x.value;
+                    }
+                    let imported = matches!(head, Expr::Name(n)
+                        if facts.imports.binds(n.id.as_str())
+                            || matches!(n.id.as_str(), "torch" | "nn" | "F" | "np" | "math"));
+                    if imported {
+                        // A function of a library that makes a value from numbers
+                        // (`torch.tensor(...)`, `np.zeros(...)`), never a layer or a class.
+                        facts.imports.qualify(&call.func).is_some_and(|q| {
+                            !q.starts_with("torch.nn.")
+                                && q.split('.').next().is_some_and(|top| {
+                                    matches!(top, "torch" | "numpy" | "math" | "random")
+                                })
+                                && super::names::last_segment(&q)
+                                    .starts_with(|c: char| c.is_ascii_lowercase())
+                        })
+                    } else {
+                        // A method of an inert value (`optima.get(dim)`).
+                        inert(&a.value, facts)
+                            && !matches!(a.attr.as_str(), "to" | "cuda" | "copy" | "clone")
+                    }
+                }
+                _ => false,
+            };
+            callee && args
+        }
+        _ => false,
+    }
 }
 
 /// A method that only documents itself: after its docstring, `pass`, `...` or `raise

@@ -222,6 +222,9 @@ struct Func<'a> {
     decorated: Option<Grain>,
     /// The function it is defined in (0: the module).
     parent: usize,
+    /// A test of a test suite (`test_*` where pytest or unittest is imported), or a function
+    /// defined in one: it runs once, with the test's fixed inputs.
+    test: bool,
 }
 
 struct LoopInfo {
@@ -376,11 +379,13 @@ impl<'a> Collector<'a, '_> {
     }
 
     fn in_loop(&mut self, stmt: &'a Stmt, named: Option<Grain>, body: &'a [Stmt]) {
+        // A loop of a test runs the test's fixed number of times, never a job's iterations.
+        let fixed = self.funcs[self.current].test;
         self.loops.push(LoopInfo {
             stmt: stmt as *const Stmt as usize,
             trains: false,
             steps: false,
-            fixed: false,
+            fixed,
             named,
             callees: Vec::new(),
             parent: self.loop_stack.last().copied(),
@@ -410,6 +415,15 @@ impl<'a> Collector<'a, '_> {
             .iter()
             .find_map(|d| event_grain(&d.expression))
             .or_else(|| self.event_handlers.get(def.name.as_str()).copied());
+        let suite = self.facts.imports.has_alias_for("pytest")
+            || self.facts.imports.has_alias_for("unittest");
+        let test = self.funcs[self.current].test
+            || suite
+                && def
+                    .name
+                    .as_str()
+                    .trim_start_matches('_')
+                    .starts_with("test");
         self.funcs.push(Func {
             def: Some(def),
             name,
@@ -419,6 +433,7 @@ impl<'a> Collector<'a, '_> {
             no_grad,
             decorated,
             parent: self.current,
+            test,
             ..Default::default()
         });
         let (current, loops, outer_class, grad) = (
@@ -1010,6 +1025,9 @@ fn seed_cadence(f: &Func, funcs: &[Func], hooks: &FxHashSet<String>) -> Cadence 
     let Some(def) = f.def else {
         return Cadence::Unknown;
     };
+    if f.test {
+        return Cadence::Unknown;
+    }
     let name = def.name.as_str();
     if let Some(g) = f.decorated {
         return Cadence::Every(g, Reason::Hook);

@@ -723,6 +723,7 @@ impl<'a> SemanticModel<'a> {
                 backpropagated: true,
                 param: None,
                 site: None,
+                through: None,
             }));
             value.kind = Kind::Tensor;
         } else if !value.has_graph() && self.grad_enabled() {
@@ -740,6 +741,7 @@ impl<'a> SemanticModel<'a> {
                     backpropagated: true,
                     param: None,
                     site: None,
+                    through: None,
                 }));
             }
         }

@@ -286,6 +286,7 @@ impl<'a> SemanticModel<'a> {
                                 backpropagated: false,
                                 param: Some(i),
                                 site: None,
+                                through: None,
                             })),
                             ..Value::unknown()
                         },
@@ -293,14 +294,17 @@ impl<'a> SemanticModel<'a> {
                 }
             }
         }
-        // Parameters that callers in this file pass graph-carrying values to.
+        // Parameters that callers (in this file, or elsewhere as the project index says) pass
+        // graph-carrying values to. A summary that returns one stays "argument i's graph".
         if let Some(taints) = self.param_taint.borrow().get(&key) {
-            for (pname, taint) in positional.iter().zip(taints) {
+            for (i, (pname, taint)) in positional.iter().zip(taints).enumerate() {
                 if let Some(origin) = taint {
+                    let mut o = (**origin).clone();
+                    o.through = Some(i);
                     scope.env.insert(
                         (*pname).to_string(),
                         Value {
-                            graph: Graph::Yes(origin.clone()),
+                            graph: Graph::Yes(Rc::new(o)),
                             ..Value::unknown()
                         },
                     );
@@ -332,7 +336,8 @@ impl<'a> SemanticModel<'a> {
             if scope.no_grad > 0 {
                 ret = without_graph(ret);
             }
-            self.summaries.insert(summary_key(def, class), ret);
+            self.summaries
+                .insert(summary_key(def, class), parametric(ret));
         }
     }
 
@@ -360,6 +365,22 @@ impl<'a> SemanticModel<'a> {
             None => v,
         });
     }
+}
+
+/// A returned value whose graph a caller passed in (`through`) stands for that argument's graph:
+/// what one caller passes is not what the function returns to another.
+fn parametric(v: Value) -> Value {
+    let graph = match v.graph {
+        Graph::Yes(o) if o.through.is_some() => {
+            let mut o = (*o).clone();
+            o.param = o.through.take();
+            o.site = None;
+            Graph::Yes(Rc::new(o))
+        }
+        g => g,
+    };
+    let parts = v.parts.map(|x| parametric(x.clone()));
+    Value { graph, parts, ..v }
 }
 
 /// The value with its graphs marked as backpropagated (elements of a tuple included).

@@ -21,6 +21,10 @@ pub struct Origin {
     /// Where the graph was made when that is another file of the project (`models/net.py:31`,
     /// from the project index); `offset` is then meaningless here.
     pub site: Option<Rc<str>>,
+    /// The graph reached the function being walked through its positional parameter `i` (a
+    /// caller passed it): a summary returning it says "returns argument `i`'s graph", so that
+    /// each caller gets its own argument's.
+    pub through: Option<usize>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

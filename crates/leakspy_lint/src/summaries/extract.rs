@@ -16,7 +16,7 @@ use crate::semantic::summary::summary_key;
 /// Top-level packages whose API the analysis models itself (`semantic/names.rs`), or that
 /// hold no code of the project (the standard library): calls into them never leave for
 /// another file of the project.
-fn is_modelled_or_standard(top: &str) -> bool {
+pub(crate) fn is_modelled_or_standard(top: &str) -> bool {
     matches!(
         top,
         "torch"
@@ -388,6 +388,7 @@ fn class_summary(facts: &crate::semantic::facts::ClassFacts, line: u32) -> Class
         line,
         bases: facts.bases.clone(),
         is_module: facts.is_module,
+        makes_parameters: facts.makes_parameters,
         framework_owned: facts.framework_owned,
         methods,
         attrs,

@@ -67,6 +67,10 @@ pub struct ClassSummary {
     /// Each base as the file's imports name it (`torch.nn.Module`, `.base.Trainer`, `Base`).
     pub bases: Vec<String>,
     pub is_module: bool,
+    /// It may make parameters or submodules (`nn.Linear(...)`, `nn.Parameter(...)`, a module
+    /// passed in, a torch layer as a base); `false` when every attribute it sets is a number, a
+    /// tensor made from numbers, a container of those or a plain name.
+    pub makes_parameters: bool,
     pub framework_owned: bool,
     pub methods: Vec<MethodSig>,
     pub attrs: Vec<AttrSummary>,
@@ -195,6 +199,7 @@ impl OriginSummary {
             backpropagated: self.backpropagated,
             param: self.param,
             site: self.site.as_deref().map(Rc::from),
+            through: None,
         }
     }
 }
@@ -296,6 +301,8 @@ impl ValueSummary {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ExternalClass {
     pub is_module: bool,
+    /// Some class along its MRO may make parameters or submodules.
+    pub makes_parameters: bool,
     pub framework_owned: bool,
     pub methods: Vec<MethodSig>,
     pub attrs: Vec<AttrSummary>,
