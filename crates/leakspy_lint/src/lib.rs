@@ -81,48 +81,7 @@ pub fn check_source_as<'a>(
     rules: &RuleSet,
     kind: SourceKind<'a>,
 ) -> CheckedSource {
-    let parsed = match parse_module(source) {
-        Ok(parsed) => parsed,
-        Err(err) => {
-            return CheckedSource {
-                diagnostics: Vec::new(),
-                syntax_error: Some(SyntaxError {
-                    message: err.error.to_string(),
-                    range: err.range(),
-                }),
-                line_index: None,
-            };
-        }
-    };
-    let lines = lines::Lines::new(source);
-    let (noqa, called) = scan_tokens(parsed.tokens(), source, &lines);
-    if noqa.file_exempt() {
-        return CheckedSource {
-            diagnostics: Vec::new(),
-            syntax_error: None,
-            line_index: lines.into_built(),
-        };
-    }
-    let suite = parsed.suite();
-    let facts = semantic::facts::ModuleFacts::collect(suite);
-    // Rules that look for one library call skip files that never name it.
-    let active = rules.for_source(source);
-    let checker = checker::Checker::new(source, &facts, &lines, &active, suite)
-        .with_called_names(called)
-        .with_source_kind(kind);
-    let mut diagnostics = checker.check_module(suite);
-    diagnostics.retain(|d| {
-        rules.contains(d.rule)
-            && !noqa.suppresses(
-                lines.index().line_index(d.range.start()).to_zero_indexed(),
-                d.rule,
-            )
-    });
-    CheckedSource {
-        diagnostics,
-        syntax_error: None,
-        line_index: lines.into_built(),
-    }
+    check_source_in(source, rules, kind, None).0
 }
 
 /// Checks one source text as a file of a project: with what the project index says of other
@@ -133,6 +92,17 @@ pub fn check_in_project<'a>(
     rules: &RuleSet,
     kind: SourceKind<'a>,
     external: &summaries::ExternalFacts,
+) -> (CheckedSource, summaries::FileSummary) {
+    check_source_in(source, rules, kind, Some(external))
+}
+
+/// The one check of a source text: alone (`None`: no facts, no summary), or in a project (with
+/// its facts, returning its summary).
+pub fn check_source_in<'a>(
+    source: &'a str,
+    rules: &RuleSet,
+    kind: SourceKind<'a>,
+    project: Option<&summaries::ExternalFacts>,
 ) -> (CheckedSource, summaries::FileSummary) {
     let parsed = match parse_module(source) {
         Ok(parsed) => parsed,
@@ -152,24 +122,38 @@ pub fn check_in_project<'a>(
     };
     let lines = lines::Lines::new(source);
     let (noqa, called) = scan_tokens(parsed.tokens(), source, &lines);
+    // A file exempt from findings (`# leakspy: noqa` alone) still tells the project what its
+    // functions do; alone, it needs no walk.
+    let exempt = noqa.file_exempt();
+    if exempt && project.is_none() {
+        return (
+            CheckedSource {
+                diagnostics: Vec::new(),
+                syntax_error: None,
+                line_index: lines.into_built(),
+            },
+            Default::default(),
+        );
+    }
     let suite = parsed.suite();
     let mut facts = semantic::facts::ModuleFacts::collect(suite);
+    let external = project.unwrap_or(&summaries::NO_FACTS);
     if !external.is_empty() {
-        facts.adopt(external);
+        facts.adopt(external, suite);
     }
-    // A file exempt from findings (`# leakspy: noqa` alone) still tells the project what its
-    // functions do.
-    let exempt = noqa.file_exempt();
+    // Rules that look for one library call skip files that never name it.
     let active = if exempt {
         RuleSet::empty()
     } else {
         rules.for_source(source)
     };
-    let checker = checker::Checker::new(source, &facts, &lines, &active, suite)
+    let mut checker = checker::Checker::new(source, &facts, &lines, &active, suite)
         .with_called_names(called)
         .with_source_kind(kind)
-        .with_external(external)
-        .summarizing();
+        .with_external(external);
+    if project.is_some() {
+        checker = checker.summarizing();
+    }
     let (mut diagnostics, summary) = checker.check_module_summarized(suite);
     diagnostics.retain(|d| {
         !exempt

@@ -7,7 +7,7 @@ use std::path::Path;
 use leakspy_lint::notebook::Notebook;
 use leakspy_lint::output::FileResult;
 use leakspy_lint::summaries::{ExternalFacts, FileSummary};
-use leakspy_lint::{check_in_project, select_fixes, Applicability, RuleSet};
+use leakspy_lint::{check_in_project, check_source_in, select_fixes, Applicability, RuleSet};
 
 use crate::commands::check::{display_path, Checked, Problem};
 
@@ -20,7 +20,7 @@ pub(crate) fn check(
     rules: &RuleSet,
     fix: Option<Applicability>,
     write: bool,
-    facts: &ExternalFacts,
+    project: Option<&ExternalFacts>,
 ) -> Result<(Checked, FileSummary), Problem> {
     let problem = |reason: String, fatal: bool| Problem {
         path: path.to_path_buf(),
@@ -36,7 +36,7 @@ pub(crate) fn check(
         let mut notebook = notebook;
         let mut joined = notebook.joined();
         let (mut result, summary) =
-            check_in_project(&joined.checked, rules, joined.source_kind(), facts);
+            check_source_in(&joined.checked, rules, joined.source_kind(), project);
         let mut applied = 0;
         if let Some(min) = fix {
             for _ in 0..4 {
@@ -50,11 +50,11 @@ pub(crate) fn check(
                 let mut next = notebook.clone();
                 next.apply(&joined, &edits);
                 let next_joined = next.joined();
-                let (again, _) = check_in_project(
+                let (again, _) = check_source_in(
                     &next_joined.checked,
                     rules,
                     next_joined.source_kind(),
-                    facts,
+                    project,
                 );
                 if again.syntax_error.is_some() {
                     // Never write a fix that breaks the notebook.

@@ -20,7 +20,8 @@ use crate::commands::check::Outcome;
 /// findings, with the facts given), `summarize` for the others (only what they tell the
 /// project).
 pub(crate) struct Checks<'a> {
-    pub report: &'a (dyn Fn(&Path, &ExternalFacts) -> (Outcome, FileSummary) + Sync),
+    #[allow(clippy::type_complexity)]
+    pub report: &'a (dyn Fn(&Path, Option<&str>, &ExternalFacts) -> (Outcome, FileSummary) + Sync),
     #[allow(clippy::type_complexity)]
     pub summarize:
         &'a (dyn Fn(&Path, Option<&str>, &ExternalFacts, &SummaryCache) -> Arc<FileSummary> + Sync),
@@ -32,9 +33,10 @@ pub(crate) enum CacheAt {
     Nowhere,
 }
 
-/// A reported file's outcome, and the facts its check was given.
+/// A reported file's outcome, its module, and the facts its check was given.
 pub(crate) struct Reported {
     pub path: PathBuf,
+    pub module: Option<String>,
     pub outcome: Outcome,
     pub facts: Arc<ExternalFacts>,
 }
@@ -105,7 +107,8 @@ fn check_project(
             let canonical = canonical(&path);
             named.insert(canonical.clone());
             s.spawn(move |_| {
-                let (outcome, summary) = (checks.report)(&path, none);
+                let m = module(&canonical);
+                let (outcome, summary) = (checks.report)(&path, m.as_deref(), none);
                 jobs.lock().unwrap_or_else(|e| e.into_inner()).push(Job {
                     path,
                     canonical,
@@ -156,7 +159,7 @@ fn check_project(
     let again = |i: usize, facts: &ExternalFacts| -> Arc<FileSummary> {
         let job = &jobs[i];
         if job.reported {
-            let (outcome, summary) = (checks.report)(&job.path, facts);
+            let (outcome, summary) = (checks.report)(&job.path, modules[i].as_deref(), facts);
             *job.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
             Arc::new(summary)
         } else {
@@ -167,11 +170,13 @@ fn check_project(
     let reported = jobs
         .into_iter()
         .zip(facts)
-        .filter(|(j, _)| j.reported)
-        .filter_map(|(j, facts)| {
+        .zip(modules)
+        .filter(|((j, _), _)| j.reported)
+        .filter_map(|((j, facts), module)| {
             let outcome = j.outcome.into_inner().unwrap_or_else(|e| e.into_inner())?;
             Some(Reported {
                 path: j.path,
+                module,
                 outcome,
                 facts,
             })

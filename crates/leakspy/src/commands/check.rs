@@ -7,7 +7,9 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use leakspy_lint::output::{self, FileResult};
 use leakspy_lint::summaries::{ExternalFacts, FileSummary};
-use leakspy_lint::{apply_fixes, check_in_project, Applicability, Rule, RuleSet, SourceKind};
+use leakspy_lint::{
+    apply_fixes, check_in_project, check_source_in, Applicability, Rule, RuleSet, SourceKind,
+};
 
 use std::sync::Arc;
 
@@ -133,10 +135,13 @@ pub fn run(args: CheckArgs) -> Result<u8> {
     // Every file of each path's project is checked as the walk finds it, then the files whose
     // facts from other files changed again (`check::project`); fixes are made after, with the
     // facts the last check of each file was given.
-    let report = |path: &Path, facts: &ExternalFacts| -> (Outcome, FileSummary) {
-        let rules = per_file.rules_for(path, &rules);
-        analyze(path, &rules, None, true, facts)
-    };
+    let report =
+        |path: &Path, module: Option<&str>, facts: &ExternalFacts| -> (Outcome, FileSummary) {
+            let rules = per_file.rules_for(path, &rules);
+            // A file of a library the analysis models (torch's own tree) is checked alone.
+            let project = (!leakspy_lint::project::is_library_source(module)).then_some(facts);
+            analyze(path, &rules, None, true, project)
+        };
     let summarize = |path: &Path,
                      module: Option<&str>,
                      facts: &ExternalFacts,
@@ -166,8 +171,10 @@ pub fn run(args: CheckArgs) -> Result<u8> {
             .into_par_iter()
             .map(|r| {
                 let rules = per_file.rules_for(&r.path, &rules);
+                let project = (!leakspy_lint::project::is_library_source(r.module.as_deref()))
+                    .then_some(&*r.facts);
                 let outcome = match r.outcome {
-                    Outcome::Checked(_) => analyze(&r.path, &rules, fix, !args.diff, &r.facts).0,
+                    Outcome::Checked(_) => analyze(&r.path, &rules, fix, !args.diff, project).0,
                     problem => problem,
                 };
                 (r.path, outcome)
@@ -337,18 +344,19 @@ fn analyze(
     rules: &RuleSet,
     fix: Option<Applicability>,
     write: bool,
-    facts: &ExternalFacts,
+    project: Option<&ExternalFacts>,
 ) -> (Outcome, FileSummary) {
     if discover::is_notebook(path) {
         match read_source(path, MAX_NOTEBOOK_BYTES) {
-            Ok(text) => match crate::check::notebook::check(path, text, rules, fix, write, facts) {
+            Ok(text) => match crate::check::notebook::check(path, text, rules, fix, write, project)
+            {
                 Ok((c, summary)) => (Outcome::Checked(Box::new(c)), summary),
                 Err(p) => (Outcome::Problem(p), FileSummary::default()),
             },
             Err(p) => (Outcome::Problem(p), FileSummary::default()),
         }
     } else {
-        check_file(path, rules, fix, write, facts)
+        check_file(path, rules, fix, write, project)
     }
 }
 
@@ -360,6 +368,9 @@ fn summarize_file(
     facts: &ExternalFacts,
     cache: &SummaryCache,
 ) -> Arc<FileSummary> {
+    if leakspy_lint::project::is_library_source(module) {
+        return Arc::default();
+    }
     let notebook = discover::is_notebook(path);
     let limit = if notebook {
         MAX_NOTEBOOK_BYTES
@@ -394,7 +405,7 @@ fn check_file(
     rules: &RuleSet,
     fix: Option<Applicability>,
     write: bool,
-    facts: &ExternalFacts,
+    project: Option<&ExternalFacts>,
 ) -> (Outcome, FileSummary) {
     let source = match read_source(path, MAX_FILE_BYTES) {
         Ok(s) => s,
@@ -404,7 +415,7 @@ fn check_file(
     let checked = std::panic::catch_unwind(|| {
         let mut fixed_text: Option<String> = None;
         let mut applied_total = 0;
-        let (mut result, summary) = check_in_project(&source, rules, SourceKind::Python, facts);
+        let (mut result, summary) = check_source_in(&source, rules, SourceKind::Python, project);
         if let Some(min) = fix {
             for _ in 0..4 {
                 if result.syntax_error.is_some() {
@@ -415,7 +426,7 @@ fn check_file(
                 if fixed.applied == 0 {
                     break;
                 }
-                let (again, _) = check_in_project(&fixed.source, rules, SourceKind::Python, facts);
+                let (again, _) = check_source_in(&fixed.source, rules, SourceKind::Python, project);
                 if again.syntax_error.is_some() {
                     // Never write a fix that breaks the file.
                     break;

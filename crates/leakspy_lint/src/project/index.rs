@@ -90,8 +90,7 @@ impl<'f> ProjectIndex<'f> {
             if let Some(m) = &f.module {
                 // The sources of a library the analysis models itself (checking torch's own
                 // tree) are read from that model: calls into them tell nothing more.
-                let top = m.split('.').next().unwrap_or(m);
-                if crate::summaries::extract::is_modelled_or_standard(top) {
+                if super::is_library_source(Some(m)) {
                     continue;
                 }
                 // Two files of one name (`a.py` and `a/__init__.py`): the first in path order.

@@ -62,6 +62,15 @@ pub fn solve(
     used
 }
 
+/// Is the module part of a library the analysis models itself (torch's, numpy's or
+/// matplotlib's own tree)? Its files are checked alone: the index reads the library from its
+/// model, not from its sources, so they neither tell nor are told anything.
+pub fn is_library_source(module: Option<&str>) -> bool {
+    module.is_some_and(|m| {
+        crate::summaries::extract::is_modelled_or_standard(m.split('.').next().unwrap_or(m))
+    })
+}
+
 /// One source text of a project held in memory: where it is and what it is.
 pub struct Source<'a> {
     /// The path relative to the root (`utils/metrics.py`).
@@ -76,9 +85,14 @@ pub struct Source<'a> {
 pub fn check_sources(sources: &[Source], rules: &crate::RuleSet) -> Vec<crate::CheckedSource> {
     let results: Vec<std::sync::Mutex<Option<crate::CheckedSource>>> =
         sources.iter().map(|_| Default::default()).collect();
+    let modules: Vec<Option<String>> = sources
+        .iter()
+        .map(|s| root::module_name_from_path(std::path::Path::new(s.path)))
+        .collect();
     let run = |i: usize, facts: &ExternalFacts| -> Arc<FileSummary> {
         let s = &sources[i];
-        let (checked, summary) = crate::check_in_project(s.text, rules, s.kind, facts);
+        let project = (!is_library_source(modules[i].as_deref())).then_some(facts);
+        let (checked, summary) = crate::check_source_in(s.text, rules, s.kind, project);
         *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(checked);
         Arc::new(summary)
     };
@@ -89,7 +103,7 @@ pub fn check_sources(sources: &[Source], rules: &crate::RuleSet) -> Vec<crate::C
             let path = std::path::Path::new(s.path);
             IndexedFile {
                 path: s.path.to_string(),
-                module: root::module_name_from_path(path),
+                module: modules[i].clone(),
                 is_package: root::is_package_init(path),
                 summary: run(i, &ExternalFacts::NONE),
             }

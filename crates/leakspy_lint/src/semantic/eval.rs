@@ -666,7 +666,7 @@ impl<'a> SemanticModel<'a> {
                 backpropagated: false,
                 param: None,
                 site: None,
-                through: None,
+                through: Some(0),
             });
             let mut map = self.param_taint.borrow_mut();
             let entry = map.entry(format!("{class}.forward")).or_default();

@@ -78,7 +78,8 @@ pub struct ClassFacts {
     /// attributes' resets are that file's business (`bases_seen` is false).
     pub external: bool,
     /// It may make parameters or submodules (`may_make_parameters`): a module that makes none
-    /// computes from its inputs only.
+    /// computes from its inputs only. Known for classes of other files (from the index) and for
+    /// this file's classes once the file is checked in a project (`adopt`).
     pub makes_parameters: bool,
     /// A framework makes the object drive it and owns it (`hooks::FRAMEWORK_OWNED`): nothing
     /// outside the class resets its attributes.
@@ -107,10 +108,8 @@ pub struct ModuleFacts {
 
 impl ModuleFacts {
     pub fn collect(suite: &[Stmt]) -> Self {
-        let mut facts = ModuleFacts {
-            imports: Imports::collect(suite),
-            ..Default::default()
-        };
+        // Every import, top-level and nested, in source order (the last binding of a name wins).
+        let mut facts = ModuleFacts::default();
         collect_imports_deep(suite, &mut facts.imports);
         facts.uses_torch = facts.imports.qualify_head_is("torch")
             || facts.imports.qualify_head_is("lightning")
@@ -327,7 +326,6 @@ impl ModuleFacts {
                 _ => {}
             }
         }
-        let makes_parameters = may_make_parameters(class, self);
         let entry = self
             .classes
             .entry(name.clone())
@@ -340,13 +338,12 @@ impl ModuleFacts {
         entry.methods = methods;
         entry.arity = arity;
         entry.abstract_methods = abstract_methods;
-        entry.makes_parameters = makes_parameters;
     }
 
     /// Takes in what the project index says of other files (`summaries::ExternalFacts`): the
     /// classes this file uses from them, under the names it uses, and what its own classes
     /// inherit from bases there. Called before the walk, on a file whose facts are not empty.
-    pub fn adopt(&mut self, external: &crate::summaries::ExternalFacts) {
+    pub fn adopt(&mut self, external: &crate::summaries::ExternalFacts, suite: &[Stmt]) {
         let place = |a: &crate::summaries::AttrSummary| PlaceFacts {
             init: a.init,
             class: a.class.clone(),
@@ -384,9 +381,13 @@ impl ModuleFacts {
             );
         }
         for (name, inherited) in &external.inherited {
+            let own_parameters = suite.iter().any(|s| {
+                matches!(s, Stmt::ClassDef(c) if c.name.as_str() == name && may_make_parameters(c, self))
+            });
             let Some(class) = self.classes.get_mut(name) else {
                 continue;
             };
+            class.makes_parameters = own_parameters;
             class.is_module |=
                 inherited.is_module && (inherited.makes_parameters || class.makes_parameters);
             class.framework_owned |= inherited.framework_owned;
@@ -735,7 +736,7 @@ fn returned_view_of_param(func: &StmtFunctionDef) -> Option<usize> {
 /// layers, nothing registers a parameter or module, and every attribute it sets is inert (a
 /// number, a string, a tensor made from numbers, a container of those, a plain name that does
 /// not conventionally hold a module).
-fn may_make_parameters(class: &StmtClassDef, facts: &ModuleFacts) -> bool {
+pub(crate) fn may_make_parameters(class: &StmtClassDef, facts: &ModuleFacts) -> bool {
     let layer_base = class.arguments.iter().flat_map(|a| a.args.iter()).any(|b| {
         facts.imports.qualify(b).is_some_and(|q| {
             super::names::last_segment(&q) != "Module" && is_module_ctor(&q, &facts.classes)

@@ -196,6 +196,8 @@ impl Training {
             owned: FxHashSet::default(),
             made: FxHashMap::default(),
             external,
+            test_suite: facts.imports.has_alias_for("pytest")
+                || facts.imports.has_alias_for("unittest"),
         };
         defined_names(suite, &mut c.defined);
         c.body(suite);
@@ -291,6 +293,8 @@ struct Collector<'a, 'f> {
     /// What the project index says of other files: which of the functions this file calls
     /// there train.
     external: &'f crate::summaries::ExternalFacts,
+    /// The file imports pytest or unittest: its `test*` functions are a suite's tests.
+    test_suite: bool,
 }
 
 impl<'a> Collector<'a, '_> {
@@ -415,10 +419,8 @@ impl<'a> Collector<'a, '_> {
             .iter()
             .find_map(|d| event_grain(&d.expression))
             .or_else(|| self.event_handlers.get(def.name.as_str()).copied());
-        let suite = self.facts.imports.has_alias_for("pytest")
-            || self.facts.imports.has_alias_for("unittest");
         let test = self.funcs[self.current].test
-            || suite
+            || self.test_suite
                 && def
                     .name
                     .as_str()

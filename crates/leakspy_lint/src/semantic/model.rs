@@ -232,7 +232,15 @@ impl<'a> SemanticModel<'a> {
                 key.clone(),
                 params
                     .iter()
-                    .map(|p| p.as_ref().map(|o| Rc::new(o.to_origin())))
+                    .enumerate()
+                    .map(|(i, p)| {
+                        p.as_ref().map(|o| {
+                            Rc::new(Origin {
+                                through: Some(i),
+                                ..o.to_origin()
+                            })
+                        })
+                    })
                     .collect(),
             );
         }

@@ -45,19 +45,17 @@ impl<'a> SemanticModel<'a> {
     /// The value a call of this file's function or method returns, remembering the
     /// graph-carrying arguments it receives (for the callee's parameters).
     pub(crate) fn summary_call(&self, key: &str, call: &ExprCall, grad: bool) -> Option<Value> {
-        let mut taints: Vec<Option<Rc<Origin>>> = Vec::new();
+        // Positions of the arguments that carry a graph (not a placeholder's).
+        let mut taints: Vec<usize> = Vec::new();
         let args: Vec<Value> = call
             .arguments
             .args
             .iter()
             .map(|a| self.value_inner(a))
             .collect();
-        for (i, (a, expr)) in args.iter().zip(call.arguments.args.iter()).enumerate() {
-            if let Graph::Yes(o) = &a.graph {
-                if o.param.is_none() {
-                    taints.resize(i + 1, None);
-                    taints[i] = Some(self.as_passed(o, expr));
-                }
+        for (i, a) in args.iter().enumerate() {
+            if a.origin().is_some_and(|o| o.param.is_none()) {
+                taints.push(i);
             }
         }
         // What the arguments are, for parameters that only ever receive numbers.
@@ -95,12 +93,16 @@ impl<'a> SemanticModel<'a> {
         if !taints.is_empty() && grad {
             let mut map = self.param_taint.borrow_mut();
             let entry = map.entry(key.to_string()).or_default();
-            if entry.len() < taints.len() {
-                entry.resize(taints.len(), None);
-            }
-            for (slot, t) in entry.iter_mut().zip(taints) {
-                if slot.is_none() {
-                    *slot = t;
+            for i in taints {
+                if entry.len() <= i {
+                    entry.resize(i + 1, None);
+                }
+                // The first graph a call site passes names the parameter's; it reaches the
+                // callee as its argument `i` (a summary returning it stays parametric).
+                if entry[i].is_none() {
+                    if let (Some(o), Some(expr)) = (args[i].origin(), call.arguments.args.get(i)) {
+                        entry[i] = Some(self.as_passed(o, expr, i));
+                    }
                 }
             }
         }
@@ -121,16 +123,18 @@ impl<'a> SemanticModel<'a> {
     /// `.backward()` runs through it (`loss.backward()` then `self.record(loss)`, or before it):
     /// whatever the callee keeps of it, the caller's backward frees its activations, and only
     /// the chain of autograd nodes stays.
-    pub(crate) fn as_passed(&self, origin: &Rc<Origin>, expr: &Expr) -> Rc<Origin> {
-        if origin.backpropagated
-            || !super::scan::keys_in(expr)
-                .iter()
-                .any(|k| self.consumed_by_backward(k))
-        {
-            return origin.clone();
+    pub(crate) fn as_passed(&self, origin: &Origin, expr: &Expr, position: usize) -> Rc<Origin> {
+        let mut o = origin.clone();
+        o.through = Some(position);
+        if !o.backpropagated {
+            // A name or attribute is its own key: no set of keys to build.
+            o.backpropagated = match super::names::dotted(expr) {
+                Some(k) => self.consumed_by_backward(&k),
+                None => super::scan::keys_in(expr)
+                    .iter()
+                    .any(|k| self.consumed_by_backward(k)),
+            };
         }
-        let mut o = (**origin).clone();
-        o.backpropagated = true;
         Rc::new(o)
     }
 
@@ -183,6 +187,7 @@ impl<'a> SemanticModel<'a> {
                 let facts = self.facts;
                 let owners = &self.method_owners;
                 let external = &self.external_callees;
+                let external_calls = !external.is_empty();
                 // An attribute holding an instance of a module class of this file
                 // (`self.norm(h)`) runs that class's `forward`.
                 let submodule = |c: &str| {
@@ -198,7 +203,7 @@ impl<'a> SemanticModel<'a> {
                 body_facts.callees.iter().any(|c| {
                     facts.functions.contains(*c)
                         || owners.contains_key(*c)
-                        || external.contains(*c)
+                        || external_calls && external.contains(*c)
                         || facts.classes.contains_key(*c)
                         || submodule(c)
                 })
@@ -297,14 +302,12 @@ impl<'a> SemanticModel<'a> {
         // Parameters that callers (in this file, or elsewhere as the project index says) pass
         // graph-carrying values to. A summary that returns one stays "argument i's graph".
         if let Some(taints) = self.param_taint.borrow().get(&key) {
-            for (i, (pname, taint)) in positional.iter().zip(taints).enumerate() {
+            for (pname, taint) in positional.iter().zip(taints) {
                 if let Some(origin) = taint {
-                    let mut o = (**origin).clone();
-                    o.through = Some(i);
                     scope.env.insert(
                         (*pname).to_string(),
                         Value {
-                            graph: Graph::Yes(Rc::new(o)),
+                            graph: Graph::Yes(origin.clone()),
                             ..Value::unknown()
                         },
                     );

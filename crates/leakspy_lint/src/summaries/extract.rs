@@ -240,8 +240,7 @@ impl SemanticModel<'_> {
         let v = self.value(arg);
         if let Some(o) = v.origin() {
             if o.param.is_none() {
-                let rc = std::rc::Rc::new(o.clone());
-                let o = self.as_passed(&rc, arg);
+                let o = self.as_passed(o, arg, 0);
                 return ArgFact::Graph(OriginSummary::of(&o, &|at| self.line(at) as u32));
             }
         }
@@ -304,7 +303,10 @@ impl SemanticModel<'_> {
                         }
                     }
                     if let Some(facts) = self.facts.class(class.name.as_str()) {
-                        classes.push(class_summary(facts, line(class.start())));
+                        let mut summary = class_summary(facts, line(class.start()));
+                        summary.makes_parameters =
+                            crate::semantic::facts::may_make_parameters(class, self.facts);
+                        classes.push(summary);
                     }
                 }
                 _ => {}
