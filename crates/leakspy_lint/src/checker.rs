@@ -68,6 +68,20 @@ impl<'a> Checker<'a> {
         self
     }
 
+    /// Takes in what the project index says of other files (`summaries::ExternalFacts`).
+    pub fn with_external(mut self, external: &'a crate::summaries::ExternalFacts) -> Self {
+        if !external.is_empty() {
+            self.semantic.adopt(external);
+        }
+        self
+    }
+
+    /// Records, as the reporting walk goes, the calls that leave the file, for its summary.
+    pub fn summarizing(mut self) -> Self {
+        self.semantic.calls_out = Some(Default::default());
+        self
+    }
+
     /// Tells the analysis whether the text is a notebook's cells (run by a kernel).
     pub fn with_source_kind(mut self, kind: crate::SourceKind<'a>) -> Self {
         self.semantic.source_kind = kind;
@@ -80,7 +94,16 @@ impl<'a> Checker<'a> {
 
     /// Runs the analysis on a module and returns its diagnostics, in order, one per rule and
     /// statement.
-    pub fn check_module(mut self, suite: &'a [Stmt]) -> Vec<Diagnostic> {
+    pub fn check_module(self, suite: &'a [Stmt]) -> Vec<Diagnostic> {
+        self.check_module_summarized(suite).0
+    }
+
+    /// Runs the analysis and returns the diagnostics and the file's summary (with the calls
+    /// that leave the file when `summarizing`).
+    pub fn check_module_summarized(
+        mut self,
+        suite: &'a [Stmt],
+    ) -> (Vec<Diagnostic>, crate::summaries::FileSummary) {
         // Silent walks learn what this file's functions return and which parameters receive
         // graphs; a graph passed on through two calls (`trainer -> agent.update(x) ->
         // normalizer.update(x)`) needs a second one. Then the walk that reports.
@@ -96,7 +119,12 @@ impl<'a> Checker<'a> {
         }
         self.semantic.reporting = true;
         self.walk_module(suite);
-        one_per_statement(self.diagnostics)
+        let summary = if self.semantic.calls_out.is_some() {
+            self.semantic.file_summary()
+        } else {
+            Default::default()
+        };
+        (one_per_statement(self.diagnostics), summary)
     }
 
     fn walk_module(&mut self, suite: &'a [Stmt]) {
@@ -136,8 +164,9 @@ impl<'a> Checker<'a> {
         if self.semantic.reporting {
             self.statement = stmt.range();
             rules::analyze_stmt(self, stmt);
-            if self.semantic.iteration().is_some() {
-                self.visit_calls(stmt);
+            let per_step = self.semantic.iteration().is_some();
+            if per_step || self.semantic.calls_out.is_some() {
+                self.visit_calls(stmt, per_step);
             }
         }
         let sem = &mut self.semantic;
@@ -160,10 +189,28 @@ impl<'a> Checker<'a> {
                     Expr::ListComp(c) => sem.class_of(&c.elt),
                     e => sem.elem_class_of(e),
                 };
+                // What a class of another module makes: calls on it leave the file.
+                let foreign = match &*assign.value {
+                    Expr::Call(call) if sem.calls_out.is_some() && class.is_none() => {
+                        sem.qualified_function(&call.func).filter(|q| {
+                            crate::summaries::extract::may_be_in_project(q)
+                                && q.rsplit('.')
+                                    .next()
+                                    .is_some_and(|l| l.starts_with(|c: char| c.is_uppercase()))
+                        })
+                    }
+                    _ => None,
+                };
                 for target in &assign.targets {
                     if let Expr::Name(n) = target {
                         let id = n.id.as_str();
                         let scope = sem.scope_mut();
+                        match &foreign {
+                            Some(q) => scope
+                                .foreign_instances
+                                .insert(id.to_string(), q.to_string()),
+                            None => scope.foreign_instances.remove(id),
+                        };
                         match &class {
                             Some(c) => scope.instances.insert(id.to_string(), c.clone()),
                             None => scope.instances.remove(id),
@@ -392,7 +439,7 @@ impl<'a> Checker<'a> {
     }
 
     /// Calls rules on every call expression of the statement itself (not of nested bodies).
-    fn visit_calls(&mut self, stmt: &'a Stmt) {
+    fn visit_calls(&mut self, stmt: &'a Stmt, per_step: bool) {
         // Asked at every statement of the reporting walk: one buffer serves them all.
         let mut calls = std::mem::take(&mut self.calls_buffer);
         calls.clear();
@@ -426,7 +473,10 @@ impl<'a> Checker<'a> {
             _ => {}
         }
         for &call in &calls {
-            rules::analyze_call(self, call, stmt);
+            if per_step {
+                rules::analyze_call(self, call, stmt);
+            }
+            self.semantic.record_call(call);
         }
         self.calls_buffer = calls;
     }

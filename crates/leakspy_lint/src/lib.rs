@@ -11,9 +11,11 @@ pub mod lines;
 pub mod noqa;
 pub mod notebook;
 pub mod output;
+pub mod project;
 pub mod registry;
 mod rules;
 pub mod semantic;
+pub mod summaries;
 
 use ruff_python_parser::parse_module;
 use ruff_source_file::LineIndex;
@@ -79,48 +81,96 @@ pub fn check_source_as<'a>(
     rules: &RuleSet,
     kind: SourceKind<'a>,
 ) -> CheckedSource {
+    check_source_in(source, rules, kind, None).0
+}
+
+/// Checks one source text as a file of a project: with what the project index says of other
+/// files (`summaries::ExternalFacts`), and returns the file's summary for the index beside the
+/// findings. A file whose facts are empty gets the findings `check_source_as` gives.
+pub fn check_in_project<'a>(
+    source: &'a str,
+    rules: &RuleSet,
+    kind: SourceKind<'a>,
+    external: &summaries::ExternalFacts,
+) -> (CheckedSource, summaries::FileSummary) {
+    check_source_in(source, rules, kind, Some(external))
+}
+
+/// The one check of a source text: alone (`None`: no facts, no summary), or in a project (with
+/// its facts, returning its summary).
+pub fn check_source_in<'a>(
+    source: &'a str,
+    rules: &RuleSet,
+    kind: SourceKind<'a>,
+    project: Option<&summaries::ExternalFacts>,
+) -> (CheckedSource, summaries::FileSummary) {
     let parsed = match parse_module(source) {
         Ok(parsed) => parsed,
         Err(err) => {
-            return CheckedSource {
-                diagnostics: Vec::new(),
-                syntax_error: Some(SyntaxError {
-                    message: err.error.to_string(),
-                    range: err.range(),
-                }),
-                line_index: None,
-            };
+            return (
+                CheckedSource {
+                    diagnostics: Vec::new(),
+                    syntax_error: Some(SyntaxError {
+                        message: err.error.to_string(),
+                        range: err.range(),
+                    }),
+                    line_index: None,
+                },
+                Default::default(),
+            );
         }
     };
     let lines = lines::Lines::new(source);
     let (noqa, called) = scan_tokens(parsed.tokens(), source, &lines);
-    if noqa.file_exempt() {
-        return CheckedSource {
-            diagnostics: Vec::new(),
-            syntax_error: None,
-            line_index: lines.into_built(),
-        };
+    // A file exempt from findings (`# leakspy: noqa` alone) still tells the project what its
+    // functions do; alone, it needs no walk.
+    let exempt = noqa.file_exempt();
+    if exempt && project.is_none() {
+        return (
+            CheckedSource {
+                diagnostics: Vec::new(),
+                syntax_error: None,
+                line_index: lines.into_built(),
+            },
+            Default::default(),
+        );
     }
     let suite = parsed.suite();
-    let facts = semantic::facts::ModuleFacts::collect(suite);
+    let mut facts = semantic::facts::ModuleFacts::collect(suite);
+    let external = project.unwrap_or(&summaries::NO_FACTS);
+    if !external.is_empty() {
+        facts.adopt(external, suite);
+    }
     // Rules that look for one library call skip files that never name it.
-    let active = rules.for_source(source);
-    let checker = checker::Checker::new(source, &facts, &lines, &active, suite)
+    let active = if exempt {
+        RuleSet::empty()
+    } else {
+        rules.for_source(source)
+    };
+    let mut checker = checker::Checker::new(source, &facts, &lines, &active, suite)
         .with_called_names(called)
-        .with_source_kind(kind);
-    let mut diagnostics = checker.check_module(suite);
+        .with_source_kind(kind)
+        .with_external(external);
+    if project.is_some() {
+        checker = checker.summarizing();
+    }
+    let (mut diagnostics, summary) = checker.check_module_summarized(suite);
     diagnostics.retain(|d| {
-        rules.contains(d.rule)
+        !exempt
+            && rules.contains(d.rule)
             && !noqa.suppresses(
                 lines.index().line_index(d.range.start()).to_zero_indexed(),
                 d.rule,
             )
     });
-    CheckedSource {
-        diagnostics,
-        syntax_error: None,
-        line_index: lines.into_built(),
-    }
+    (
+        CheckedSource {
+            diagnostics,
+            syntax_error: None,
+            line_index: lines.into_built(),
+        },
+        summary,
+    )
 }
 
 /// One pass over the tokens: `noqa` comments, and every identifier directly followed by `(`

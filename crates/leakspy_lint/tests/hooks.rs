@@ -17,7 +17,13 @@ fn cadence_of(source: &str, name: &str) -> Option<Grain> {
     let parsed = ruff_python_parser::parse_module(source).unwrap();
     let suite = parsed.suite();
     let facts = ModuleFacts::collect(suite);
-    let training = Training::collect(source, suite, &facts, &Default::default());
+    let training = Training::collect(
+        source,
+        suite,
+        &facts,
+        &Default::default(),
+        &leakspy_lint::summaries::NO_FACTS,
+    );
     let mut grain = None;
     visit_body(suite, &mut |s| {
         if let Stmt::FunctionDef(f) = s {

@@ -5,7 +5,9 @@
 //! elements and dict entries keep their own provenance; construction is not training; a trim
 //! right after the append bounds it; a fixed small loop inside an epoch is not an iteration;
 //! module-level code gets a function's exemptions; numbers are not a leak; figures in notebooks
-//! and plotting scripts; `del` is path-sensitive.
+//! and plotting scripts; `del` is path-sensitive; a dict whose entry is backpropagated holds a
+//! graph; a collective (`hvd.allreduce`) passes its argument's graph; where `isinstance` says a
+//! value is a number, it is one; a test of a test suite runs once.
 
 mod common;
 

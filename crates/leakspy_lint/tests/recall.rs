@@ -29,11 +29,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use leakspy_lint::notebook::Notebook;
-use leakspy_lint::{check_source_as, RuleSet, SourceKind};
+use leakspy_lint::project::{check_sources, Source};
+use leakspy_lint::{check_source_as, CheckedSource, RuleSet, SourceKind};
 
 /// The least recall the tuned part must keep (marked lines found / marked lines). Raise it
 /// when the analysis finds more; never lower it to make a change pass.
-const FLOOR: f64 = 0.88;
+const FLOOR: f64 = 0.97;
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("resources/test/recall")
@@ -118,7 +119,14 @@ fn marks(file: &str, source: &str) -> Vec<Mark> {
 }
 
 fn check_text(file: &str, source: &str, kind: SourceKind) -> Checked {
-    let mut checked = check_source_as(source, &RuleSet::default(), kind);
+    checked_text(
+        file,
+        source,
+        check_source_as(source, &RuleSet::default(), kind),
+    )
+}
+
+fn checked_text(file: &str, source: &str, mut checked: CheckedSource) -> Checked {
     assert!(
         checked.syntax_error.is_none(),
         "{file}: {:?}",
@@ -159,27 +167,39 @@ fn python_files(root: &Path) -> Vec<PathBuf> {
 }
 
 /// A fixture checked as `leakspy check PATH` would: a file, a notebook (its code cells joined),
-/// or a folder. The CLI checks a folder file by file today (`check_source` on each); when the
-/// analysis gains a project-wide entry point, this is the one place that must call it.
+/// or a folder, checked as a project whose root is the folder (`project::check_sources`, the
+/// entry point `check` uses: every file with what the others tell it).
 fn check_path(path: &Path) -> Checked {
     let name = path.file_name().unwrap().to_string_lossy().to_string();
     if path.is_dir() {
+        let files: Vec<(String, String)> = python_files(path)
+            .into_iter()
+            .map(|file| {
+                let rel = file
+                    .strip_prefix(path)
+                    .unwrap()
+                    .to_string_lossy()
+                    .to_string();
+                let text = std::fs::read_to_string(&file).unwrap();
+                (rel, text)
+            })
+            .collect();
+        let sources: Vec<Source> = files
+            .iter()
+            .map(|(rel, text)| Source {
+                path: rel,
+                text,
+                kind: SourceKind::Python,
+            })
+            .collect();
+        let results = check_sources(&sources, &RuleSet::default());
         let mut all = Checked {
             marks: Vec::new(),
             known_false: Vec::new(),
             findings: Vec::new(),
         };
-        for file in python_files(path) {
-            let rel = file
-                .strip_prefix(path)
-                .unwrap()
-                .to_string_lossy()
-                .to_string();
-            let one = check_text(
-                &rel,
-                &std::fs::read_to_string(&file).unwrap(),
-                SourceKind::Python,
-            );
+        for ((rel, text), checked) in files.iter().zip(results) {
+            let one = checked_text(rel, text, checked);
             all.marks.extend(one.marks);
             all.known_false.extend(one.known_false);
             all.findings.extend(one.findings);

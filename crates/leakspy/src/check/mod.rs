@@ -2,3 +2,4 @@
 pub mod config;
 pub mod discover;
 pub mod notebook;
+pub mod project;

@@ -6,19 +6,22 @@ use std::path::Path;
 
 use leakspy_lint::notebook::Notebook;
 use leakspy_lint::output::FileResult;
-use leakspy_lint::{check_source_as, select_fixes, Applicability, RuleSet};
+use leakspy_lint::summaries::{ExternalFacts, FileSummary};
+use leakspy_lint::{check_in_project, check_source_in, select_fixes, Applicability, RuleSet};
 
 use crate::commands::check::{display_path, Checked, Problem};
 
-/// Checks (and, when asked, fixes) one notebook whose text is read. Fixing loops until no fix
-/// applies, at most a few rounds, as for a Python file.
+/// Checks (and, when asked, fixes) one notebook whose text is read, with what the project says
+/// of other files; returns its summary beside. Fixing loops until no fix applies, at most a few
+/// rounds, as for a Python file.
 pub(crate) fn check(
     path: &Path,
     text: String,
     rules: &RuleSet,
     fix: Option<Applicability>,
     write: bool,
-) -> Result<Checked, Problem> {
+    project: Option<&ExternalFacts>,
+) -> Result<(Checked, FileSummary), Problem> {
     let problem = |reason: String, fatal: bool| Problem {
         path: path.to_path_buf(),
         reason,
@@ -32,7 +35,8 @@ pub(crate) fn check(
         let before = notebook.clone();
         let mut notebook = notebook;
         let mut joined = notebook.joined();
-        let mut result = check_source_as(&joined.checked, rules, joined.source_kind());
+        let (mut result, summary) =
+            check_source_in(&joined.checked, rules, joined.source_kind(), project);
         let mut applied = 0;
         if let Some(min) = fix {
             for _ in 0..4 {
@@ -46,7 +50,12 @@ pub(crate) fn check(
                 let mut next = notebook.clone();
                 next.apply(&joined, &edits);
                 let next_joined = next.joined();
-                let again = check_source_as(&next_joined.checked, rules, next_joined.source_kind());
+                let (again, _) = check_source_in(
+                    &next_joined.checked,
+                    rules,
+                    next_joined.source_kind(),
+                    project,
+                );
                 if again.syntax_error.is_some() {
                     // Never write a fix that breaks the notebook.
                     break;
@@ -57,9 +66,9 @@ pub(crate) fn check(
                 result = again;
             }
         }
-        (before, notebook, joined, result, applied)
+        (before, notebook, joined, result, applied, summary)
     });
-    let (before, notebook, joined, mut result, applied) = checked.map_err(|_| {
+    let (before, notebook, joined, mut result, applied, summary) = checked.map_err(|_| {
         problem(
             "internal error while checking this notebook (a leakspy bug: please report it with the file)".into(),
             true,
@@ -96,16 +105,36 @@ pub(crate) fn check(
             fix.message = joined.index.translate_message(&fix.message, cell);
         }
     }
-    Ok(Checked {
-        result: FileResult {
-            path: display,
-            source: joined.display,
-            line_index,
-            diagnostics: result.diagnostics,
-            syntax_error: result.syntax_error,
-            notebook: Some(joined.index),
+    Ok((
+        Checked {
+            result: FileResult {
+                path: display,
+                source: joined.display,
+                line_index,
+                diagnostics: result.diagnostics,
+                syntax_error: result.syntax_error,
+                notebook: Some(joined.index),
+            },
+            applied,
+            diff,
         },
-        applied,
-        diff,
+        summary,
+    ))
+}
+
+/// The summary of a notebook another file's check needs (no findings kept): `None` when it
+/// cannot be read as one.
+pub(crate) fn summary(text: String, facts: &ExternalFacts) -> Option<FileSummary> {
+    let notebook = Notebook::parse(text).ok()?;
+    let joined = notebook.joined();
+    std::panic::catch_unwind(|| {
+        check_in_project(
+            &joined.checked,
+            &RuleSet::empty(),
+            joined.source_kind(),
+            facts,
+        )
+        .1
     })
+    .ok()
 }

@@ -6,8 +6,16 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use leakspy_lint::output::{self, FileResult};
-use leakspy_lint::{apply_fixes, check_source, Applicability, Rule, RuleSet};
+use leakspy_lint::summaries::{ExternalFacts, FileSummary};
+use leakspy_lint::{
+    apply_fixes, check_in_project, check_source_in, Applicability, Rule, RuleSet, SourceKind,
+};
 
+use std::sync::Arc;
+
+use leakspy_lint::project::cache::SummaryCache;
+
+use crate::check::project::{CacheAt, Checks};
 use crate::check::{config, discover};
 
 /// Files larger than this are skipped: generated code, not training scripts.
@@ -59,6 +67,13 @@ pub struct CheckArgs {
     /// Path of a pyproject.toml to read `[tool.leakspy]` from instead of the nearest one.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Do not read or write the cache of file summaries.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Keep the cache of file summaries in this folder instead of `$XDG_CACHE_HOME/leakspy`
+    /// (else `~/.cache/leakspy`).
+    #[arg(long, value_name = "DIR", conflicts_with = "no_cache")]
+    pub cache_dir: Option<PathBuf>,
 }
 
 pub(crate) struct Problem {
@@ -77,7 +92,7 @@ pub(crate) struct Checked {
     pub diff: String,
 }
 
-enum Outcome {
+pub(crate) enum Outcome {
     Checked(Box<Checked>),
     Problem(Problem),
 }
@@ -117,35 +132,57 @@ pub fn run(args: CheckArgs) -> Result<u8> {
     } else {
         Applicability::Safe
     };
-    // Files are checked as the walk finds them; results are put back in path order after.
-    let outcomes = std::sync::Mutex::new(Vec::new());
-    let skipped = rayon::scope(|s| {
-        let (outcomes, per_file, rules, args) = (&outcomes, &per_file, &rules, &args);
-        discover::discover(&paths, &excludes, &includes, &mut |path| {
-            s.spawn(move |_| {
-                let rules = per_file.rules_for(&path, rules);
-                let fix = (args.fix || args.diff).then_some(min_fix);
-                let outcome = if discover::is_notebook(&path) {
-                    match read_source(&path, MAX_NOTEBOOK_BYTES) {
-                        Ok(text) => {
-                            crate::check::notebook::check(&path, text, &rules, fix, !args.diff)
-                                .map(|c| Outcome::Checked(Box::new(c)))
-                                .unwrap_or_else(Outcome::Problem)
-                        }
-                        Err(p) => Outcome::Problem(p),
-                    }
-                } else {
-                    check_file(&path, &rules, fix, !args.diff)
+    // Every file of each path's project is checked as the walk finds it, then the files whose
+    // facts from other files changed again (`check::project`); fixes are made after, with the
+    // facts the last check of each file was given.
+    let report =
+        |path: &Path, module: Option<&str>, facts: &ExternalFacts| -> (Outcome, FileSummary) {
+            let rules = per_file.rules_for(path, &rules);
+            // A file of a library the analysis models (torch's own tree) is checked alone.
+            let project = (!leakspy_lint::project::is_library_source(module)).then_some(facts);
+            analyze(path, &rules, None, true, project)
+        };
+    let summarize = |path: &Path,
+                     module: Option<&str>,
+                     facts: &ExternalFacts,
+                     cache: &SummaryCache|
+     -> Arc<FileSummary> { summarize_file(path, module, facts, cache) };
+    let cache_at = match (&args.cache_dir, args.no_cache) {
+        (_, true) => CacheAt::Nowhere,
+        (Some(d), false) => CacheAt::Dir(d.clone()),
+        (None, false) => leakspy_lint::project::cache::default_dir()
+            .map(CacheAt::Dir)
+            .unwrap_or(CacheAt::Nowhere),
+    };
+    let (reported, skipped) = crate::check::project::check_paths(
+        &paths,
+        &excludes,
+        &includes,
+        &cache_at,
+        &Checks {
+            report: &report,
+            summarize: &summarize,
+        },
+    );
+    let fix = (args.fix || args.diff).then_some(min_fix);
+    let outcomes: Vec<(PathBuf, Outcome)> = if fix.is_some() {
+        use rayon::prelude::*;
+        reported
+            .into_par_iter()
+            .map(|r| {
+                let rules = per_file.rules_for(&r.path, &rules);
+                let project = (!leakspy_lint::project::is_library_source(r.module.as_deref()))
+                    .then_some(&*r.facts);
+                let outcome = match r.outcome {
+                    Outcome::Checked(_) => analyze(&r.path, &rules, fix, !args.diff, project).0,
+                    problem => problem,
                 };
-                outcomes
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push((path, outcome));
-            });
-        })
-    });
-    let mut outcomes = outcomes.into_inner().unwrap_or_else(|e| e.into_inner());
-    outcomes.sort_by(|a, b| a.0.cmp(&b.0));
+                (r.path, outcome)
+            })
+            .collect()
+    } else {
+        reported.into_iter().map(|r| (r.path, r.outcome)).collect()
+    };
     let mut problems: Vec<Problem> = skipped
         .into_iter()
         .map(|s| Problem {
@@ -301,18 +338,84 @@ fn count_fixes(results: &[FileResult], min: Applicability) -> usize {
         .count()
 }
 
-/// Reads, checks and (when asked) fixes one file. Fixing loops until no fix applies, at most a
-/// few rounds, so fixes that depend on each other converge as in ruff.
-fn check_file(path: &Path, rules: &RuleSet, fix: Option<Applicability>, write: bool) -> Outcome {
+/// Checks (and fixes) one file or notebook with the facts the project gives it.
+fn analyze(
+    path: &Path,
+    rules: &RuleSet,
+    fix: Option<Applicability>,
+    write: bool,
+    project: Option<&ExternalFacts>,
+) -> (Outcome, FileSummary) {
+    if discover::is_notebook(path) {
+        match read_source(path, MAX_NOTEBOOK_BYTES) {
+            Ok(text) => match crate::check::notebook::check(path, text, rules, fix, write, project)
+            {
+                Ok((c, summary)) => (Outcome::Checked(Box::new(c)), summary),
+                Err(p) => (Outcome::Problem(p), FileSummary::default()),
+            },
+            Err(p) => (Outcome::Problem(p), FileSummary::default()),
+        }
+    } else {
+        check_file(path, rules, fix, write, project)
+    }
+}
+
+/// What a file of the project the command does not name tells the others: its summary, from
+/// the cache when its text, module and facts are the ones it was made with.
+fn summarize_file(
+    path: &Path,
+    module: Option<&str>,
+    facts: &ExternalFacts,
+    cache: &SummaryCache,
+) -> Arc<FileSummary> {
+    if leakspy_lint::project::is_library_source(module) {
+        return Arc::default();
+    }
+    let notebook = discover::is_notebook(path);
+    let limit = if notebook {
+        MAX_NOTEBOOK_BYTES
+    } else {
+        MAX_FILE_BYTES
+    };
+    let Ok(text) = read_source(path, limit) else {
+        return Arc::default();
+    };
+    let key = SummaryCache::key(module, notebook, &text, facts);
+    if let Some(s) = cache.get(key) {
+        return s;
+    }
+    let summary = if notebook {
+        crate::check::notebook::summary(text, facts).unwrap_or_default()
+    } else {
+        std::panic::catch_unwind(|| {
+            check_in_project(&text, &RuleSet::empty(), SourceKind::Python, facts).1
+        })
+        .unwrap_or_default()
+    };
+    let summary = Arc::new(summary);
+    cache.put(key, summary.clone());
+    summary
+}
+
+/// Reads, checks and (when asked) fixes one file, with what the project says of other files;
+/// returns the file's summary beside. Fixing loops until no fix applies, at most a few rounds,
+/// so fixes that depend on each other converge as in ruff.
+fn check_file(
+    path: &Path,
+    rules: &RuleSet,
+    fix: Option<Applicability>,
+    write: bool,
+    project: Option<&ExternalFacts>,
+) -> (Outcome, FileSummary) {
     let source = match read_source(path, MAX_FILE_BYTES) {
         Ok(s) => s,
-        Err(p) => return Outcome::Problem(p),
+        Err(p) => return (Outcome::Problem(p), FileSummary::default()),
     };
     // The text is copied only when a fix changes it.
     let checked = std::panic::catch_unwind(|| {
         let mut fixed_text: Option<String> = None;
         let mut applied_total = 0;
-        let mut result = check_source(&source, rules);
+        let (mut result, summary) = check_source_in(&source, rules, SourceKind::Python, project);
         if let Some(min) = fix {
             for _ in 0..4 {
                 if result.syntax_error.is_some() {
@@ -323,7 +426,7 @@ fn check_file(path: &Path, rules: &RuleSet, fix: Option<Applicability>, write: b
                 if fixed.applied == 0 {
                     break;
                 }
-                let again = check_source(&fixed.source, rules);
+                let (again, _) = check_source_in(&fixed.source, rules, SourceKind::Python, project);
                 if again.syntax_error.is_some() {
                     // Never write a fix that breaks the file.
                     break;
@@ -333,25 +436,28 @@ fn check_file(path: &Path, rules: &RuleSet, fix: Option<Applicability>, write: b
                 result = again;
             }
         }
-        (fixed_text, applied_total, result)
+        (fixed_text, applied_total, result, summary)
     });
-    let (fixed_text, applied, mut result) = match checked {
+    let (fixed_text, applied, mut result, summary) = match checked {
         Ok(v) => v,
         Err(_) => {
-            return Outcome::Problem(Problem {
+            return (Outcome::Problem(Problem {
                 path: path.to_path_buf(),
                 reason: "internal error while checking this file (a leakspy bug: please report it with the file)".into(),
                 fatal: true,
-            });
+            }), FileSummary::default());
         }
     };
     if let Some(text) = fixed_text.as_deref().filter(|_| write) {
         if let Err(e) = std::fs::write(path, text) {
-            return Outcome::Problem(Problem {
-                path: path.to_path_buf(),
-                reason: format!("cannot write the fixed file: {e}"),
-                fatal: true,
-            });
+            return (
+                Outcome::Problem(Problem {
+                    path: path.to_path_buf(),
+                    reason: format!("cannot write the fixed file: {e}"),
+                    fatal: true,
+                }),
+                summary,
+            );
         }
     }
     let display = display_path(path);
@@ -378,18 +484,21 @@ fn check_file(path: &Path, rules: &RuleSet, fix: Option<Applicability>, write: b
         let line_index = result.take_line_index(&current);
         (current, line_index)
     };
-    Outcome::Checked(Box::new(Checked {
-        result: FileResult {
-            path: display,
-            source: current,
-            line_index,
-            diagnostics: result.diagnostics,
-            syntax_error: result.syntax_error,
-            notebook: None,
-        },
-        applied,
-        diff,
-    }))
+    (
+        Outcome::Checked(Box::new(Checked {
+            result: FileResult {
+                path: display,
+                source: current,
+                line_index,
+                diagnostics: result.diagnostics,
+                syntax_error: result.syntax_error,
+                notebook: None,
+            },
+            applied,
+            diff,
+        })),
+        summary,
+    )
 }
 
 /// The path as shown: without a leading `./`.

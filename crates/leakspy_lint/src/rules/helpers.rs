@@ -61,11 +61,20 @@ pub(crate) fn retained(checker: &Checker, value: &Value) -> &'static str {
 pub(crate) fn origin_phrase(checker: &Checker, value: &Value) -> String {
     match value.origin() {
         Some(o) => format!(
-            "the autograd graph of `{}` (line {})",
+            "the autograd graph of `{}` ({})",
             o.what,
-            checker.line(o.offset)
+            where_made(checker, o)
         ),
         None => "an autograd graph".to_string(),
+    }
+}
+
+/// Where a graph was made: "line 12" in this file, "models/net.py:31" in another file of the
+/// project.
+pub(crate) fn where_made(checker: &Checker, origin: &crate::semantic::value::Origin) -> String {
+    match &origin.site {
+        Some(site) => site.to_string(),
+        None => format!("line {}", checker.line(origin.offset)),
     }
 }
 

@@ -225,14 +225,14 @@ fn report(checker: &mut Checker, value: &Value, kept: &str, lifetime: &Lifetime)
         None => "this module".to_string(),
     };
     let message = format!(
-        "This loop runs `{}` (line {}) with autograd recording: {scope} never calls \
+        "This loop runs `{}` ({}) with autograd recording: {scope} never calls \
          `.backward()`, an optimizer step or `autograd.grad` on what it keeps, and nothing turns \
          grad off \
          (`model.eval()` does not), so {kept} carries its whole graph with every saved activation, \
          one per iteration, {until}; run the loop under `torch.no_grad()` or \
          `torch.inference_mode()`",
         origin.what,
-        checker.line(origin.offset),
+        crate::rules::helpers::where_made(checker, origin),
     );
     let mut diagnostic = Diagnostic::new(Rule::LS009, message, header);
     // Decorating a function that also trains would turn its training off.

@@ -550,6 +550,8 @@ fn from_graph_param<'e>(
                 is_loss: false,
                 backpropagated: false,
                 param: None,
+                site: None,
+                through: None,
             });
             let note = format!(
                 " (through `{p}`, which the call at line {} passes in)",

@@ -52,6 +52,8 @@ impl<'a> SemanticModel<'a> {
             is_loss,
             backpropagated: false,
             param: None,
+            site: None,
+            through: None,
         }
     }
 
@@ -150,7 +152,15 @@ impl<'a> SemanticModel<'a> {
                 }
             }
             Expr::Compare(_) | Expr::BoolOp(_) => Value::plain(),
-            Expr::If(e) => self.value_inner(&e.body).join(self.value_inner(&e.orelse)),
+            Expr::If(e) => {
+                // `x if isinstance(x, Number) else x.item()`: where the test says `x` is a number,
+                // it is one.
+                let branch = |b: &Expr, number_if: bool| match number_test(&e.test) {
+                    Some((name, when)) if when == number_if && is_dotted(b, name) => Value::plain(),
+                    _ => self.value_inner(b),
+                };
+                branch(&e.body, true).join(branch(&e.orelse, false))
+            }
             Expr::Named(n) => self.value_inner(&n.value),
             Expr::Starred(s) => self.value_inner(&s.value),
             Expr::Await(a) => self.value_inner(&a.value),
@@ -478,6 +488,16 @@ impl<'a> SemanticModel<'a> {
             parts: Parts::Same,
             scalar: false,
         };
+        // `hvd.allreduce(loss)`: the loss averaged over the ranks, graph and all.
+        if super::hooks::collective_passes_value(q) {
+            if let Some(first) = call.arguments.args.first() {
+                let v = self.value_inner(first);
+                return Value {
+                    parts: Parts::Same,
+                    ..v
+                };
+            }
+        }
         if is_functional_loss(q) {
             // A loss is a 0-d tensor (the default reduction).
             let args = self.args_value(call);
@@ -491,7 +511,9 @@ impl<'a> SemanticModel<'a> {
                 ..tensor(graph, args.device)
             };
         }
-        if self.facts.functions.contains(q) {
+        // A function of this file, or of another file of the project (`utils.viz.plot`, whose
+        // summary the project index gave).
+        if self.facts.functions.contains(q) || q.contains('.') && self.summaries.contains_key(q) {
             if let Some(v) = self.summary_call(q, call, grad) {
                 return v;
             }
@@ -643,6 +665,8 @@ impl<'a> SemanticModel<'a> {
                 is_loss: false,
                 backpropagated: false,
                 param: None,
+                site: None,
+                through: Some(0),
             });
             let mut map = self.param_taint.borrow_mut();
             let entry = map.entry(format!("{class}.forward")).or_default();
@@ -955,6 +979,37 @@ impl<'a> SemanticModel<'a> {
             _ => None,
         }
     }
+}
+
+/// `isinstance(x, int)`, `isinstance(x, (int, float))`, `isinstance(x, numbers.Number)` (or
+/// `not` one of those): the name tested, and whether the test holds when `x` is a number.
+fn number_test(test: &Expr) -> Option<(&str, bool)> {
+    if let Expr::UnaryOp(u) = test {
+        if matches!(u.op, ruff_python_ast::UnaryOp::Not) {
+            return number_test(&u.operand).map(|(n, w)| (n, !w));
+        }
+        return None;
+    }
+    let Expr::Call(call) = test else { return None };
+    if !is_dotted(&call.func, "isinstance") {
+        return None;
+    }
+    let [Expr::Name(x), types] = &*call.arguments.args else {
+        return None;
+    };
+    let number_type = |t: &Expr| {
+        dotted(t).is_some_and(|d| {
+            matches!(
+                last_segment(&d),
+                "int" | "float" | "complex" | "bool" | "Number" | "Real" | "Integral"
+            )
+        })
+    };
+    let all_numbers = match types {
+        Expr::Tuple(t) => !t.elts.is_empty() && t.elts.iter().all(number_type),
+        t => number_type(t),
+    };
+    all_numbers.then(|| (x.id.as_str(), true))
 }
 
 /// Positional and keyword arguments of a call.

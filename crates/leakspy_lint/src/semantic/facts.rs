@@ -69,6 +69,18 @@ pub struct ClassFacts {
     pub bases_seen: bool,
     /// Base classes defined in this file.
     pub in_file_bases: Vec<String>,
+    /// Every base, as the file's imports name it (`torch.nn.Module`, `.base.Trainer`).
+    pub bases: Vec<String>,
+    /// Methods whose body only documents them (`pass`, `...`, `raise NotImplementedError`) or
+    /// marked `@abstractmethod`: a subclass's override is what runs.
+    pub abstract_methods: FxHashSet<String>,
+    /// A class of another file of the project, as the project index describes it: its
+    /// attributes' resets are that file's business (`bases_seen` is false).
+    pub external: bool,
+    /// It may make parameters or submodules (`may_make_parameters`): a module that makes none
+    /// computes from its inputs only. Known for classes of other files (from the index) and for
+    /// this file's classes once the file is checked in a project (`adopt`).
+    pub makes_parameters: bool,
     /// A framework makes the object drive it and owns it (`hooks::FRAMEWORK_OWNED`): nothing
     /// outside the class resets its attributes.
     pub framework_owned: bool,
@@ -96,10 +108,8 @@ pub struct ModuleFacts {
 
 impl ModuleFacts {
     pub fn collect(suite: &[Stmt]) -> Self {
-        let mut facts = ModuleFacts {
-            imports: Imports::collect(suite),
-            ..Default::default()
-        };
+        // Every import, top-level and nested, in source order (the last binding of a name wins).
+        let mut facts = ModuleFacts::default();
         collect_imports_deep(suite, &mut facts.imports);
         facts.uses_torch = facts.imports.qualify_head_is("torch")
             || facts.imports.qualify_head_is("lightning")
@@ -110,6 +120,12 @@ impl ModuleFacts {
             if let Stmt::ClassDef(class) = stmt {
                 let is_module = facts.is_module_class_def(class);
                 let (bases_seen, in_file_bases) = facts.bases_of(class);
+                let bases = class
+                    .arguments
+                    .iter()
+                    .flat_map(|a| a.args.iter())
+                    .filter_map(|b| facts.imports.qualify(b))
+                    .collect();
                 let framework_owned = class.arguments.iter().flat_map(|a| a.args.iter()).any(|b| {
                     facts
                         .imports
@@ -124,6 +140,7 @@ impl ModuleFacts {
                         offset: class.start(),
                         bases_seen,
                         in_file_bases,
+                        bases,
                         framework_owned,
                         ..Default::default()
                     },
@@ -242,10 +259,14 @@ impl ModuleFacts {
         let mut attrs: FxHashMap<String, PlaceFacts> = FxHashMap::default();
         let mut methods = FxHashSet::default();
         let mut arity = FxHashMap::default();
+        let mut abstract_methods = FxHashSet::default();
         for stmt in &class.body {
             match stmt {
                 Stmt::FunctionDef(func) => {
                     methods.insert(func.name.as_str().to_string());
+                    if is_abstract(func) {
+                        abstract_methods.insert(func.name.as_str().to_string());
+                    }
                     arity.insert(func.name.as_str().to_string(), method_arity(func));
                     let method = func.name.as_str();
                     visit_body(&func.body, &mut |stmt| {
@@ -316,6 +337,79 @@ impl ModuleFacts {
         entry.attrs = attrs;
         entry.methods = methods;
         entry.arity = arity;
+        entry.abstract_methods = abstract_methods;
+    }
+
+    /// Takes in what the project index says of other files (`summaries::ExternalFacts`): the
+    /// classes this file uses from them, under the names it uses, and what its own classes
+    /// inherit from bases there. Called before the walk, on a file whose facts are not empty.
+    pub fn adopt(&mut self, external: &crate::summaries::ExternalFacts, suite: &[Stmt]) {
+        let place = |a: &crate::summaries::AttrSummary| PlaceFacts {
+            init: a.init,
+            class: a.class.clone(),
+            elem_class: a.elem_class.clone(),
+            ..Default::default()
+        };
+        for (name, c) in &external.classes {
+            if self.classes.contains_key(name) {
+                continue;
+            }
+            self.classes.insert(
+                name.clone(),
+                ClassFacts {
+                    name: name.clone(),
+                    // A module that makes no parameters (a test function, a fixed transform)
+                    // computes from its inputs only: calling it makes no graph of its own.
+                    is_module: c.is_module && c.makes_parameters,
+                    attrs: c.attrs.iter().map(|a| (a.name.clone(), place(a))).collect(),
+                    methods: c.methods.iter().map(|m| m.name.clone()).collect(),
+                    arity: c
+                        .methods
+                        .iter()
+                        .map(|m| (m.name.clone(), (m.min, m.max)))
+                        .collect(),
+                    abstract_methods: c
+                        .methods
+                        .iter()
+                        .filter(|m| m.is_abstract)
+                        .map(|m| m.name.clone())
+                        .collect(),
+                    framework_owned: c.framework_owned,
+                    external: true,
+                    ..Default::default()
+                },
+            );
+        }
+        for (name, inherited) in &external.inherited {
+            let own_parameters = suite.iter().any(|s| {
+                matches!(s, Stmt::ClassDef(c) if c.name.as_str() == name && may_make_parameters(c, self))
+            });
+            let Some(class) = self.classes.get_mut(name) else {
+                continue;
+            };
+            class.makes_parameters = own_parameters;
+            class.is_module |=
+                inherited.is_module && (inherited.makes_parameters || class.makes_parameters);
+            class.framework_owned |= inherited.framework_owned;
+            // An attribute the class only reads (`self.model(x)`) is what its base made it.
+            for a in &inherited.attrs {
+                let own = class.attrs.entry(a.name.clone()).or_default();
+                if own.init_offset.is_none() && own.init == Kind::Unknown {
+                    own.init = a.init;
+                    own.class = a.class.clone();
+                    own.elem_class = a.elem_class.clone();
+                }
+            }
+            for m in &inherited.methods {
+                if class.methods.insert(m.name.clone()) {
+                    class.arity.insert(m.name.clone(), (m.min, m.max));
+                }
+            }
+        }
+        self.has_module_forward = self
+            .classes
+            .values()
+            .any(|c| c.is_module && c.methods.contains("forward"));
     }
 
     fn collect_global_changes(&mut self, func: &StmtFunctionDef) {
@@ -636,6 +730,149 @@ fn returned_view_of_param(func: &StmtFunctionDef) -> Option<usize> {
         .iter()
         .chain(func.parameters.args.iter())
         .position(|p| p.parameter.name.as_str() == base.id.as_str())
+}
+
+/// May the class make parameters or submodules? `false` only when no base is one of torch's
+/// layers, nothing registers a parameter or module, and every attribute it sets is inert (a
+/// number, a string, a tensor made from numbers, a container of those, a plain name that does
+/// not conventionally hold a module).
+pub(crate) fn may_make_parameters(class: &StmtClassDef, facts: &ModuleFacts) -> bool {
+    let layer_base = class.arguments.iter().flat_map(|a| a.args.iter()).any(|b| {
+        facts.imports.qualify(b).is_some_and(|q| {
+            super::names::last_segment(&q) != "Module" && is_module_ctor(&q, &facts.classes)
+        })
+    });
+    if layer_base {
+        return true;
+    }
+    let mut makes = false;
+    visit_body(&class.body, &mut |stmt| {
+        let (targets, value): (&[Expr], Option<&Expr>) = match stmt {
+            Stmt::Assign(a) => (&a.targets, Some(&*a.value)),
+            Stmt::AnnAssign(a) => (std::slice::from_ref(&*a.target), a.value.as_deref()),
+            Stmt::Expr(e) => (&[], Some(&*e.value)),
+            _ => (&[], None),
+        };
+        let Some(value) = value else { return };
+        let sets_attr = targets.iter().any(|t| self_attr(t).is_some());
+        if sets_attr && !inert(value, facts) || registers(value) {
+            makes = true;
+        }
+    });
+    makes
+}
+
+/// `self.register_parameter(...)`, `self.add_module(...)`, `setattr(self, ...)`.
+fn registers(e: &Expr) -> bool {
+    let Expr::Call(call) = e else { return false };
+    match &*call.func {
+        Expr::Attribute(a) => matches!(
+            a.attr.as_str(),
+            "register_parameter" | "add_module" | "register_module"
+        ),
+        Expr::Name(n) => n.id.as_str() == "setattr",
+        _ => false,
+    }
+}
+
+/// A value that is no parameter and no module: see `may_make_parameters`.
+fn inert(e: &Expr, facts: &ModuleFacts) -> bool {
+    match e {
+        Expr::NumberLiteral(_)
+        | Expr::StringLiteral(_)
+        | Expr::BytesLiteral(_)
+        | Expr::BooleanLiteral(_)
+        | Expr::NoneLiteral(_)
+        | Expr::EllipsisLiteral(_)
+        | Expr::FString(_) => true,
+        Expr::Name(n) => !super::names::is_conventional_module_param(n.id.as_str()),
+        Expr::Attribute(a) => inert(&a.value, facts),
+        Expr::List(l) => l.elts.iter().all(|x| inert(x, facts)),
+        Expr::Tuple(t) => t.elts.iter().all(|x| inert(x, facts)),
+        Expr::Set(s) => s.elts.iter().all(|x| inert(x, facts)),
+        Expr::Dict(d) => d.items.iter().all(|i| inert(&i.value, facts)),
+        Expr::ListComp(c) => inert(&c.elt, facts),
+        Expr::SetComp(c) => inert(&c.elt, facts),
+        Expr::Generator(c) => inert(&c.elt, facts),
+        Expr::DictComp(c) => inert(&c.value, facts),
+        Expr::BinOp(b) => inert(&b.left, facts) && inert(&b.right, facts),
+        Expr::UnaryOp(u) => inert(&u.operand, facts),
+        Expr::Compare(_) | Expr::BoolOp(_) => true,
+        Expr::If(i) => inert(&i.body, facts) && inert(&i.orelse, facts),
+        Expr::Subscript(s) => inert(&s.value, facts),
+        Expr::Call(call) => {
+            let args = call.arguments.args.iter().all(|a| inert(a, facts))
+                && call
+                    .arguments
+                    .keywords
+                    .iter()
+                    .all(|k| inert(&k.value, facts));
+            let callee = match &*call.func {
+                // A builtin (`list(range(n))`) or a method of an inert value (`d.get(k)`).
+                Expr::Name(n) => {
+                    !facts.imports.binds(n.id.as_str())
+                        && n.id.as_str().starts_with(|c: char| c.is_ascii_lowercase())
+                        && !facts.functions.contains(n.id.as_str())
+                }
+                Expr::Attribute(a) => {
+                    let mut head = &*a.value;
+                    while let Expr::Attribute(x) = head {
+                        head = &x.value;
+                    }
+                    let imported = matches!(head, Expr::Name(n)
+                        if facts.imports.binds(n.id.as_str())
+                            || matches!(n.id.as_str(), "torch" | "nn" | "F" | "np" | "math"));
+                    if imported {
+                        // A function of a library that makes a value from numbers
+                        // (`torch.tensor(...)`, `np.zeros(...)`), never a layer or a class.
+                        facts.imports.qualify(&call.func).is_some_and(|q| {
+                            !q.starts_with("torch.nn.")
+                                && q.split('.').next().is_some_and(|top| {
+                                    matches!(top, "torch" | "numpy" | "math" | "random")
+                                })
+                                && super::names::last_segment(&q)
+                                    .starts_with(|c: char| c.is_ascii_lowercase())
+                        })
+                    } else {
+                        // A method of an inert value (`optima.get(dim)`).
+                        inert(&a.value, facts)
+                            && !matches!(a.attr.as_str(), "to" | "cuda" | "copy" | "clone")
+                    }
+                }
+                _ => false,
+            };
+            callee && args
+        }
+        _ => false,
+    }
+}
+
+/// A method that only documents itself: after its docstring, `pass`, `...` or `raise
+/// NotImplementedError`; or one decorated `@abstractmethod`.
+fn is_abstract(func: &StmtFunctionDef) -> bool {
+    if func.decorator_list.iter().any(|d| {
+        super::names::dotted(&d.expression).is_some_and(|n| last_segment(&n) == "abstractmethod")
+    }) {
+        return true;
+    }
+    let body: Vec<&Stmt> = func
+        .body
+        .iter()
+        .filter(|s| !matches!(s, Stmt::Expr(e) if e.value.is_string_literal_expr()))
+        .collect();
+    match body.as_slice() {
+        [] => true,
+        [Stmt::Pass(_)] => true,
+        [Stmt::Expr(e)] => e.value.is_ellipsis_literal_expr(),
+        [Stmt::Raise(r)] => r.exc.as_deref().is_some_and(|e| {
+            let name = match e {
+                Expr::Call(c) => super::names::dotted(&c.func),
+                e => super::names::dotted(e),
+            };
+            name.is_some_and(|n| last_segment(&n) == "NotImplementedError")
+        }),
+        _ => false,
+    }
 }
 
 /// Positional arguments a method takes besides `self`: (required, maximum).

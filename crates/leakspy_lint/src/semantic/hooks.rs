@@ -144,6 +144,28 @@ pub fn accelerate_passes_value(method: &str) -> bool {
     )
 }
 
+/// Collective operations that return their tensor argument's values reduced or gathered across
+/// processes, with its graph: horovod's are autograd functions (so is the functional
+/// `torch.distributed.nn`), made for averaging losses and metrics across ranks.
+const VALUE_COLLECTIVES: &[&str] = &[
+    "horovod.torch.allreduce",
+    "horovod.torch.allgather",
+    "horovod.torch.broadcast",
+    "horovod.torch.alltoall",
+    "horovod.torch.reducescatter",
+    "horovod.torch.mpi_ops.allreduce",
+    "horovod.torch.mpi_ops.allgather",
+    "torch.distributed.nn.all_reduce",
+    "torch.distributed.nn.all_gather",
+    "torch.distributed.nn.functional.all_reduce",
+    "torch.distributed.nn.functional.all_gather",
+];
+
+/// Does the function (qualified) return its first argument's values, graph included?
+pub fn collective_passes_value(qualified: &str) -> bool {
+    VALUE_COLLECTIVES.contains(&qualified)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

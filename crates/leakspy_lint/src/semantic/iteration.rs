@@ -20,7 +20,9 @@ use super::scan::keys_in;
 
 /// How often an iteration runs: once per training step, or once per epoch, episode or
 /// generation (each of which holds many steps).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Grain {
     Epoch,
     Step,
@@ -76,6 +78,9 @@ pub enum Reason {
     RegisteredHook,
     /// Called from a training loop or from a function that runs per iteration.
     CalledFrom { caller: String, offset: TextSize },
+    /// Called so from another file of the project (the project index): `train() in
+    /// train.py:29`.
+    CalledElsewhere { caller: String },
 }
 
 /// The answers for one file.
@@ -88,6 +93,9 @@ pub struct Training {
     /// Loops (by address) whose body backpropagates or steps an optimizer, directly or through
     /// a function of this file.
     training_loops: FxHashSet<usize>,
+    /// Function definitions (by address) that backpropagate or step an optimizer, directly or
+    /// through a function of this file (or one elsewhere that the index says trains).
+    training_functions: FxHashSet<usize>,
     /// How often each method runs, by `Class.method`.
     methods: FxHashMap<String, Grain>,
     /// Classes of this file whose objects are made here outside test functions (`test_*`):
@@ -140,6 +148,13 @@ impl Training {
         self.methods.get(&format!("{class}.{method}")).copied()
     }
 
+    /// Does the function train (backpropagate or step an optimizer), itself or through what it
+    /// calls?
+    pub fn trains(&self, def: &StmtFunctionDef) -> bool {
+        self.training_functions
+            .contains(&(def as *const StmtFunctionDef as usize))
+    }
+
     pub fn cadence(&self, def: &StmtFunctionDef) -> &Cadence {
         static UNKNOWN: Cadence = Cadence::Unknown;
         self.cadence
@@ -159,6 +174,7 @@ impl Training {
         suite: &[Stmt],
         facts: &ModuleFacts,
         hooks: &FxHashSet<String>,
+        external: &crate::summaries::ExternalFacts,
     ) -> Self {
         let mut c = Collector {
             facts,
@@ -179,10 +195,15 @@ impl Training {
             event_handlers: event_handlers(source, suite),
             owned: FxHashSet::default(),
             made: FxHashMap::default(),
+            external,
+            test_suite: facts.imports.has_alias_for("pytest")
+                || facts.imports.has_alias_for("unittest"),
         };
         defined_names(suite, &mut c.defined);
         c.body(suite);
-        c.finish(hooks)
+        // Objects another file of the project makes have their owner in the project too.
+        c.owned.extend(external.made_elsewhere.iter().cloned());
+        c.finish(hooks, external)
     }
 }
 
@@ -203,6 +224,9 @@ struct Func<'a> {
     decorated: Option<Grain>,
     /// The function it is defined in (0: the module).
     parent: usize,
+    /// A test of a test suite (`test_*` where pytest or unittest is imported), or a function
+    /// defined in one: it runs once, with the test's fixed inputs.
+    test: bool,
 }
 
 struct LoopInfo {
@@ -266,6 +290,11 @@ struct Collector<'a, 'f> {
     owned: FxHashSet<String>,
     /// Where they are made: (function, innermost loop around the call).
     made: FxHashMap<String, Vec<(usize, Option<usize>)>>,
+    /// What the project index says of other files: which of the functions this file calls
+    /// there train.
+    external: &'f crate::summaries::ExternalFacts,
+    /// The file imports pytest or unittest: its `test*` functions are a suite's tests.
+    test_suite: bool,
 }
 
 impl<'a> Collector<'a, '_> {
@@ -354,11 +383,13 @@ impl<'a> Collector<'a, '_> {
     }
 
     fn in_loop(&mut self, stmt: &'a Stmt, named: Option<Grain>, body: &'a [Stmt]) {
+        // A loop of a test runs the test's fixed number of times, never a job's iterations.
+        let fixed = self.funcs[self.current].test;
         self.loops.push(LoopInfo {
             stmt: stmt as *const Stmt as usize,
             trains: false,
             steps: false,
-            fixed: false,
+            fixed,
             named,
             callees: Vec::new(),
             parent: self.loop_stack.last().copied(),
@@ -388,6 +419,13 @@ impl<'a> Collector<'a, '_> {
             .iter()
             .find_map(|d| event_grain(&d.expression))
             .or_else(|| self.event_handlers.get(def.name.as_str()).copied());
+        let test = self.funcs[self.current].test
+            || self.test_suite
+                && def
+                    .name
+                    .as_str()
+                    .trim_start_matches('_')
+                    .starts_with("test");
         self.funcs.push(Func {
             def: Some(def),
             name,
@@ -397,6 +435,7 @@ impl<'a> Collector<'a, '_> {
             no_grad,
             decorated,
             parent: self.current,
+            test,
             ..Default::default()
         });
         let (current, loops, outer_class, grad) = (
@@ -453,7 +492,12 @@ impl<'a> Collector<'a, '_> {
         }
         for &call in &calls.found {
             let Expr::Call(call) = call else { continue };
-            let (trains, steps) = training_call(call);
+            let (mut trains, steps) = training_call(call);
+            // A function of another file that trains (or the override elsewhere of an
+            // abstract method of this file), as the index says.
+            if !self.external.trains.is_empty() && !trains {
+                trains = self.trains_elsewhere(call);
+            }
             if trains {
                 let in_loop = !self.loop_stack.is_empty();
                 let f = &mut self.funcs[self.current];
@@ -514,7 +558,29 @@ impl<'a> Collector<'a, '_> {
         }
     }
 
-    fn finish(self, hooks: &FxHashSet<String>) -> Training {
+    /// Does the call run a function that trains in another file (`utils.train_step(...)`,
+    /// `self.training_step(batch)` whose overrides elsewhere train)?
+    fn trains_elsewhere(&self, call: &ruff_python_ast::ExprCall) -> bool {
+        let key = match &*call.func {
+            Expr::Attribute(a) if matches!(&*a.value, Expr::Name(n) if n.id.as_str() == "self") => {
+                let Some(class) = self.funcs[self.current].class else {
+                    return false;
+                };
+                format!("{class}.{}", a.attr.as_str())
+            }
+            func => match self.facts.imports.qualify(func) {
+                Some(q) => q,
+                None => return false,
+            },
+        };
+        self.external.trains.contains(&key)
+    }
+
+    fn finish(
+        self,
+        hooks: &FxHashSet<String>,
+        external: &crate::summaries::ExternalFacts,
+    ) -> Training {
         let Collector {
             funcs,
             mut loops,
@@ -605,7 +671,22 @@ impl<'a> Collector<'a, '_> {
         // Cadence: seeds, then along call sites.
         let mut cadence: Vec<Cadence> = funcs
             .iter()
-            .map(|f| seed_cadence(f, &funcs, hooks))
+            .map(|f| match seed_cadence(f, &funcs, hooks) {
+                // A function a caller in another file runs per step or epoch.
+                Cadence::Unknown if f.def.is_some() => external
+                    .cadence
+                    .get(&f.name)
+                    .map(|(g, caller)| {
+                        Cadence::Every(
+                            *g,
+                            Reason::CalledElsewhere {
+                                caller: caller.clone(),
+                            },
+                        )
+                    })
+                    .unwrap_or_default(),
+                c => c,
+            })
             .collect();
         for _ in 0..funcs.len().min(64) {
             let mut changed = false;
@@ -665,7 +746,13 @@ impl<'a> Collector<'a, '_> {
                 // this file does.
                 let external = matches!(
                     cadence[i],
-                    Cadence::Every(_, Reason::Hook | Reason::Forward | Reason::RegisteredHook)
+                    Cadence::Every(
+                        _,
+                        Reason::Hook
+                            | Reason::Forward
+                            | Reason::RegisteredHook
+                            | Reason::CalledElsewhere { .. }
+                    )
                 );
                 if !no_grad[i] && called[i] && !with_grad[i] && !external {
                     no_grad[i] = true;
@@ -711,6 +798,9 @@ impl<'a> Collector<'a, '_> {
             let key = def as *const StmtFunctionDef as usize;
             if no_grad[i] && !f.no_grad {
                 out.called_without_grad.insert(key);
+            }
+            if trains[i] {
+                out.training_functions.insert(key);
             }
             if let (Some(g), Some(_)) = (c.grain(), f.class) {
                 out.methods.insert(f.name.clone(), g);
@@ -937,6 +1027,9 @@ fn seed_cadence(f: &Func, funcs: &[Func], hooks: &FxHashSet<String>) -> Cadence 
     let Some(def) = f.def else {
         return Cadence::Unknown;
     };
+    if f.test {
+        return Cadence::Unknown;
+    }
     let name = def.name.as_str();
     if let Some(g) = f.decorated {
         return Cadence::Every(g, Reason::Hook);
@@ -1284,7 +1377,13 @@ mod tests {
         let parsed = ruff_python_parser::parse_module(src).unwrap();
         let suite = parsed.suite();
         let facts = ModuleFacts::collect(suite);
-        let t = Training::collect(src, suite, &facts, &FxHashSet::default());
+        let t = Training::collect(
+            src,
+            suite,
+            &facts,
+            &FxHashSet::default(),
+            &crate::summaries::ExternalFacts::NONE,
+        );
         let mut out = Vec::new();
         super::super::facts::visit_body(suite, &mut |s| {
             if matches!(s, Stmt::For(_) | Stmt::While(_)) {
@@ -1367,7 +1466,13 @@ def log(x):
         let parsed = ruff_python_parser::parse_module(src).unwrap();
         let suite = parsed.suite();
         let facts = ModuleFacts::collect(suite);
-        let t = Training::collect(src, suite, &facts, &FxHashSet::default());
+        let t = Training::collect(
+            src,
+            suite,
+            &facts,
+            &FxHashSet::default(),
+            &crate::summaries::ExternalFacts::NONE,
+        );
         let mut got = Vec::new();
         super::super::facts::visit_body(suite, &mut |s| {
             if let Stmt::FunctionDef(f) = s {

@@ -253,6 +253,11 @@ impl SemanticModel<'_> {
                 if class_facts.is_some_and(|c| !c.bases_seen) {
                     return None;
                 }
+                // Another file of the project resets an attribute of that name on some object
+                // (`meter.values.clear()`): it may be this one.
+                if self.external.reset_elsewhere.contains(attr) {
+                    return None;
+                }
                 if class.is_some_and(|c| !self.owner_visible(c, attr)) {
                     return None;
                 }

@@ -67,6 +67,10 @@ pub struct Scope<'a> {
     pub instances: FxHashMap<String, String>,
     /// Locals known to hold a list of such instances (`agents = [Agent() for _ in ...]`).
     pub elem_instances: FxHashMap<String, String>,
+    /// Locals bound to what a class of another module makes (`meter = Metric(...)`), by the
+    /// name the file's imports give the class: calls on them leave the file
+    /// (`summaries::extract`).
+    pub foreign_instances: FxHashMap<String, String>,
 }
 
 impl<'a> Scope<'a> {
@@ -84,6 +88,7 @@ impl<'a> Scope<'a> {
             returned: None,
             instances: FxHashMap::default(),
             elem_instances: FxHashMap::default(),
+            foreign_instances: FxHashMap::default(),
         }
     }
 }
@@ -149,6 +154,16 @@ pub struct SemanticModel<'a> {
     /// branches can be joined (`loss = f(x)` in one branch, `loss = None` in the other).
     journal: Vec<(usize, String, Option<Value>)>,
     journaling: u32,
+    /// What the project index says of other files (`ExternalFacts::NONE` for a file alone).
+    pub external: &'a crate::summaries::ExternalFacts,
+    /// Abstract methods of this file's classes: what their overrides elsewhere return.
+    pub(crate) overrides: FxHashMap<String, Value>,
+    /// The last names of the functions of other files whose summaries the index gave
+    /// (`plot_step` of `utils.viz.plot_step`): a function calling one teaches a silent walk.
+    pub(crate) external_callees: FxHashSet<String>,
+    /// Set when the check makes the file's summary: the calls that leave the file, as the
+    /// reporting walk meets them.
+    pub(crate) calls_out: Option<RefCell<Vec<crate::summaries::CallFact>>>,
 }
 
 impl<'a> SemanticModel<'a> {
@@ -190,7 +205,50 @@ impl<'a> SemanticModel<'a> {
             qualified_memo: Default::default(),
             journal: Vec::new(),
             journaling: 0,
+            external: &crate::summaries::NO_FACTS,
+            overrides: FxHashMap::default(),
+            external_callees: FxHashSet::default(),
+            calls_out: None,
         }
+    }
+
+    /// Takes in what the project says of other files: what their functions return (as
+    /// summaries of this file's calls would), which parameters of this file's functions callers
+    /// elsewhere pass graphs to, what overrides of this file's abstract methods return. Before
+    /// the first walk.
+    pub(crate) fn adopt(&mut self, external: &'a crate::summaries::ExternalFacts) {
+        self.external = external;
+        for (key, v) in &external.returns {
+            self.summaries.insert(key.clone(), v.to_value());
+            let last = key.rsplit('.').next().unwrap_or(key);
+            self.external_callees.insert(last.to_string());
+        }
+        for (key, v) in &external.overrides {
+            self.overrides.insert(key.clone(), v.to_value());
+        }
+        let mut taints = self.param_taint.borrow_mut();
+        for (key, params) in &external.taints {
+            taints.insert(
+                key.clone(),
+                params
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| {
+                        p.as_ref().map(|o| {
+                            Rc::new(Origin {
+                                through: Some(i),
+                                ..o.to_origin()
+                            })
+                        })
+                    })
+                    .collect(),
+            );
+        }
+    }
+
+    /// The scans of every block walked so far.
+    pub(crate) fn scanned_blocks(&self) -> Vec<Rc<BlockFacts<'a>>> {
+        self.block_cache.borrow().values().cloned().collect()
     }
 
     /// Starts recording the bindings of a branch; returns where they start.
@@ -270,7 +328,13 @@ impl<'a> SemanticModel<'a> {
     /// large tree never lead a rule as far as asking.
     pub fn training(&self) -> &Training {
         self.training.get_or_init(|| {
-            Training::collect(self.source, self.suite, self.facts, &self.hook_functions)
+            Training::collect(
+                self.source,
+                self.suite,
+                self.facts,
+                &self.hook_functions,
+                self.external,
+            )
         })
     }
 
@@ -596,6 +660,22 @@ impl<'a> SemanticModel<'a> {
                 // `c[k] = v`: the container now holds `v`.
                 if let Some(key) = dotted(&sub.value) {
                     let cur = self.value(&sub.value);
+                    // `out["loss"] = out["loss"].detach()`: the entry that was known to hold
+                    // the graph holds none now; what the others hold is not known.
+                    if let (Some(o), Expr::StringLiteral(k)) = (cur.origin(), &*sub.slice) {
+                        if !value.has_graph()
+                            && o.what == format!("{key}[\"{}\"]", k.value.to_str())
+                        {
+                            self.update(
+                                key,
+                                Value {
+                                    graph: Graph::Unknown,
+                                    ..cur
+                                },
+                            );
+                            return;
+                        }
+                    }
                     if value.has_graph() {
                         let joined = Value {
                             graph: value.graph.clone(),
@@ -650,8 +730,28 @@ impl<'a> SemanticModel<'a> {
                 is_loss: true,
                 backpropagated: true,
                 param: None,
+                site: None,
+                through: None,
             }));
             value.kind = Kind::Tensor;
+        } else if !value.has_graph() && self.grad_enabled() {
+            // A dict or list one of whose entries is backpropagated (`out["loss"].backward()`)
+            // holds that graph, whatever the analysis could tell of where it came from.
+            if let Some(entry) = self.scope().body_facts.backwarded_within.get(&key) {
+                let what = match entry {
+                    Some(e) => format!("{key}[\"{e}\"]"),
+                    None => key.clone(),
+                };
+                value.graph = Graph::Yes(Rc::new(Origin {
+                    what,
+                    offset: target.start(),
+                    is_loss: true,
+                    backpropagated: true,
+                    param: None,
+                    site: None,
+                    through: None,
+                }));
+            }
         }
         self.set(key, value);
     }

@@ -39,12 +39,20 @@ impl Imports {
                 }
             }
             Stmt::ImportFrom(from) => {
-                let Some(module) = &from.module else { return };
+                // A relative import keeps its dots (`from .metrics import Metric` ->
+                // `.metrics.Metric`): the project index resolves it against the importing
+                // module's package; no library name starts with a dot.
+                let dots = ".".repeat(from.level as usize);
+                let module = match &from.module {
+                    Some(m) => format!("{dots}{}.", m.as_str()),
+                    None if from.level > 0 => dots,
+                    None => return,
+                };
                 for alias in &from.names {
                     let local = alias.asname.as_ref().unwrap_or(&alias.name).as_str();
                     self.aliases.insert(
                         local.to_string(),
-                        format!("{}.{}", module.as_str(), alias.name.as_str()),
+                        format!("{module}{}", alias.name.as_str()),
                     );
                 }
             }
@@ -392,6 +400,16 @@ pub fn is_conventional_loss_param(name: &str) -> bool {
 }
 
 impl Imports {
+    /// Does an import bind the local name `name`?
+    pub fn binds(&self, name: &str) -> bool {
+        self.aliases.contains_key(name)
+    }
+
+    /// Every local name an import binds, with the dotted name it stands for.
+    pub fn aliases(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.aliases.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
     /// Does the file bind some local name to `module` (or a submodule of it)?
     pub fn has_alias_for(&self, module: &str) -> bool {
         self.aliases.values().any(|full| {

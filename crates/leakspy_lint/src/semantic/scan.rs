@@ -19,6 +19,9 @@ pub struct BlockFacts<'a> {
     pub backward_uses: FxHashSet<String>,
     /// Names on which `.backward()` is called (or passed to `autograd.backward/grad`).
     pub backwarded: FxHashSet<String>,
+    /// Names holding what `.backward()` is called on (`out` of `out["loss"].backward()`), with
+    /// the string key it is under.
+    pub backwarded_within: FxHashMap<String, Option<Box<str>>>,
     pub calls_backward: bool,
     pub steps_optimizer: bool,
     /// `plt.close(...)`/`fig.clf()`-style closing happens in the block.
@@ -258,6 +261,16 @@ impl<'a> Visitor<'a> for CallScan<'_, 'a> {
                         if receiver_is_loss {
                             if let Some(d) = dotted(&attr.value) {
                                 self.facts.backwarded.insert(d);
+                            }
+                            // `out["loss"].backward()`: `out` holds a graph, under "loss".
+                            if let Expr::Subscript(s) = &*attr.value {
+                                if let Some(d) = dotted(&s.value) {
+                                    let entry = match &*s.slice {
+                                        Expr::StringLiteral(k) => Some(k.value.to_str().into()),
+                                        _ => None,
+                                    };
+                                    self.facts.backwarded_within.insert(d, entry);
+                                }
                             }
                         }
                         if let Expr::Call(inner) = &*attr.value {

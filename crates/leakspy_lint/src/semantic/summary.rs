@@ -45,7 +45,8 @@ impl<'a> SemanticModel<'a> {
     /// The value a call of this file's function or method returns, remembering the
     /// graph-carrying arguments it receives (for the callee's parameters).
     pub(crate) fn summary_call(&self, key: &str, call: &ExprCall, grad: bool) -> Option<Value> {
-        let mut taints: Vec<Option<Rc<Origin>>> = Vec::new();
+        // Positions of the arguments that carry a graph (not a placeholder's).
+        let mut taints: Vec<usize> = Vec::new();
         let args: Vec<Value> = call
             .arguments
             .args
@@ -53,11 +54,8 @@ impl<'a> SemanticModel<'a> {
             .map(|a| self.value_inner(a))
             .collect();
         for (i, a) in args.iter().enumerate() {
-            if let Graph::Yes(o) = &a.graph {
-                if o.param.is_none() {
-                    taints.resize(i + 1, None);
-                    taints[i] = Some(o.clone());
-                }
+            if a.origin().is_some_and(|o| o.param.is_none()) {
+                taints.push(i);
             }
         }
         // What the arguments are, for parameters that only ever receive numbers.
@@ -95,21 +93,49 @@ impl<'a> SemanticModel<'a> {
         if !taints.is_empty() && grad {
             let mut map = self.param_taint.borrow_mut();
             let entry = map.entry(key.to_string()).or_default();
-            if entry.len() < taints.len() {
-                entry.resize(taints.len(), None);
-            }
-            for (slot, t) in entry.iter_mut().zip(taints) {
-                if slot.is_none() {
-                    *slot = t;
+            for i in taints {
+                if entry.len() <= i {
+                    entry.resize(i + 1, None);
+                }
+                // The first graph a call site passes names the parameter's; it reaches the
+                // callee as its argument `i` (a summary returning it stays parametric).
+                if entry[i].is_none() {
+                    if let (Some(o), Some(expr)) = (args[i].origin(), call.arguments.args.get(i)) {
+                        entry[i] = Some(self.as_passed(o, expr, i));
+                    }
                 }
             }
         }
-        let v = self.summaries.get(key)?;
+        // An abstract method (it only documents itself) runs a subclass's override: what the
+        // overrides return (the project index joins them) is what the call returns.
+        let v = match self.overrides.get(key) {
+            Some(over) => over,
+            None => self.summaries.get(key)?,
+        };
         if !grad {
             return Some(without_graph(v.clone()));
         }
         // A summary whose graph comes from parameter `i` passes the argument's graph through.
         Some(substitute(v, &args))
+    }
+
+    /// The origin of a graph passed as argument `expr`: backpropagated when the caller's
+    /// `.backward()` runs through it (`loss.backward()` then `self.record(loss)`, or before it):
+    /// whatever the callee keeps of it, the caller's backward frees its activations, and only
+    /// the chain of autograd nodes stays.
+    pub(crate) fn as_passed(&self, origin: &Origin, expr: &Expr, position: usize) -> Rc<Origin> {
+        let mut o = origin.clone();
+        o.through = Some(position);
+        if !o.backpropagated {
+            // A name or attribute is its own key: no set of keys to build.
+            o.backpropagated = match super::names::dotted(expr) {
+                Some(k) => self.consumed_by_backward(&k),
+                None => super::scan::keys_in(expr)
+                    .iter()
+                    .any(|k| self.consumed_by_backward(k)),
+            };
+        }
+        Rc::new(o)
     }
 
     /// Is `expr` a number without evaluating any call in it: a literal, a name or attribute
@@ -151,13 +177,17 @@ impl<'a> SemanticModel<'a> {
         // a function that returns nothing (or that nothing in the file calls by name) and calls
         // none of them teaches it nothing.
         let teaches = self.reporting || {
-            let called = self
-                .called_names
-                .as_ref()
-                .is_none_or(|names| names.contains(name));
+            // Other files of the project may call it when the file's summary is made.
+            let called = self.calls_out.is_some()
+                || self
+                    .called_names
+                    .as_ref()
+                    .is_none_or(|names| names.contains(name));
             (body_facts.returns_value && called) || {
                 let facts = self.facts;
                 let owners = &self.method_owners;
+                let external = &self.external_callees;
+                let external_calls = !external.is_empty();
                 // An attribute holding an instance of a module class of this file
                 // (`self.norm(h)`) runs that class's `forward`.
                 let submodule = |c: &str| {
@@ -173,6 +203,7 @@ impl<'a> SemanticModel<'a> {
                 body_facts.callees.iter().any(|c| {
                     facts.functions.contains(*c)
                         || owners.contains_key(*c)
+                        || external_calls && external.contains(*c)
                         || facts.classes.contains_key(*c)
                         || submodule(c)
                 })
@@ -259,6 +290,8 @@ impl<'a> SemanticModel<'a> {
                                 is_loss: false,
                                 backpropagated: false,
                                 param: Some(i),
+                                site: None,
+                                through: None,
                             })),
                             ..Value::unknown()
                         },
@@ -266,7 +299,8 @@ impl<'a> SemanticModel<'a> {
                 }
             }
         }
-        // Parameters that callers in this file pass graph-carrying values to.
+        // Parameters that callers (in this file, or elsewhere as the project index says) pass
+        // graph-carrying values to. A summary that returns one stays "argument i's graph".
         if let Some(taints) = self.param_taint.borrow().get(&key) {
             for (pname, taint) in positional.iter().zip(taints) {
                 if let Some(origin) = taint {
@@ -305,7 +339,8 @@ impl<'a> SemanticModel<'a> {
             if scope.no_grad > 0 {
                 ret = without_graph(ret);
             }
-            self.summaries.insert(summary_key(def, class), ret);
+            self.summaries
+                .insert(summary_key(def, class), parametric(ret));
         }
     }
 
@@ -335,6 +370,22 @@ impl<'a> SemanticModel<'a> {
     }
 }
 
+/// A returned value whose graph a caller passed in (`through`) stands for that argument's graph:
+/// what one caller passes is not what the function returns to another.
+fn parametric(v: Value) -> Value {
+    let graph = match v.graph {
+        Graph::Yes(o) if o.through.is_some() => {
+            let mut o = (*o).clone();
+            o.param = o.through.take();
+            o.site = None;
+            Graph::Yes(Rc::new(o))
+        }
+        g => g,
+    };
+    let parts = v.parts.map(|x| parametric(x.clone()));
+    Value { graph, parts, ..v }
+}
+
 /// The value with its graphs marked as backpropagated (elements of a tuple included).
 fn backpropagated(v: Value) -> Value {
     let graph = match v.graph {
@@ -349,7 +400,7 @@ fn backpropagated(v: Value) -> Value {
     Value { graph, parts, ..v }
 }
 
-fn summary_key(def: &StmtFunctionDef, class: Option<&StmtClassDef>) -> String {
+pub(crate) fn summary_key(def: &StmtFunctionDef, class: Option<&StmtClassDef>) -> String {
     match class {
         Some(c) => format!("{}.{}", c.name.as_str(), def.name.as_str()),
         None => def.name.as_str().to_string(),

@@ -18,6 +18,13 @@ pub struct Origin {
     /// Set only while learning a function's summary: the graph stands for whatever the caller
     /// passes as positional parameter `i`.
     pub param: Option<usize>,
+    /// Where the graph was made when that is another file of the project (`models/net.py:31`,
+    /// from the project index); `offset` is then meaningless here.
+    pub site: Option<Rc<str>>,
+    /// The graph reached the function being walked through its positional parameter `i` (a
+    /// caller passed it): a summary returning it says "returns argument `i`'s graph", so that
+    /// each caller gets its own argument's.
+    pub through: Option<usize>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -31,7 +38,7 @@ pub enum Graph {
     Yes(Rc<Origin>),
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Kind {
     #[default]
     Unknown,

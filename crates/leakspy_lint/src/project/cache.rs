@@ -1,0 +1,147 @@
+//! File summaries cached by content hash: in memory for a run, and on disk between runs, in the
+//! user's cache folder (`$XDG_CACHE_HOME/leakspy`, else `~/.cache/leakspy`), one file per
+//! project root and leakspy version. Nothing is written into the checked tree: a project may be
+//! read-only, an installed package or someone else's checkout.
+//!
+//! A summary depends on the file's text, its module name, its kind (a notebook's cells) and the
+//! facts the project gave it; the key hashes all of them with the leakspy version, so an entry
+//! is never stale: a changed file, or a file whose facts changed, has a new key. What a run
+//! used is what the next run finds; entries no run asks for again are dropped when the cache
+//! is written.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rustc_hash::FxHashMap;
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::summaries::{ExternalFacts, FileSummary};
+
+/// The user's cache folder for leakspy: `$XDG_CACHE_HOME/leakspy`, else `~/.cache/leakspy`.
+pub fn default_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("leakspy"))
+}
+
+/// A cache key: 128 bits of XXH3 over everything a summary depends on.
+pub type Key = u128;
+
+#[derive(Default)]
+pub struct SummaryCache {
+    /// The file it is read from and written to; `None` keeps it in memory only.
+    file: Option<PathBuf>,
+    /// What the last run wrote.
+    stored: FxHashMap<Key, Arc<FileSummary>>,
+    /// What this run asked for or made, to write back.
+    used: Mutex<FxHashMap<Key, Arc<FileSummary>>>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct OnDisk {
+    version: String,
+    entries: Vec<(String, FileSummary)>,
+}
+
+impl SummaryCache {
+    /// A cache in memory only.
+    pub fn in_memory() -> Self {
+        Self::default()
+    }
+
+    /// The cache of the project at `root`, kept in the cache folder `dir`: what the last run
+    /// wrote there, when it was this version's. A cache that cannot be read is an empty one.
+    pub fn open(dir: &Path, root: &Path) -> Self {
+        let name = format!(
+            "{:032x}.json",
+            xxhash_rust::xxh3::xxh3_128(root.as_os_str().as_encoded_bytes())
+        );
+        let file = dir.join(env!("CARGO_PKG_VERSION")).join(name);
+        let stored = std::fs::read(&file)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<OnDisk>(&bytes).ok())
+            .filter(|d| d.version == env!("CARGO_PKG_VERSION"))
+            .map(|d| {
+                d.entries
+                    .into_iter()
+                    .filter_map(|(k, s)| Some((Key::from_str_radix(&k, 16).ok()?, Arc::new(s))))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Self {
+            file: Some(file),
+            stored,
+            used: Mutex::default(),
+        }
+    }
+
+    /// The key of a file's summary.
+    pub fn key(module: Option<&str>, notebook: bool, text: &str, facts: &ExternalFacts) -> Key {
+        let mut h = Xxh3::new();
+        h.update(env!("CARGO_PKG_VERSION").as_bytes());
+        h.update(&[0, u8::from(notebook)]);
+        h.update(module.unwrap_or("").as_bytes());
+        h.update(&[0]);
+        if !facts.is_empty() {
+            // Serialized in a fixed order (sorted maps): the same facts hash the same.
+            h.update(&serde_json::to_vec(facts).unwrap_or_default());
+        }
+        h.update(&[0]);
+        h.update(text.as_bytes());
+        h.digest128()
+    }
+
+    pub fn get(&self, key: Key) -> Option<Arc<FileSummary>> {
+        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = used.get(&key) {
+            return Some(s.clone());
+        }
+        let s = self.stored.get(&key)?.clone();
+        used.insert(key, s.clone());
+        Some(s)
+    }
+
+    pub fn put(&self, key: Key, summary: Arc<FileSummary>) {
+        self.used
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, summary);
+    }
+
+    /// Writes what this run used, when it differs from what was read: atomically (a temporary
+    /// file renamed), with a `CACHEDIR.TAG` so that backups skip it.
+    pub fn save(&self) -> std::io::Result<()> {
+        let Some(file) = &self.file else {
+            return Ok(());
+        };
+        let used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        if used.len() == self.stored.len() && used.keys().all(|k| self.stored.contains_key(k)) {
+            return Ok(());
+        }
+        let dir = file.parent().expect("a file in the version's folder");
+        std::fs::create_dir_all(dir)?;
+        let top = dir.parent().expect("the cache folder");
+        let tag = top.join("CACHEDIR.TAG");
+        if !tag.exists() {
+            std::fs::write(
+                &tag,
+                "Signature: 8a477f597d28d172789f06886806bc55\n# A cache made by leakspy.\n",
+            )?;
+        }
+        let mut entries: Vec<(String, FileSummary)> = used
+            .iter()
+            .map(|(k, s)| (format!("{k:032x}"), (**s).clone()))
+            .collect();
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        let data = serde_json::to_vec(&OnDisk {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            entries,
+        })
+        .map_err(std::io::Error::other)?;
+        let tmp = file.with_extension(format!("{}.tmp", std::process::id()));
+        std::fs::write(&tmp, data)?;
+        std::fs::rename(&tmp, file)
+    }
+}

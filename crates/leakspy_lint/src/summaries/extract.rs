@@ -1,0 +1,409 @@
+//! A file's summary, read off the semantic model once the check's walk is done, and the calls
+//! that leave the file, recorded as the reporting walk meets them (it knows there what each
+//! argument holds and how often the statement runs).
+
+use ruff_python_ast::{Expr, ExprCall, Stmt};
+use ruff_text_size::{Ranged, TextSize};
+
+use super::{
+    ArgFact, AttrSummary, CallFact, Callee, ClassSummary, FileSummary, FunctionSummary, MethodSig,
+    OriginSummary, ValueSummary,
+};
+use crate::semantic::model::{ScopeKind, SemanticModel};
+use crate::semantic::mutation::Mutation;
+use crate::semantic::summary::summary_key;
+
+/// Top-level packages whose API the analysis models itself (`semantic/names.rs`), or that
+/// hold no code of the project (the standard library): calls into them never leave for
+/// another file of the project.
+pub(crate) fn is_modelled_or_standard(top: &str) -> bool {
+    matches!(
+        top,
+        "torch"
+            | "numpy"
+            | "matplotlib"
+            | "os"
+            | "sys"
+            | "re"
+            | "math"
+            | "time"
+            | "json"
+            | "random"
+            | "collections"
+            | "itertools"
+            | "functools"
+            | "typing"
+            | "pathlib"
+            | "logging"
+            | "argparse"
+            | "copy"
+            | "warnings"
+            | "abc"
+            | "dataclasses"
+            | "enum"
+            | "contextlib"
+            | "inspect"
+            | "subprocess"
+            | "shutil"
+            | "glob"
+            | "pickle"
+            | "io"
+            | "datetime"
+            | "threading"
+            | "multiprocessing"
+            | "queue"
+            | "string"
+            | "textwrap"
+            | "traceback"
+            | "types"
+            | "weakref"
+            | "operator"
+            | "heapq"
+            | "bisect"
+            | "hashlib"
+            | "uuid"
+            | "tempfile"
+            | "csv"
+            | "gzip"
+            | "zipfile"
+            | "tarfile"
+            | "struct"
+            | "socket"
+            | "signal"
+            | "platform"
+            | "gc"
+            | "atexit"
+            | "unittest"
+            | "builtins"
+            | "statistics"
+            | "fractions"
+            | "decimal"
+            | "numbers"
+            | "importlib"
+            | "pprint"
+            | "secrets"
+            | "shlex"
+            | "sqlite3"
+            | "urllib"
+            | "http"
+            | "email"
+            | "concurrent"
+            | "asyncio"
+            | "ctypes"
+            | "dis"
+            | "ast"
+            | "tokenize"
+            | "codecs"
+            | "unicodedata"
+            | "locale"
+            | "getpass"
+            | "errno"
+            | "stat"
+            | "fnmatch"
+            | "linecache"
+            | "array"
+            | "cmath"
+            | "zlib"
+            | "base64"
+            | "binascii"
+            | "select"
+            | "selectors"
+            | "mmap"
+            | "resource"
+            | "sysconfig"
+            | "site"
+            | "typing_extensions"
+    )
+}
+
+/// A dotted name (as the file's imports give it) that may be a function or class of another
+/// file of the project: relative (`.metrics.Metric`), or absolute in a package that is neither
+/// modelled nor standard.
+pub(crate) fn may_be_in_project(qualified: &str) -> bool {
+    if qualified.starts_with('.') {
+        return true;
+    }
+    match qualified.split_once('.') {
+        Some((top, _)) => !is_modelled_or_standard(top),
+        // A bare name is a builtin or a name the file defines or leaves undefined.
+        None => false,
+    }
+}
+
+impl SemanticModel<'_> {
+    /// When making the file's summary: records a call of the reporting walk that leaves the
+    /// file (a function or class of another module, a method of an object of such a class, a
+    /// method of `self` that a base elsewhere or a subclass defines), with what its arguments
+    /// carry and how often it runs here.
+    pub(crate) fn record_call(&self, call: &ExprCall) {
+        let Some(out) = &self.calls_out else { return };
+        let Some(callee) = self.leaving_callee(call) else {
+            return;
+        };
+        let grad = self.grad_enabled();
+        let args = call
+            .arguments
+            .args
+            .iter()
+            .map(|a| self.arg_fact(a))
+            .collect();
+        let caller = match self.scope().kind {
+            ScopeKind::Function { def, class } => summary_key(def, class),
+            ScopeKind::Module => String::new(),
+        };
+        let fact = CallFact {
+            caller,
+            callee,
+            args,
+            grain: self.iteration().map(|it| it.grain()),
+            grad,
+            line: self.line(call.start()) as u32,
+        };
+        out.borrow_mut().push(fact);
+    }
+
+    /// Where a call goes when it leaves the file.
+    fn leaving_callee(&self, call: &ExprCall) -> Option<Callee> {
+        if let Expr::Attribute(a) = &*call.func {
+            let method = a.attr.as_str();
+            if matches!(&*a.value, Expr::Name(n) if n.id.as_str() == "self") {
+                let class = self.class()?;
+                let own = self.facts.class(class.name.as_str())?;
+                // Defined by the class or a base of this file, and not abstract there: the
+                // file's own summaries answer. Otherwise what runs is a base's elsewhere, or
+                // a subclass's override: the index finds it.
+                let in_file = std::iter::once(own.name.as_str())
+                    .chain(own.in_file_bases.iter().map(String::as_str))
+                    .find(|c| class_body_defines(self, c, method));
+                let concrete = in_file.is_some_and(|c| {
+                    self.facts
+                        .class(c)
+                        .is_some_and(|f| !f.abstract_methods.contains(method))
+                });
+                let bases_elsewhere = own
+                    .bases
+                    .iter()
+                    .chain(
+                        own.in_file_bases
+                            .iter()
+                            .filter_map(|b| self.facts.class(b))
+                            .flat_map(|b| b.bases.iter()),
+                    )
+                    .any(|b| may_be_in_project(b) && self.facts.class(b).is_none());
+                if concrete || in_file.is_none() && !bases_elsewhere {
+                    return None;
+                }
+                return Some(Callee::SelfMethod {
+                    class: class.name.to_string(),
+                    method: method.to_string(),
+                });
+            }
+            // A method of an object of a class of another module.
+            let class = match &*a.value {
+                Expr::Name(n) => self
+                    .scopes
+                    .iter()
+                    .rev()
+                    .find_map(|s| s.foreign_instances.get(n.id.as_str()).cloned()),
+                _ => None,
+            }
+            .or_else(|| {
+                self.class_of(&a.value)
+                    .filter(|c| self.facts.class(c).is_some_and(|f| f.external))
+            });
+            if let Some(class) = class {
+                return Some(Callee::Method {
+                    class,
+                    method: method.to_string(),
+                });
+            }
+        }
+        // A name an import binds (`plot_step`, `utils.plot_step`), never a local's method.
+        let mut head = &*call.func;
+        while let Expr::Attribute(a) = head {
+            head = &a.value;
+        }
+        if !matches!(head, Expr::Name(n) if self.facts.imports.binds(n.id.as_str())) {
+            return None;
+        }
+        let q = self.qualified_function(&call.func)?;
+        if !may_be_in_project(&q) || self.facts.class(&q).is_some_and(|c| !c.external) {
+            return None;
+        }
+        Some(Callee::Name(q.to_string()))
+    }
+
+    fn arg_fact(&self, arg: &Expr) -> ArgFact {
+        if matches!(arg, Expr::Starred(_)) {
+            return ArgFact::Other;
+        }
+        let v = self.value(arg);
+        if let Some(o) = v.origin() {
+            if o.param.is_none() {
+                let o = self.as_passed(o, arg, 0);
+                return ArgFact::Graph(OriginSummary::of(&o, &|at| self.line(at) as u32));
+            }
+        }
+        // A parameter of the caller passed on as it came: whatever callers elsewhere give it
+        // reaches the callee.
+        if let (Expr::Name(n), ScopeKind::Function { def, .. }) = (arg, &self.scope().kind) {
+            let name = n.id.as_str();
+            let rebound = self.scope().body_facts.rebinds(name);
+            if !rebound {
+                if let Some(i) = positional_params(def).iter().position(|p| *p == name) {
+                    return ArgFact::Param(i);
+                }
+            }
+        }
+        ArgFact::Other
+    }
+
+    /// The file's summary, once the walk is done.
+    pub(crate) fn file_summary(&self) -> FileSummary {
+        let line = |at: TextSize| self.line(at) as u32;
+        // How often functions run by the file's own account: what callers elsewhere make of
+        // them is the index's to tell, not the file's to repeat (it would be told back).
+        let own_training;
+        let training = if self.external.cadence.is_empty() && self.external.trains.is_empty() {
+            self.training()
+        } else {
+            own_training = crate::semantic::iteration::Training::collect(
+                self.source,
+                self.suite(),
+                self.facts,
+                &self.hook_functions,
+                &super::NO_FACTS,
+            );
+            &own_training
+        };
+        let mut functions = Vec::new();
+        let mut function = |key: String, def: &ruff_python_ast::StmtFunctionDef| {
+            let returns = self
+                .summaries
+                .get(&key)
+                .map(|v| ValueSummary::of(v, &line))
+                .filter(ValueSummary::is_informative);
+            // Every function is listed (the index resolves names to them), informative or not.
+            functions.push(FunctionSummary {
+                key,
+                line: line(def.start()),
+                returns,
+                cadence: training.cadence(def).grain(),
+                trains: training.trains(def),
+            });
+        };
+        let mut classes = Vec::new();
+        for stmt in self.suite() {
+            match stmt {
+                Stmt::FunctionDef(def) => function(def.name.to_string(), def),
+                Stmt::ClassDef(class) => {
+                    for s in &class.body {
+                        if let Stmt::FunctionDef(def) = s {
+                            function(summary_key(def, Some(class)), def);
+                        }
+                    }
+                    if let Some(facts) = self.facts.class(class.name.as_str()) {
+                        let mut summary = class_summary(facts, line(class.start()));
+                        summary.makes_parameters =
+                            crate::semantic::facts::may_make_parameters(class, self.facts);
+                        classes.push(summary);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut resets_attrs: Vec<String> = Vec::new();
+        for block in self.scanned_blocks() {
+            for (key, changes) in &block.changes {
+                let Some((head, attr)) = key.rsplit_once('.') else {
+                    continue;
+                };
+                if matches!(head, "self" | "cls") || attr.is_empty() {
+                    continue;
+                }
+                if changes.iter().any(|m| *m != Mutation::Grow) {
+                    resets_attrs.push(attr.to_string());
+                }
+            }
+        }
+        resets_attrs.sort_unstable();
+        resets_attrs.dedup();
+        let mut aliases: Vec<(String, String)> =
+            crate::semantic::names::Imports::collect(self.suite())
+                .aliases()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+        aliases.sort_unstable();
+        FileSummary {
+            aliases,
+            functions,
+            classes,
+            calls: self
+                .calls_out
+                .as_ref()
+                .map(|c| c.borrow().clone())
+                .unwrap_or_default(),
+            resets_attrs,
+        }
+    }
+}
+
+/// Does the body of the class of this file named `class` define `method` itself?
+fn class_body_defines(model: &SemanticModel, class: &str, method: &str) -> bool {
+    model.suite().iter().any(|s| match s {
+        Stmt::ClassDef(c) if c.name.as_str() == class => c
+            .body
+            .iter()
+            .any(|m| matches!(m, Stmt::FunctionDef(f) if f.name.as_str() == method)),
+        _ => false,
+    })
+}
+
+fn class_summary(facts: &crate::semantic::facts::ClassFacts, line: u32) -> ClassSummary {
+    let mut methods: Vec<MethodSig> = facts
+        .methods
+        .iter()
+        .map(|m| {
+            let (min, max) = facts.arity.get(m).copied().unwrap_or((0, usize::MAX));
+            MethodSig {
+                name: m.clone(),
+                min,
+                max,
+                is_abstract: facts.abstract_methods.contains(m),
+            }
+        })
+        .collect();
+    methods.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut attrs: Vec<AttrSummary> = facts
+        .attrs
+        .iter()
+        .map(|(name, p)| AttrSummary {
+            name: name.clone(),
+            init: p.init,
+            class: None,
+            elem_class: None,
+        })
+        .collect();
+    attrs.sort_by(|a, b| a.name.cmp(&b.name));
+    ClassSummary {
+        name: facts.name.clone(),
+        line,
+        bases: facts.bases.clone(),
+        is_module: facts.is_module,
+        makes_parameters: facts.makes_parameters,
+        framework_owned: facts.framework_owned,
+        methods,
+        attrs,
+    }
+}
+
+/// Positional parameters after `self`/`cls`.
+fn positional_params(def: &ruff_python_ast::StmtFunctionDef) -> Vec<&str> {
+    def.parameters
+        .posonlyargs
+        .iter()
+        .chain(def.parameters.args.iter())
+        .map(|p| p.parameter.name.as_str())
+        .filter(|n| !matches!(*n, "self" | "cls"))
+        .collect()
+}

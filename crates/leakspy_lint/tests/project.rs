@@ -1,0 +1,147 @@
+//! The principles of the project-wide analysis, each as a small project held in memory and
+//! checked through `project::check_sources` (the entry point `check` uses): what one file's
+//! finding needs from another, and what must not travel between files.
+
+use leakspy_lint::project::{check_sources, Source};
+use leakspy_lint::{RuleSet, SourceKind};
+
+/// (file, line, code) of every finding of a project.
+fn findings(files: &[(&str, &str)]) -> Vec<(String, usize, String)> {
+    let sources: Vec<Source> = files
+        .iter()
+        .map(|(path, text)| Source {
+            path,
+            text,
+            kind: SourceKind::Python,
+        })
+        .collect();
+    let results = check_sources(&sources, &RuleSet::default());
+    let mut out = Vec::new();
+    for ((path, text), mut checked) in files.iter().zip(results) {
+        assert!(checked.syntax_error.is_none(), "{path}");
+        let index = checked.take_line_index(text);
+        for d in &checked.diagnostics {
+            let line = index.line_column(d.range.start(), text).line.get();
+            out.push((path.to_string(), line, d.rule.code().to_string()));
+        }
+    }
+    out.sort();
+    out
+}
+
+const LOOP: &str = "\
+import torch
+from problems import Problem
+
+problem = Problem()
+train_y = torch.zeros(0)
+for it in range(100):
+    x = torch.rand(4, 2)
+    train_y = torch.cat([train_y, problem(x)])
+";
+
+#[test]
+fn a_module_of_another_file_that_makes_no_parameters_makes_no_graph() {
+    let parameterless = "\
+import torch
+
+
+class Problem(torch.nn.Module):
+    def __init__(self, noise_std=None):
+        super().__init__()
+        self.noise_std = noise_std
+        self.register_buffer(\"bounds\", torch.tensor([[0.0, 0.0], [1.0, 1.0]]))
+
+    def forward(self, x):
+        return (x ** 2).sum(-1)
+";
+    assert_eq!(
+        findings(&[("problems.py", parameterless), ("bo.py", LOOP)]),
+        vec![]
+    );
+    let with_layer = parameterless.replace(
+        "self.noise_std = noise_std",
+        "self.net = torch.nn.Linear(2, 1)",
+    );
+    assert_eq!(
+        findings(&[("problems.py", &with_layer), ("bo.py", LOOP)]),
+        vec![("bo.py".to_string(), 8, "LS010".to_string())]
+    );
+}
+
+#[test]
+fn what_one_caller_passes_is_not_what_the_function_returns_to_another() {
+    let helpers = "\
+def scalar(x):
+    return x
+";
+    // One file passes a loss with its graph (and keeps it: a finding there)...
+    let trains = "\
+import torch.nn.functional as F
+from helpers import scalar
+
+
+def train(model, loader, optimizer):
+    kept = []
+    for x, y in loader:
+        loss = F.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        kept.append(scalar(loss))
+    return kept
+";
+    // ... another passes numbers: what it gets back carries no graph.
+    let counts = "\
+import torch.nn.functional as F
+from helpers import scalar
+
+
+def train(model, loader, optimizer):
+    total = 0.0
+    for x, y in loader:
+        loss = F.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        total += scalar(loss.item())
+    return total
+";
+    assert_eq!(
+        findings(&[
+            ("helpers.py", helpers),
+            ("trains.py", trains),
+            ("counts.py", counts)
+        ]),
+        vec![("trains.py".to_string(), 12, "LS002".to_string())]
+    );
+}
+
+#[test]
+fn an_object_made_per_step_elsewhere_keeps_its_attributes_for_one_step() {
+    let detector = "\
+class Detector:
+    def __init__(self, model):
+        self.hooks = []
+        for m in model.modules():
+            self.add_hooks(m)
+
+    def add_hooks(self, module):
+        self.hooks.append(module.register_forward_hook(print))
+";
+    let train = "\
+from detector import Detector
+
+
+def train(model, loader, optimizer):
+    for x in loader:
+        with Detector(model):
+            loss = model(x).sum()
+        loss.backward()
+        optimizer.step()
+";
+    assert_eq!(
+        findings(&[("detector.py", detector), ("train.py", train)]),
+        vec![]
+    );
+}
