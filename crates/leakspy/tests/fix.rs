@@ -218,7 +218,9 @@ fn the_readme_example_has_several_leaks_fixed_at_once_and_proven() {
     // Its biggest leak, the normalizer's statistics, has an unsafe fix only.
     let out = p.fix(
         &["--unsafe-fixes", "--report-html", html.to_str().unwrap()],
-        &["leaky_train.py"],
+        // Generations enough for the holders to be named on a busy machine
+        // (the default five can end first): fix stops the job once they are.
+        &["leaky_train.py", "--generations", "60"],
     );
     // Two of its leaks have no fix leakspy can make (episode lists, deep
     // copies of the best actor): what they keep may still show as growth

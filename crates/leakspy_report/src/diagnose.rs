@@ -487,6 +487,10 @@ pub(crate) fn analyse_series(
     (report, main)
 }
 
+/// What one tensor or array costs beside its data (the Python object, the
+/// tensor and storage structs, the allocation's header): about half a KiB.
+const ARRAY_OVERHEAD_BYTES: f64 = 512.0;
+
 /// A leak finding on RSS from the probe's census: a held group whose
 /// growers include heavy objects (autograd graphs, tensors, modules, figures,
 /// numpy arrays, CUDA memory) or enough bytes to matter, still growing at the
@@ -508,13 +512,29 @@ fn census_corroborated(
     // refilled, a short run): the series must have been fitted on censuses
     // enough to stand on its own.
     let rss_grew = r.growth >= r.threshold;
-    let heavy_key = |k: &str| {
+    // Heavy by nature: a graph, a figure, a module, CUDA memory. Tensors and
+    // arrays weigh what they store: a list of detached scalars grows by one
+    // tensor a step and a few hundred bytes, which explains no RSS growth of
+    // tens of KiB a step (what the fixed run of such a list shows).
+    let heavy = |gr: &crate::census::Grower| {
+        let k = gr.key.as_str();
+        if k == "numpy" || k.starts_with("tensors:") {
+            return gr.bytes_slope.is_none_or(|b| {
+                let per_step = b + gr.slope.max(0.0) * ARRAY_OVERHEAD_BYTES;
+                // Steps the grower was seen over: what it added in all must
+                // matter beside what a leak needs, as its share of RSS's rate.
+                let steps = if gr.slope > 0.0 {
+                    (gr.last - gr.first).max(0.0) / gr.slope
+                } else {
+                    0.0
+                };
+                per_step >= 0.1 * g.slope.max(0.0) && per_step * steps >= 0.1 * r.threshold
+            });
+        }
         k == "graph"
             || k == "graph.history"
             || k == "graph.largest"
             || k == "figures"
-            || k == "numpy"
-            || k.starts_with("tensors:")
             || k.starts_with("modules")
             || k.starts_with("cuda.")
     };
@@ -525,7 +545,7 @@ fn census_corroborated(
             && grp.growers.iter().any(|gr| {
                 gr.lo > 0.0
                     && (rss_grew || (gr.basis == "fit" && gr.censuses >= 5))
-                    && (heavy_key(&gr.key)
+                    && (heavy(gr)
                         || (rss_grew && gr.bytes_slope.is_some_and(|b| b >= 0.1 * g.lo.max(0.0))))
             })
     })?;

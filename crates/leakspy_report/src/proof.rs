@@ -116,9 +116,10 @@ impl Work {
 pub enum FixVerdict {
     /// The first run leaked; the fixed run, as long and comparable, does not.
     Fixed,
-    /// The fixed run, as long and comparable, is no leak by the verdict and
-    /// grows significantly less, but still grows steadily (too early to
-    /// tell in a run this long): the fixes help, and what still grows is said.
+    /// The fixed run, as long and comparable, grows significantly less and
+    /// either is no leak by the verdict (still growing steadily, too early
+    /// to tell) or grows at most half as fast (leaks with no known fix
+    /// remain): the fixes help, and what still grows is said.
     Improved,
     /// The growth remains (or the comparison cannot tell).
     NotFixed,
@@ -151,6 +152,10 @@ pub struct FixProof {
     pub still_grows: Vec<String>,
 }
 
+/// The most a still-leaking fixed run may grow, as a share of the first
+/// run's growth, for its fixes to count as an improvement.
+const IMPROVED_RATIO: f64 = 0.5;
+
 /// Compares the run before the fixes with the run after them.
 pub fn prove(before: &Leg<'_>, after: &Leg<'_>) -> FixProof {
     let comparison = compare(before.diagnosis, before.label, after.diagnosis, after.label);
@@ -161,11 +166,14 @@ pub fn prove(before: &Leg<'_>, after: &Leg<'_>) -> FixProof {
     } else if comparison.verdict == DiffVerdict::Fixed {
         FixVerdict::Fixed
     } else if comparison.verdict == DiffVerdict::Improved
-        && comparison.after.verdict != leakspy_stats::Verdict::Leak
+        && (comparison.after.verdict != leakspy_stats::Verdict::Leak
+            || comparison.ratio.is_some_and(|r| r <= IMPROVED_RATIO))
     {
-        // Less, and no longer a leak by the verdict, but still growing: the
-        // patch helps. A fixed run that still leaks, however much less, is
-        // not fixed.
+        // Significantly less, and either no longer a leak by the verdict or
+        // at most half the growth (a job with other leaks that have no known
+        // fix): the patch helps, and what still grows is said. Fixes that
+        // remove a sliver of the growth (a list that still keeps the values
+        // the fix detached) are not fixes.
         FixVerdict::Improved
     } else {
         FixVerdict::NotFixed
