@@ -239,27 +239,8 @@ impl<'a> SemanticModel<'a> {
     }
 
     fn container<'e>(&self, elts: impl Iterator<Item = &'e Expr>, kind: Kind) -> Value {
-        let mut graph = Graph::No;
-        let mut device = false;
-        for e in elts {
-            let v = self.value_inner(e);
-            device |= v.device;
-            match v.graph {
-                Graph::Yes(o) => {
-                    graph = Graph::Yes(o);
-                    break;
-                }
-                Graph::Unknown => graph = Graph::Unknown,
-                Graph::No => {}
-            }
-        }
-        Value {
-            graph,
-            kind,
-            device,
-            parts: Parts::Same,
-            scalar: false,
-        }
+        // Lazy: elements after the first that carries a graph are not evaluated.
+        container_of(elts.map(|e| self.value_inner(e)), kind)
     }
 
     /// The element of a comprehension: its generators' targets take the graph of what they
