@@ -52,6 +52,10 @@ def main():
         steps += 1
         time.sleep(0.002)
     validator.stop.set()
+    # Joined, not left to die with the interpreter: a daemon thread inside a
+    # torch op at exit can abort the process ("terminate called without an
+    # active exception").
+    validator.thread.join()
     print("%d steps, %d results waiting" % (steps, validator.results.qsize()))
 
 
