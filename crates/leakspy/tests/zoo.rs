@@ -99,7 +99,8 @@ fn check(program: &str) {
     // the job's time) outside bursts, give or take the one census that
     // brought it there; a burst is bounded by its own limit of work (6 s),
     // give or take its last piece (a census or a creation-site lookup of a
-    // heavy heap on a busy machine).
+    // heavy heap on a busy machine: up to 3.9 s measured for the figures
+    // job's lookup with both cores busy, so 5 s).
     let cost = &r["probe"]["cost"];
     let (probe_s, burst_s, bursts) = (
         cost["probe_s"].as_f64().unwrap_or(-1.0),
@@ -113,7 +114,7 @@ fn check(program: &str) {
         run.stderr
     );
     assert!(
-        probe_s - burst_s <= 0.01 * duration + 2.0 && burst_s <= bursts * 6.0 + 3.0,
+        probe_s - burst_s <= 0.01 * duration + 2.0 && burst_s <= bursts * 6.0 + 5.0,
         "{program}: the probe overspent: {cost}\n{}",
         run.stderr
     );
