@@ -69,8 +69,9 @@ stage "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warni
 stage "cargo test" cargo test --workspace --locked --no-fail-fast
 # The Python package's own tests (the probe: real interpreters, a real socket; assert_no_leak
 # and the pytest plugin; `pip install .` into a fresh venv). PYTHONPATH puts this checkout's
-# package ahead of a copy `scripts/demo.sh` may have installed into the venv.
-stage "pytest python/tests bench/tests" env PYTHONPATH="$root/python" "$LEAKSPY_PYTHON" -m pytest python/tests bench/tests -q -p no:cacheprovider
+# package ahead of a copy `scripts/demo.sh` may have installed into the venv, and LEAKSPY_BIN
+# the binary `cargo test` built (assert_no_leak's verdict is the binary's) ahead of that copy's.
+stage "pytest python/tests bench/tests" env PYTHONPATH="$root/python" LEAKSPY_BIN="$root/target/debug/leakspy" "$LEAKSPY_PYTHON" -m pytest python/tests bench/tests -q -p no:cacheprovider
 
 echo
 # Every failed test, by name: cargo's "test NAME ... FAILED" lines (with the binary they ran

@@ -56,6 +56,23 @@ def find_leakspy_bin():
     )
 
 
+def find_binary():
+    """The ``leakspy`` binary for this package's own calls (``assert_no_leak``'s
+    verdict, the notebook watch): ``$LEAKSPY_BIN`` when set (a build of a
+    checkout: ``target/debug/leakspy``), else the one installed beside this
+    package, else the first on ``PATH``; None when there is none."""
+    env = os.environ.get("LEAKSPY_BIN")
+    if env:
+        return env if os.path.isfile(env) and os.access(env, os.X_OK) else None
+    try:
+        return find_leakspy_bin()
+    except FileNotFoundError:
+        pass
+    import shutil
+
+    return shutil.which("leakspy")
+
+
 def _run():
     path = find_leakspy_bin()
     if os.name == "nt":  # pragma: no cover - leakspy is Linux-only today

@@ -26,15 +26,14 @@ DEFAULT_STEPS = 200
 DEFAULT_WARMUP = 20
 DEFAULT_CENSUSES = 16
 MIN_INTERVALS = 5
-# The rule (see judge()): each of the last LAST_RISES intervals rises, at
-# least HALF_RISE_SHARE of the intervals of the last half rise, the last
-# value is the highest, the last half grew by MIN_HALF_GROWTH or more, and
-# the last third's rate is at least THIRD_RATE_SHARE of the last half's.
-LAST_RISES = 3
-HALF_RISE_SHARE = 0.75
-THIRD_RATE_SHARE = 0.5
-MIN_HALF_GROWTH = 2
-# Candidates for instance tracking and creation sites, before the end.
+# The verdict on what grows is the binary's (`leakspy_report::grows`, the
+# rule of `run`, `report` and `diff` too), through this internal argument
+# (`JUDGE_SERIES_ARG` there).
+JUDGE_SERIES_ARG = "__leakspy-judge-series"
+JUDGE_TIMEOUT_S = 120
+# Candidates for instance tracking and creation sites, before the end (not
+# the verdict): the last PRELIM_RISES intervals rise, and PRELIM_HALF_SHARE
+# of the last half's.
 PRELIM_RISES = 2
 PRELIM_HALF_SHARE = 0.6
 MAX_PICKED = 16
@@ -138,6 +137,12 @@ def assert_no_leak(step, steps=DEFAULT_STEPS, warmup=DEFAULT_WARMUP, censuses=DE
     if not callable(step):
         raise ValueError("step must be callable, not %r" % (step,))
     check_arguments(steps, warmup, censuses)
+    binary = _binary()
+    # Loaded before the first census: an import between two would count as
+    # growth of the modules' objects.
+    import json  # noqa: F401
+    import subprocess  # noqa: F401
+
     k = min(censuses - 1, steps - warmup)
     judged = steps - warmup
     xs = [warmup + (i * judged + k // 2) // k for i in range(k + 1)]
@@ -153,7 +158,7 @@ def assert_no_leak(step, steps=DEFAULT_STEPS, warmup=DEFAULT_WARMUP, censuses=DE
                 done += 1
             run.take(i)
         report.census_seconds = run.census_seconds
-        run.conclude(report)
+        run.conclude(report, binary)
     finally:
         run.close()
     report.seconds = time.perf_counter() - t0
@@ -329,20 +334,31 @@ class _Run(object):
         out = []
         for key in self._rising_keys(upto, PRELIM_RISES):
             v = self._series(key, upto)
-            if judge(v, self.xs[:upto + 1], PRELIM_RISES, PRELIM_HALF_SHARE, final=False):
+            if _may_grow(v):
                 out.append(_skey(key))
         out.sort(key=lambda k: _tier(k, self._kind(k)))
         return out
 
-    def final(self):
-        k = self.k
-        out = {}
-        for key in self._rising_keys(k, LAST_RISES):
-            v = self._series(key, k)
-            r = judge(v, self.xs, LAST_RISES, HALF_RISE_SHARE, final=True)
-            if r is not None:
-                out[_skey(key)] = r
-        return out
+    def final(self, binary):
+        """What grows, {series: rate per call}: the binary's verdict on every
+        series that changed (a constant one grows by no rule)."""
+        keys = set()
+        for v in self.vals:
+            keys.update(k for k in v if not k.startswith("info:"))
+        for c in self.conts:
+            keys.update(c)
+        series = {}
+        for key in keys:
+            v = self._series(key, self.k)
+            if isinstance(key, int):
+                v = [None if y != y else y for y in v]
+            known = [y for y in v if y is not None]
+            if known and min(known) != max(known):
+                series[_skey(key)] = v
+        if not series:
+            return {}
+        return {key: fit["slope"] for key, fit in
+                _judge_series(binary, self.xs, series).items()}
 
     def rate(self, key):
         """Per-call rate over the last half (informational series too)."""
@@ -366,8 +382,8 @@ class _Run(object):
 
     # -- the verdict -----------------------------------------------------
 
-    def conclude(self, report):
-        growth = self.final()
+    def conclude(self, report, binary):
+        growth = self.final(binary)
         report.series = len(self.vals[-1]) + len(self.conts[-1])
         report.growth = dict(growth)
         if not growth:
@@ -851,52 +867,62 @@ def _probe_active():
     return st if st is not None and getattr(st, "active", False) else None
 
 
-def judge(v, xs, last_rises, half_share, final=True):
-    """The per-call growth of series ``v`` (values at calls ``xs``) when it
-    grows to the end, else None.
-
-    A leak adds with every call, so its series rises at every census up to
-    the last: the last ``last_rises`` intervals each rise, most intervals of
-    the last half rise (``half_share``), the last value is the highest of
-    all (a sawtooth, filled then cleared, is not a leak), and the growth
-    does not slow down at the end (the last third's rate is at least half
-    the last half's: a bounded buffer that is still filling slows to zero).
-    A cache that filled during the warm-up, a ``deque(maxlen=...)`` that
-    filled early in the judged calls, noise that goes up and down, all fail
-    one of these. Values may be NaN (a container not followed yet).
-    """
+def _may_grow(v):
+    """Whether series ``v`` (values at the censuses so far; NaN where a
+    container was not followed yet) may be growing: the last PRELIM_RISES
+    intervals each rise, and most of the last half's. Candidates only, for
+    instance tracking and creation sites before the end; the verdict is the
+    binary's (``_judge_series``)."""
     k = len(v) - 1
-    if k < last_rises:
-        return None
-    for j in range(k, k - last_rises, -1):
+    if k < PRELIM_RISES:
+        return False
+    for j in range(k, k - PRELIM_RISES, -1):
         if not v[j] > v[j - 1]:
-            return None
+            return False
     m = k // 2
-    if v[m] != v[m]:
-        return None
     rises = 0
     for j in range(m + 1, k + 1):
         a, b = v[j - 1], v[j]
         if a != a or b != b:
-            return None
+            return False
         if b > a:
             rises += 1
-    if rises < half_share * (k - m):
-        return None
-    half = (v[k] - v[m]) / float(xs[k] - xs[m])
-    if not final:
-        return half
-    if v[k] - v[m] < MIN_HALF_GROWTH:
-        return None
-    if any(x == x and x >= v[k] for x in v[:k]):
-        return None
-    t = k - max(2, k // 3)
-    if v[t] != v[t]:
-        return None
-    third = (v[k] - v[t]) / float(xs[k] - xs[t])
-    if third < THIRD_RATE_SHARE * half:
-        return None
-    return half
+    return rises >= PRELIM_HALF_SHARE * (k - m)
+
+
+def _binary():
+    """The ``leakspy`` binary, whose rule judges what grows; a clear error
+    before any call of the step when there is none."""
+    from .__main__ import find_binary
+
+    path = find_binary()
+    if path is None:
+        raise RuntimeError(
+            "assert_no_leak needs the leakspy binary, which judges what grows, and none was "
+            "found (beside the leakspy package, $LEAKSPY_BIN, or on PATH): install leakspy with "
+            "its binary (`pip install .` in a leakspy checkout), or set LEAKSPY_BIN to a built "
+            "one (`cargo build`: target/debug/leakspy)")
+    return path
+
+
+def _judge_series(binary, xs, series):
+    """{key: fit} of the series that grow, by the binary's rule."""
+    import json
+    import subprocess
+
+    payload = json.dumps({"x": xs, "series": series})
+    try:
+        p = subprocess.run([binary, JUDGE_SERIES_ARG], input=payload.encode(),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=JUDGE_TIMEOUT_S)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise RuntimeError("assert_no_leak could not run the leakspy binary %s to judge the "
+                           "series: %s" % (binary, e))
+    if p.returncode != 0:
+        raise RuntimeError("the leakspy binary %s could not judge the series (exit %d): %s; "
+                           "is it the same version as the leakspy package?"
+                           % (binary, p.returncode, p.stderr.decode(errors="replace").strip()))
+    return json.loads(p.stdout.decode())
 
 
 def _skey(key):

@@ -27,13 +27,14 @@ the kernel's state is left as it was.
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+from .__main__ import find_binary
 
 # A watch's budget is `leakspy run`'s unless the user names one (`budget=None`
 # passes no --probe-budget, and the monitor's handoff says what it chose): a
@@ -51,18 +52,6 @@ LIVE_EVERY_S = 1.0
 PLAIN_EVERY_S = 10.0
 
 LAST = None  # the last Watch that ended (its report), for code that wants it
-
-
-def find_binary():
-    """The ``leakspy`` binary: beside this package (``python -m leakspy``'s
-    lookup), else on ``PATH``; None when there is none."""
-    try:
-        from .__main__ import find_leakspy_bin
-
-        return find_leakspy_bin()
-    except Exception:
-        pass
-    return shutil.which("leakspy")
 
 
 def _ipython_shell():
@@ -162,7 +151,7 @@ class Watch(object):
         binary = find_binary()
         if binary is None:
             self._give_up("leakspy: the leakspy binary was not found beside the leakspy "
-                          "package nor on PATH (install leakspy with its binary into this "
+                          "package, at $LEAKSPY_BIN, nor on PATH (install leakspy with its binary into this "
                           "environment: `pip install .` in a leakspy checkout); "
                           "the code runs unwatched")
             return

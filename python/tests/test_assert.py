@@ -326,8 +326,9 @@ def test_a_sawtooth_is_no_leak():
     s = Sawtooth()
     report = leakspy.assert_no_leak(s.step, **FAST)
     assert report.leaks == []
-    # Only the "last value is the highest" rule stops it: the last three
-    # intervals rise, as do 5 of the 6 of the last half.
+    # Only "it ends above its first half's top" stops it (the rule of every
+    # verdict on what grows, `leakspy_report::grows`): its fit rises, and so
+    # does its last half.
     assert report.checkpoints == (10, 16, 23, 29, 35, 42, 48, 55, 61, 67, 74, 80)
     assert len(s.loss_log) == 35
 
@@ -405,6 +406,14 @@ def test_arguments_are_checked(kwargs, message):
 def test_step_must_be_callable():
     with pytest.raises(ValueError, match="step must be callable"):
         leakspy.assert_no_leak(42)
+
+
+def test_without_the_binary_nothing_runs_and_the_error_says_what_to_do(monkeypatch):
+    calls = []
+    monkeypatch.setenv("LEAKSPY_BIN", "/nonexistent/leakspy")
+    with pytest.raises(RuntimeError, match=r"needs the leakspy binary.*pip install \.") as ei:
+        leakspy.assert_no_leak(lambda: calls.append(1), **FAST)
+    assert calls == [] and not isinstance(ei.value, AssertionError)
 
 
 def run_plain(tmp_path, code, python=sys.executable):
@@ -626,7 +635,8 @@ def test_under_the_probe_the_check_works_and_the_probe_goes_on():
             while time.monotonic() - t0 < 1.0:
                 t.step()
                 time.sleep(0.002)
-        """, env=mon.env(LEAKSPY_PROBE_BUDGET="1.0"), timeout=120)
+        """, env=mon.env(LEAKSPY_PROBE_BUDGET="1.0", LEAKSPY_BIN=os.environ["LEAKSPY_BIN"]),
+            timeout=120)
         check_ok(p)
         assert p.stdout.decode().strip().endswith("held by Trainer.losses (list)"), p.stdout
         assert mon.messages("hello") and mon.messages("census"), mon.msgs

@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _clean_env(**extra):
     env = dict(os.environ)
-    # The installed package must be the one found, not this checkout's.
-    for k in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTEST_ADDOPTS"):
+    # The installed package and binary must be the ones found, not this checkout's.
+    for k in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTEST_ADDOPTS", "LEAKSPY_BIN"):
         env.pop(k, None)
     env.update(extra)
     return env

@@ -58,6 +58,18 @@ fn main() -> ExitCode {
     {
         return ExitCode::from(u8::try_from(leakspy_monitor::relay_main()).unwrap_or(1));
     }
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == leakspy_report::JUDGE_SERIES_ARG)
+    {
+        return match commands::judge_series::run() {
+            Ok(code) => ExitCode::from(code),
+            Err(err) => {
+                eprintln!("leakspy: error: {}", error_message(&err));
+                ExitCode::from(EXIT_ERROR)
+            }
+        };
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(mut err) => {

@@ -8,10 +8,9 @@
 
 mod run_support;
 
-use run_support::{repo_root, torch_python};
+use run_support::repo_root;
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -38,34 +37,18 @@ fn program(name: &str) -> PathBuf {
 fn run(name: &str, mode: &str) -> Ran {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("t.jsonl");
-    let report = dir.path().join("r.json");
-    let out = Command::new(assert_cmd::cargo::cargo_bin("leakspy"))
-        .args(["run", "--quiet", "--trace"])
-        .arg(&trace)
-        .arg("--report-json")
-        .arg(&report)
-        .arg("--")
-        .arg(torch_python())
-        .arg(program(name))
-        .args([mode, SECONDS])
+    let f = run_support::run_program(dir.path(), &program(name), &[mode, SECONDS], |cmd| {
         // Models come from configs: nothing may be downloaded.
-        .env("HF_HUB_OFFLINE", "1")
-        .env("TRANSFORMERS_OFFLINE", "1")
-        .env("TMPDIR", dir.path())
-        .current_dir(dir.path())
-        .output()
-        .expect("leakspy runs");
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let text = std::fs::read_to_string(&report)
-        .unwrap_or_else(|e| panic!("{name} {mode}: no report ({e})\n{stderr}"));
-    let report: Value = serde_json::from_str(&text).unwrap();
-    run_support::assert_one_verdict(&trace, report["verdict"].as_str().unwrap_or_default());
+        cmd.env("HF_HUB_OFFLINE", "1")
+            .env("TRANSFORMERS_OFFLINE", "1")
+            .env("TMPDIR", dir.path())
+            .current_dir(dir.path());
+    });
     Ran {
-        report,
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr,
-        code: out.status.code(),
+        report: f.report,
+        stdout: f.stdout,
+        stderr: f.stderr,
+        code: f.code,
     }
 }
 

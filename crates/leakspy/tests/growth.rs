@@ -6,9 +6,7 @@
 
 mod run_support;
 
-use run_support::{repo_root, torch_python};
-
-use std::process::Command;
+use run_support::repo_root;
 
 use serde_json::Value;
 
@@ -24,25 +22,12 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 fn run(program: &str) -> Run {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("t.jsonl");
-    let report = dir.path().join("r.json");
-    let output = Command::new(assert_cmd::cargo::cargo_bin("leakspy"))
-        .args(["run", "--quiet", "--trace"])
-        .arg(&trace)
-        .arg("--report-json")
-        .arg(&report)
-        .arg("--")
-        .arg(torch_python())
-        .arg(repo_root().join("examples/growth").join(program))
-        .output()
-        .expect("leakspy runs");
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert_eq!(output.status.code(), Some(0), "{program}: {stderr}");
-    let text = std::fs::read_to_string(&report)
-        .unwrap_or_else(|e| panic!("no report for {program}: {e}\n{stderr}"));
+    let path = repo_root().join("examples/growth").join(program);
+    let f = run_support::run_program(dir.path(), &path, &[], |_| {});
+    assert_eq!(f.code, Some(0), "{program}: {}", f.stderr);
     Run {
-        report: serde_json::from_str(&text).unwrap(),
-        stderr,
+        report: f.report,
+        stderr: f.stderr,
     }
 }
 

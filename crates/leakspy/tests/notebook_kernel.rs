@@ -41,6 +41,7 @@ fn path_with_leakspy() -> std::ffi::OsString {
 /// PATH; temporary files (the watch's trace and reports) in the test's folder.
 fn kernel_env(cmd: &mut Command, dir: &Path) {
     cmd.env("PATH", path_with_leakspy())
+        .env_remove("LEAKSPY_BIN")
         .env("PYTHONPATH", repo_root().join("python"))
         .env("TMPDIR", dir)
         .env("JUPYTER_PLATFORM_DIRS", "1")

@@ -29,28 +29,14 @@ struct ZooRun {
 
 fn run_zoo(program: &str, seconds: u64) -> ZooRun {
     let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("t.jsonl");
-    let report = dir.path().join("r.json");
-    let output = Command::new(assert_cmd::cargo::cargo_bin("leakspy"))
-        .args(["run", "--quiet", "--trace"])
-        .arg(&trace)
-        .arg("--report-json")
-        .arg(&report)
-        .arg("--")
-        .arg(torch_python())
-        .arg(repo_root().join("examples/zoo").join(program))
-        .env("ZOO_SECONDS", seconds.to_string())
-        .output()
-        .expect("leakspy runs");
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    let text = std::fs::read_to_string(&report)
-        .unwrap_or_else(|e| panic!("no report for {program}: {e}\n{stderr}"));
-    let report: Value = serde_json::from_str(&text).unwrap();
-    run_support::assert_one_verdict(&trace, report["verdict"].as_str().unwrap_or_default());
+    let path = repo_root().join("examples/zoo").join(program);
+    let f = run_support::run_program(dir.path(), &path, &[], |cmd| {
+        cmd.env("ZOO_SECONDS", seconds.to_string());
+    });
     ZooRun {
-        report,
-        stderr,
-        code: output.status.code(),
+        report: f.report,
+        stderr: f.stderr,
+        code: f.code,
     }
 }
 

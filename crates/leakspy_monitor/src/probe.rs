@@ -143,7 +143,7 @@ impl ProbeServer {
             path.push(":");
             path.push(old);
         }
-        vec![
+        let mut env = vec![
             ("PYTHONPATH".into(), path),
             ("LEAKSPY_PROBE_DIR".into(), dir),
             ("LEAKSPY_PROBE_SOCKET".into(), self.socket.clone().into()),
@@ -155,7 +155,16 @@ impl ProbeServer {
                 "LEAKSPY_PROBE_CENSUS".into(),
                 if self.config.census { "1" } else { "0" }.into(),
             ),
-        ]
+        ];
+        // The package the child imports is this binary's copy, beside no
+        // binary: its own calls of one (`assert_no_leak`'s verdict) take this
+        // one, of the same version, unless the user named another.
+        if std::env::var_os("LEAKSPY_BIN").is_none() {
+            if let Ok(exe) = std::env::current_exe() {
+                env.push(("LEAKSPY_BIN".into(), exe.into_os_string()));
+            }
+        }
+        env
     }
 
     pub fn dir(&self) -> &Path {

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use leakspy_stats::{fmt_bytes, theil_sen};
+use leakspy_stats::{fmt_bytes, theil_sen, Trend};
 use leakspy_trace::{Census, Suspect, Trace};
 pub use leakspy_trace::{Holder, Location, StaticMatch};
 use serde::Serialize;
@@ -467,7 +467,8 @@ fn tracks_of(
     let mut starts: Vec<(String, f64, f64, f64)> = Vec::new();
     let mut last_x: Option<f64> = None;
     let mut last_warm = true;
-    let mut put = |key: String, what: &dyn Fn() -> String, unit, x, y, bytes| {
+    let mut put = |key: String, what: &dyn Fn() -> String, x, y, bytes| {
+        let unit = unit_of(&key);
         let tr = tracks.entry(key).or_insert_with(|| Track {
             what: what(),
             unit,
@@ -494,7 +495,6 @@ fn tracks_of(
                 put(
                     "graph".into(),
                     &|| "autograd graph nodes alive at the step boundary".into(),
-                    "nodes",
                     x,
                     g.nodes,
                     Some(g.saved_bytes),
@@ -503,7 +503,6 @@ fn tracks_of(
                     put(
                         "graph.largest".into(),
                         &|| "autograd nodes of the largest graph alive at the step boundary".into(),
-                        "nodes",
                         x,
                         n,
                         None,
@@ -519,7 +518,6 @@ fn tracks_of(
                          (made since the oldest still alive)"
                             .into()
                     },
-                    "nodes",
                     x,
                     n,
                     None,
@@ -536,7 +534,6 @@ fn tracks_of(
             put(
                 format!("type:{name}"),
                 &|| format!("{name} objects"),
-                "objects",
                 x,
                 n,
                 None,
@@ -553,7 +550,6 @@ fn tracks_of(
             put(
                 format!("tensors:{device}/{dtype}/{kind}"),
                 &|| format!("{device} {dtype} tensors {label}"),
-                "tensors",
                 x,
                 t.count,
                 Some(t.bytes),
@@ -564,7 +560,6 @@ fn tracks_of(
                 put(
                     format!("modules:{class}"),
                     &|| format!("{class} modules (nn.Module)"),
-                    "modules",
                     x,
                     n,
                     None,
@@ -575,7 +570,6 @@ fn tracks_of(
             put(
                 "numpy".into(),
                 &|| "numpy arrays".into(),
-                "arrays",
                 x,
                 a.count,
                 Some(a.bytes),
@@ -593,7 +587,6 @@ fn tracks_of(
             put(
                 format!("container:{}", k.id),
                 &|| format!("items in one {ty}"),
-                "items",
                 x,
                 k.len,
                 None,
@@ -603,7 +596,6 @@ fn tracks_of(
             put(
                 "figures".into(),
                 &|| "open matplotlib figures".into(),
-                "figures",
                 x,
                 n,
                 None,
@@ -622,7 +614,7 @@ fn tracks_of(
                     cuda.reserved,
                 ),
             ] {
-                put(format!("cuda.{k}"), &|| what.into(), "bytes", x, v, None);
+                put(format!("cuda.{k}"), &|| what.into(), x, v, None);
             }
         }
     }
@@ -637,7 +629,7 @@ fn tracks_of(
     if graph_capped > 0 {
         let tr = tracks.entry("graph".into()).or_insert_with(|| Track {
             what: "autograd graph nodes alive at the step boundary".into(),
-            unit: "nodes",
+            unit: unit_of("graph"),
             ..Track::default()
         });
         tr.capped = graph_capped;
@@ -655,8 +647,103 @@ fn min_rise(unit: &str, level: f64) -> f64 {
     }
 }
 
-/// A series that grows all along: significant overall, and still growing in
-/// its second half (a cache that filled early and stopped is not a leak).
+/// How a census series was counted, which sets the least rise that counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counting {
+    /// By the probe in a running job, wherever a step ended: a step's own
+    /// temporaries and lazily made caches come and go between censuses.
+    Job,
+    /// After a full collection at chosen calls of one function
+    /// (`assert_no_leak`): every object counted is alive at the call
+    /// boundary, so any steady rise is the function's own.
+    Exact,
+}
+
+/// The unit of a census series, from its key.
+pub fn unit_of(key: &str) -> &'static str {
+    let head = key.split([':', '.']).next().unwrap_or_default();
+    match head {
+        "type" => "objects",
+        "tensors" => "tensors",
+        "graph" => "nodes",
+        "modules" => "modules",
+        "numpy" => "arrays",
+        "container" => "items",
+        "figures" => "figures",
+        // `cuda.allocated`, and the byte sizes `assert_no_leak` follows
+        // where a count stays flat (`bytes:tensors:cpu/float32/plain`).
+        _ => "bytes",
+    }
+}
+
+/// Whether a series (`y` at `x`, at least four points) grows all along:
+/// significant overall (Theil–Sen's interval above zero, a rise worth
+/// counting), still growing in its second half (a cache that filled early
+/// and stopped is not a leak), and ending above its first half's top (a
+/// list emptied now and then rises again, below where it was). The one rule
+/// behind every verdict on what grows: `run`, `report`, `diff`, `attach`,
+/// the notebook watch and `assert_no_leak` (`leakspy --judge-series`).
+pub fn grows(x: &[f64], y: &[f64], unit: &str, counting: Counting) -> Option<Trend> {
+    let n = x.len();
+    if n < 4 || y.len() != n {
+        return None;
+    }
+    let t = theil_sen(x, y, 0.95)?;
+    let span = x[n - 1] - x[0];
+    if !(t.lo > 0.0 && span > 0.0) {
+        return None;
+    }
+    let mut sorted = y.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let level = sorted[n / 2];
+    let least = match counting {
+        Counting::Job => min_rise(unit, level),
+        Counting::Exact => EXACT_MIN_RISE,
+    };
+    if t.slope * span < least {
+        return None;
+    }
+    let half = n / 2;
+    let (lx, ly) = (&x[half..], &y[half..]);
+    let still_growing = match theil_sen(lx, ly, 0.95) {
+        Some(l) if lx.len() >= 4 => l.slope > 0.0 && l.hi >= 0.5 * t.slope,
+        _ => ly[ly.len() - 1] > ly[0],
+    };
+    let top = y[..half].iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (still_growing && y[n - 1] > top).then_some(t)
+}
+
+/// Least rise of an exactly counted series: two more of anything over the
+/// calls judged, steadily (one could be a lazily made cache entry).
+const EXACT_MIN_RISE: f64 = 2.0;
+
+/// The binary's internal argument that reads `{"x": [...], "series": {key:
+/// [y or null, ...]}}` on stdin and writes `judge_exact`'s answer as JSON
+/// (`python/leakspy/_assert.py` calls it; not a command users type).
+pub const JUDGE_SERIES_ARG: &str = "__leakspy-judge-series";
+
+/// The series of `series` that grow (`grows`, counted exactly), with their
+/// fits: `assert_no_leak`'s verdict. Missing points (`None`: a container not
+/// followed yet) are left out of their series.
+pub fn judge_exact(
+    x: &[f64],
+    series: &BTreeMap<String, Vec<Option<f64>>>,
+) -> BTreeMap<String, Trend> {
+    let mut out = BTreeMap::new();
+    for (key, ys) in series {
+        let (px, py): (Vec<f64>, Vec<f64>) = x
+            .iter()
+            .zip(ys)
+            .filter_map(|(&x, y)| y.map(|y| (x, y)))
+            .unzip();
+        if let Some(t) = grows(&px, &py, unit_of(key), Counting::Exact) {
+            out.insert(key.clone(), t);
+        }
+    }
+    out
+}
+
+/// A census series of a job that grows step after step (`grows`).
 fn fit(pid: u32, key: &str, tr: &Track, per: &str) -> Option<Grower> {
     let n = tr.x.len();
     if n < 4 {
@@ -667,26 +754,7 @@ fn fit(pid: u32, key: &str, tr: &Track, per: &str) -> Option<Grower> {
         }
         return capped_fit(pid, key, tr, per);
     }
-    let t = theil_sen(&tr.x, &tr.y, 0.95)?;
-    let span = tr.x[n - 1] - tr.x[0];
-    if !(t.lo > 0.0 && span > 0.0) {
-        return None;
-    }
-    let mut sorted = tr.y.clone();
-    sorted.sort_by(f64::total_cmp);
-    let level = sorted[n / 2];
-    if t.slope * span < min_rise(tr.unit, level) {
-        return None;
-    }
-    let half = n / 2;
-    let (lx, ly) = (&tr.x[half..], &tr.y[half..]);
-    let still_growing = match theil_sen(lx, ly, 0.95) {
-        Some(l) if lx.len() >= 4 => l.slope > 0.0 && l.hi >= 0.5 * t.slope,
-        _ => ly[ly.len() - 1] > ly[0],
-    };
-    if !still_growing {
-        return None;
-    }
+    let t = grows(&tr.x, &tr.y, tr.unit, Counting::Job)?;
     let bytes_slope = (tr.bytes.len() == n)
         .then(|| theil_sen(&tr.x, &tr.bytes, 0.95))
         .flatten()
@@ -1316,5 +1384,47 @@ mod tests {
         let local = group_of("local", "main:losses", "graph", 512.0);
         let attr = group_of("attribute", "Logger.lines", "type:builtins.str", 4096.0);
         assert!(importance(&local) > importance(&attr));
+    }
+
+    #[test]
+    fn one_rule_judges_job_and_exact_series_alike_but_for_the_least_rise() {
+        let x: Vec<f64> = (0..12).map(|i| 10.0 + 6.0 * f64::from(i)).collect();
+        // 16 B per call: exact counts take it, a job's tensor bytes need MiB.
+        let bytes: Vec<f64> = x.iter().map(|x| 16.0 * x).collect();
+        assert!(grows(&x, &bytes, "bytes", Counting::Exact).is_some());
+        assert!(grows(&x, &bytes, "bytes", Counting::Job).is_none());
+        let per_call = grows(&x, &x, "objects", Counting::Job).unwrap();
+        assert_eq!(per_call.slope, 1.0);
+        // A list emptied at 45 items rises again in its last half, below
+        // its earlier top: no leak.
+        let saw: Vec<f64> = x.iter().map(|x| x % 45.0).collect();
+        assert!(grows(&x, &saw, "items", Counting::Exact).is_none());
+        // A bounded history full by the middle: not still growing.
+        let full: Vec<f64> = x.iter().map(|x| x.min(40.0)).collect();
+        assert!(grows(&x, &full, "items", Counting::Exact).is_none());
+    }
+
+    #[test]
+    fn exact_series_with_points_missing_are_judged_on_the_rest() {
+        let x: Vec<f64> = (0..8).map(f64::from).collect();
+        let mut series = BTreeMap::new();
+        let followed_late = [
+            None,
+            None,
+            Some(3.0),
+            Some(4.0),
+            Some(5.0),
+            Some(6.0),
+            Some(7.0),
+            Some(8.0),
+        ];
+        series.insert("container:7".to_string(), followed_late.to_vec());
+        series.insert("type:Flat".to_string(), vec![Some(1.0); 8]);
+        let out = judge_exact(&x, &series);
+        assert_eq!(out.keys().collect::<Vec<_>>(), ["container:7"]);
+        assert_eq!(out["container:7"].slope, 1.0);
+        assert_eq!(unit_of("container:7"), "items");
+        assert_eq!(unit_of("bytes:tensors:cpu/float32/plain"), "bytes");
+        assert_eq!(unit_of("graph.history"), "nodes");
     }
 }

@@ -22,7 +22,9 @@ mod proof_html;
 mod ranks;
 mod text;
 
-pub use census::{Describe, Grower, GrowthGroup, Holder, Location, StaticMatch};
+pub use census::{
+    judge_exact, Describe, Grower, GrowthGroup, Holder, Location, StaticMatch, JUDGE_SERIES_ARG,
+};
 pub use diagnose::{diagnose, fmt_rate as fmt_growth};
 pub use diff::{compare, holder_name, Comparison, DiffSide, DiffVerdict, HolderChange};
 pub use html::{render_html, render_ranks_html};

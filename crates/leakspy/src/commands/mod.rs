@@ -3,6 +3,7 @@ pub mod attach;
 pub mod check;
 pub mod diff;
 pub mod fix;
+pub mod judge_series;
 pub mod record_args;
 pub mod report;
 pub mod rule;

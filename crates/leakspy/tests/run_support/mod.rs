@@ -65,6 +65,31 @@ pub fn run_workload(dir: &Path, extra: &[&str], mode: &str, args: &[&str]) -> Fi
     finished(output, &trace, &report)
 }
 
+/// `leakspy run -q --trace T --report-json R -- <torch python> PROGRAM ARGS...` at its
+/// defaults, in `dir` (trace and report there); `setup` adds what the program needs (its
+/// environment, its folder). The report must be the one verdict `report` and `diff` give.
+pub fn run_program(
+    dir: &Path,
+    program: &Path,
+    args: &[&str],
+    setup: impl FnOnce(&mut Command),
+) -> Finished {
+    let trace = dir.join("t.jsonl");
+    let report = dir.join("r.json");
+    let mut cmd = Command::new(leakspy());
+    cmd.args(["run", "--quiet", "--trace"])
+        .arg(&trace)
+        .arg("--report-json")
+        .arg(&report)
+        .arg("--")
+        .arg(torch_python())
+        .arg(program)
+        .args(args);
+    setup(&mut cmd);
+    let output = cmd.output().expect("leakspy runs");
+    finished(output, &trace, &report)
+}
+
 pub fn finished(output: Output, trace: &Path, report: &Path) -> Finished {
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
