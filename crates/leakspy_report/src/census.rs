@@ -976,14 +976,29 @@ fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
         }
     }
     // Without a holder, show only the clearest series: plain type counts of
-    // builtins move with everything and would drown the list.
+    // builtins move with everything and would drown the list. Those counts
+    // (weak references, tuples, bound methods: what a leak's objects bring
+    // along) are one group, not one "holder not found" each; a series of a
+    // heavier kind (a graph, tensors, a container) stays a group of its own.
     rest.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
+    let mut lone: Vec<Vec<Grower>> = Vec::new();
+    let mut counts: Vec<Grower> = Vec::new();
     for g in rest.into_iter().take(6) {
+        if g.key.starts_with("type:") {
+            counts.push(g);
+        } else {
+            lone.push(vec![g]);
+        }
+    }
+    if !counts.is_empty() {
+        lone.push(counts);
+    }
+    for growers in lone {
         out.push(GrowthGroup {
             pid,
             holder: None,
-            created_at: g.created_at.clone(),
-            growers: vec![g],
+            created_at: growers.iter().find_map(|g| g.created_at.clone()),
+            growers,
             static_findings: Vec::new(),
             site_from: None,
             static_holder: None,
@@ -1426,5 +1441,34 @@ mod tests {
         assert_eq!(unit_of("container:7"), "items");
         assert_eq!(unit_of("bytes:tensors:cpu/float32/plain"), "bytes");
         assert_eq!(unit_of("graph.history"), "nodes");
+    }
+
+    #[test]
+    fn counts_of_builtins_without_a_holder_are_one_group_not_one_each() {
+        let held = group_of("attribute", "Trainer.hall_of_fame", "modules:Actor", 0.0);
+        let mut growers = held.growers.clone();
+        for (key, slope) in [
+            ("type:weakref.ReferenceType", 1.1),
+            ("type:builtins.tuple", 1.6),
+            ("type:builtins.builtin_function_or_method", 1.0),
+            ("container:42", 5.0),
+        ] {
+            let mut g = held.growers[0].clone();
+            g.key = key.into();
+            g.what = key.into();
+            g.slope = slope;
+            g.holder = None;
+            growers.push(g);
+        }
+        let groups = group(1, growers);
+        assert_eq!(groups.len(), 3, "{groups:#?}");
+        let counts = groups
+            .iter()
+            .find(|g| g.holder.is_none() && g.growers[0].key.starts_with("type:"))
+            .unwrap();
+        assert_eq!(counts.growers.len(), 3);
+        assert!(groups.iter().any(|g| g.holder.is_none()
+            && g.growers.len() == 1
+            && g.growers[0].key == "container:42"));
     }
 }
