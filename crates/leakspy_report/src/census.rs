@@ -887,6 +887,27 @@ fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
             process: None,
         });
     }
+    // A library's own root (pyplot's registry of figures) whose series a
+    // named holder of the user's reaches by references keeps part of that
+    // holder's leak: one leak, one group.
+    let mut i = 0;
+    while i < out.len() {
+        let library = out[i].holder.as_ref().is_some_and(|h| h.library);
+        let home = out.iter().position(|o| {
+            library
+                && o.holder.as_ref().is_some_and(|h| {
+                    !h.library && out[i].growers.iter().any(|g| h.reaches.contains(&g.key))
+                })
+        });
+        match home {
+            Some(j) => {
+                let grp = out.remove(i);
+                let j = if j > i { j - 1 } else { j };
+                out[j].growers.extend(grp.growers);
+            }
+            None => i += 1,
+        }
+    }
     // matplotlib's own objects multiply with the figures left open.
     if let Some(i) = out
         .iter()
@@ -1470,5 +1491,31 @@ mod tests {
         assert!(groups.iter().any(|g| g.holder.is_none()
             && g.growers.len() == 1
             && g.growers[0].key == "container:42"));
+    }
+
+    #[test]
+    fn a_librarys_root_that_a_named_holder_reaches_is_part_of_its_leak() {
+        let mut figures = group_of("pyplot", "matplotlib.pyplot", "figures", 0.0);
+        figures.growers[0].holder.as_mut().unwrap().reaches = vec!["container:9".into()];
+        let registry = group_of("class_attribute", "Gcf.figs", "container:9", 0.0);
+        let cache = group_of("attribute", "_cache.__defaults__", "container:8", 0.0);
+        let mut growers = figures.growers.clone();
+        for grp in [registry, cache] {
+            let mut g = grp.growers[0].clone();
+            g.holder.as_mut().unwrap().library = true;
+            growers.push(g);
+        }
+        let groups = group(1, growers);
+        let sizes: Vec<(&str, usize)> = groups
+            .iter()
+            .map(|g| (g.holder.as_ref().unwrap().path.as_str(), g.growers.len()))
+            .collect();
+        // The registry the figures' holder reaches joins it; a cache it
+        // does not reach stays apart.
+        assert_eq!(
+            sizes,
+            [("_cache.__defaults__", 1), ("matplotlib.pyplot", 2)],
+            "{groups:#?}"
+        );
     }
 }

@@ -682,26 +682,40 @@ fn no_holder_reason(
         .filter(|s| s.holder.as_ref().is_some_and(|h| !h.is_named()))
         .filter_map(|s| s.what.clone())
         .next();
-    // "Native" only once every process that grows was looked into.
-    let unlooked: Vec<u32> = trace
+    // "Native" only once every process that grows was looked into as often
+    // as a holder needs (a notebook's kernel may get one census while its
+    // launcher, which does not grow, gets the rest).
+    // Every process sampled, those that ended before the job too.
+    let mut pids: Vec<u32> = trace
         .samples()
-        .last()
-        .map(|s| s.procs.iter().map(|p| p.pid).collect::<Vec<u32>>())
-        .unwrap_or_default()
+        .flat_map(|s| s.procs.iter().map(|p| p.pid))
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    let unlooked: Vec<(u32, usize)> = pids
         .into_iter()
-        .filter(|pid| trace.census().all(|c| c.pid != *pid))
-        .filter(|pid| grows_alone(trace, *pid))
+        .map(|pid| (pid, trace.census().filter(|c| c.pid == pid).count()))
+        .filter(|(pid, n)| *n < 4 && grows_alone(trace, *pid))
         .collect();
     if unknown.is_none() && !unlooked.is_empty() {
+        let said: Vec<String> = unlooked
+            .iter()
+            .map(|(p, n)| {
+                let label = crate::processes::process_label(trace, *p);
+                match n {
+                    0 => format!(
+                        "{label} grew and had none (not Python, or the probe could not start there)"
+                    ),
+                    1 => format!("{label} grew and had 1"),
+                    n => format!("{label} grew and had {n}"),
+                }
+            })
+            .collect();
         return Some(format!(
             "{censuses} censuses found no Python objects growing with the memory in the \
-             processes they looked at; {} grew and had none (not Python, or the probe could not \
-             start there): what grows there is not known",
-            unlooked
-                .iter()
-                .map(|p| crate::processes::process_label(trace, *p))
-                .collect::<Vec<_>>()
-                .join(", ")
+             processes they looked at; {}: what grows there is not known (a holder is named \
+             from 4 censuses of the process that rise in a row; run longer)",
+            said.join(", ")
         ));
     }
     Some(match unknown {
@@ -1175,6 +1189,55 @@ mod tests {
         let why = d.no_holder.expect("a reason");
         assert!(
             why.starts_with("1 census in 60 s") && why.contains("run longer"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn native_is_said_only_of_processes_looked_into_enough() {
+        // A launcher with five flat censuses; the kernel that grows, one
+        // census, and gone before the end (not in the last sample).
+        let mut lines = vec![HEADER.to_string()];
+        for i in 0..600 {
+            let t = i as f64 * 0.1;
+            let kernel = 200.0 * MIB + t * 4.0 * MIB;
+            let procs = if i < 590 {
+                format!(
+                    r#"[{{"pid":7,"rss":{l}}},{{"pid":8,"ppid":7,"rss":{k}}}]"#,
+                    l = 100.0 * MIB,
+                    k = kernel
+                )
+            } else {
+                format!(r#"[{{"pid":7,"rss":{}}}]"#, 100.0 * MIB)
+            };
+            lines.push(format!(
+                r#"{{"kind":"sample","t":{t},"procs":{procs},"total":{{"rss":{r},"anon":{r}}}}}"#,
+                r = (100.0 * MIB + kernel) as u64
+            ));
+            if i % 2 == 0 {
+                lines.push(format!(
+                    r#"{{"kind":"step","t":{},"step":{},"source":"optimizer","pid":8}}"#,
+                    t + 0.05,
+                    i * 10
+                ));
+            }
+        }
+        for (i, t) in [10, 20, 30, 40, 50].iter().enumerate() {
+            lines.push(format!(
+                r#"{{"kind":"census","t":{t},"pid":7,"n":{},"types":{{"builtins.dict":100}}}}"#,
+                i + 1
+            ));
+        }
+        lines.push(r#"{"kind":"census","t":45.0,"pid":8,"step":4500,"n":1}"#.to_string());
+        lines.push(r#"{"kind":"probe","t":0.5,"pid":7}"#.to_string());
+        lines.push(r#"{"kind":"probe","t":0.6,"pid":8}"#.to_string());
+        lines.push(EXIT_OK.to_string());
+        let trace = leakspy_trace::parse_trace(&lines.join("\n")).unwrap();
+        let d = diagnose(&trace, &DiagnoseOptions::default());
+        assert_eq!(d.verdict, Verdict::Leak);
+        let why = d.no_holder.expect("a reason");
+        assert!(
+            why.contains("pid 8") && why.contains("had 1") && !why.contains("native"),
             "{why}"
         );
     }

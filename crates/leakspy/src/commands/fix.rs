@@ -634,11 +634,16 @@ fn verdict_words(d: &Diagnosis) -> String {
         Verdict::NoLeak => "no leak",
         Verdict::Inconclusive => "inconclusive",
     };
+    // "a leak of +202 KiB/step"; otherwise the fitted rate is no leak's:
+    // "no leak (fitted +760 B/step)".
     let rate = d
         .growth_per_step
         .as_ref()
         .or(d.growth_per_second.as_ref())
-        .map(|g| format!(" of {}", leakspy_report::fmt_growth(g)))
+        .map(|g| match d.verdict {
+            Verdict::Leak => format!(" of {}", leakspy_report::fmt_growth(g)),
+            _ => format!(" (fitted {})", leakspy_report::fmt_growth(g)),
+        })
         .unwrap_or_default();
     format!(
         "{v}{rate}, {} steps in {:.1} s",
