@@ -289,6 +289,8 @@ def start(socket_path=None, budget=None, census=None, attached=False):
 
     leakspy._step_impl = _manual_step
     _install_optimizer_hook(st)
+    if os.environ.get("LEAKSPY_QUIET_INTERRUPT") == "1":
+        _quiet_interrupts()
     if not _process_hooks:
         _process_hooks = True
         try:
@@ -302,6 +304,29 @@ def start(socket_path=None, budget=None, census=None, attached=False):
             pass
     if st.census_on:
         _start_timer(st)
+
+
+def _quiet_interrupts():
+    """``leakspy fix`` stops its runs as Ctrl-C would, and says so: the
+    KeyboardInterrupt that reaches the top of the job is not followed by a
+    traceback of wherever it happened to land (often inside the probe's own
+    optimizer hook). ``finally`` blocks, ``atexit`` handlers and the exit
+    status (130) are Python's as before; every other exception goes to the
+    hook that was there."""
+    previous = sys.excepthook
+    if getattr(previous, "_leakspy_quiet", False):
+        return
+
+    def hook(tp, value, tb):
+        try:
+            if tp is not None and issubclass(tp, KeyboardInterrupt):
+                return
+        except Exception:
+            pass
+        previous(tp, value, tb)
+
+    hook._leakspy_quiet = True
+    sys.excepthook = hook
 
 
 def _hello_msg(st):

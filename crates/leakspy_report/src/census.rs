@@ -1076,10 +1076,10 @@ fn importance(g: &GrowthGroup) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn group_of(kind: &str, path: &str, key: &str, bytes: f64) -> GrowthGroup {
+    pub(crate) fn group_of(kind: &str, path: &str, key: &str, bytes: f64) -> GrowthGroup {
         let holder = Holder {
             kind: kind.into(),
             path: path.into(),

@@ -39,7 +39,8 @@ pub fn attach_static_findings(
         }
     }
     let notebooks = notebooks_run(&d.run.command, &d.run.cwd);
-    attach(&mut d.growth, &d.run.cwd, &notebooks, &mut files);
+    let scripts = files_run(&d.run.command, &d.run.cwd, ".py");
+    attach(&mut d.growth, &d.run.cwd, &notebooks, &scripts, &mut files);
     if let Some(top) = d.growth.first() {
         if !top.static_findings.is_empty() {
             let v = serde_json::to_value(&top.static_findings).unwrap_or_default();
@@ -75,11 +76,16 @@ pub fn attach_static_findings(
 /// The notebooks a command runs (`jupyter execute train.ipynb`): its
 /// arguments that name `.ipynb` files, as given.
 fn notebooks_run(command: &[String], cwd: &str) -> Vec<String> {
+    files_run(command, cwd, ".ipynb")
+}
+
+/// A command's arguments that name existing files with this extension.
+fn files_run(command: &[String], cwd: &str, extension: &str) -> Vec<String> {
     command
         .iter()
         .skip(1)
         .map(|a| a.split_once('=').map_or(a.as_str(), |(_, v)| v))
-        .filter(|a| a.ends_with(".ipynb") && crate::paths::resolve(a, cwd).is_file())
+        .filter(|a| a.ends_with(extension) && crate::paths::resolve(a, cwd).is_file())
         .map(str::to_string)
         .collect()
 }
@@ -98,15 +104,35 @@ fn attach(
     groups: &mut [GrowthGroup],
     cwd: &str,
     notebooks: &[String],
+    scripts: &[String],
     cache: &mut HashMap<String, CheckedFile>,
 ) {
-    for g in groups.iter_mut() {
-        let mut files: Vec<String> = Vec::new();
-        let named = g
-            .created_at
+    let named_by = |g: &GrowthGroup| -> Vec<String> {
+        g.created_at
             .iter()
             .map(|c| c.file.clone())
-            .chain(g.holder.as_ref().and_then(|h| h.file.clone()));
+            .chain(g.holder.as_ref().and_then(|h| h.file.clone()))
+            .collect()
+    };
+    // Where the job's code is, as far as the run showed it: the files the
+    // probe named for any group, and the scripts the command runs.
+    let mut job_files: Vec<String> = groups
+        .iter()
+        .flat_map(named_by)
+        .filter(|f| cell_label(f).is_none())
+        .collect();
+    job_files.extend(scripts.iter().cloned());
+    job_files.sort();
+    job_files.dedup();
+    for g in groups.iter_mut() {
+        let mut files: Vec<String> = Vec::new();
+        let mut named = named_by(g);
+        if named.is_empty() && g.holder.as_ref().is_some_and(|h| h.is_named()) {
+            // A holder named without a line or a file (the probe's look at
+            // the lines did not finish in time): the findings about it by
+            // name, in the job's files.
+            named.clone_from(&job_files);
+        }
         for f in named {
             let found = if cell_label(&f).is_some() {
                 notebooks.to_vec()
@@ -411,6 +437,42 @@ mod tests {
         assert!(runtime_retained(&m, 0.0).contains("no saved activations grew"));
         // What the run agrees with stays as it was.
         assert_eq!(runtime_retained(&m, 100.0), m);
+    }
+
+    #[test]
+    fn a_holder_named_without_a_line_is_joined_by_name_in_the_script_run() {
+        // The probe named `Trainer.losses` but not the line (its look at
+        // the lines ran out of time): the finding about `self.losses` in the
+        // script the command runs is the one that keeps what grows.
+        let zoo = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/zoo");
+        let mut groups = vec![crate::census::tests::group_of(
+            "list",
+            "Trainer.losses",
+            "type:torch.Tensor",
+            1024.0,
+        )];
+        let command = ["python".to_string(), "loss_list.py".to_string()];
+        let scripts = files_run(&command, zoo, ".py");
+        assert_eq!(scripts, ["loss_list.py"]);
+        attach(&mut groups, zoo, &[], &scripts, &mut HashMap::new());
+        let g = &groups[0];
+        assert!(
+            g.static_findings
+                .iter()
+                .any(|m| m.rule == "LS002" && m.message.contains("self.losses.append")),
+            "{:?}",
+            g.static_findings
+        );
+        assert_eq!(g.site_from.as_deref(), Some("check LS002"));
+        // Nothing named and no script: nothing to join.
+        let mut groups = vec![crate::census::tests::group_of(
+            "list",
+            "Trainer.losses",
+            "type:torch.Tensor",
+            1024.0,
+        )];
+        attach(&mut groups, zoo, &[], &[], &mut HashMap::new());
+        assert!(groups[0].static_findings.is_empty());
     }
 
     #[test]

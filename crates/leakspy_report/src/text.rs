@@ -329,8 +329,15 @@ pub fn render_proof_text(p: &FixProof) -> String {
         Some(g) if s.verdict == Verdict::NoLeak && g.lo <= 0.0 && g.hi >= 0.0 => {
             format!("flat ({})", interval(g))
         }
+        // Warm-up or a plateau: the fit over the whole run rises, the
+        // verdict says why that is no leak, first.
         Some(g) if s.verdict == Verdict::NoLeak => {
-            format!("{} ({}), no leak", fmt_rate(g), interval(g))
+            format!(
+                "no leak, {} (fitted over the run {}, {})",
+                s.shape_text,
+                fmt_rate(g),
+                interval(g)
+            )
         }
         Some(g) => format!("{} ({})", fmt_rate(g), interval(g)),
         None => s.shape_text.clone(),

@@ -435,3 +435,25 @@ fn the_fix_report_draws_both_runs_on_one_chart() {
     assert!(page.contains("&lt;script&gt;") && !page.contains("<script>"));
     assert!(page.contains("<span class=\"badge\">FIXED</span>"));
 }
+
+#[test]
+fn a_fixed_run_that_rises_and_flattens_says_no_leak_before_its_fit() {
+    // Warm-up, then flat: the fit over the whole run rises, and the proof
+    // leads with why that is no leak, not with the rising rate.
+    let p = proof_of("leak_steps.jsonl", "fixed_filling.jsonl", true);
+    let text = leakspy_report::render_proof_text(&p);
+    let headline = text.lines().next().unwrap();
+    let after = headline.split(" → ").nth(1).unwrap();
+    if p.comparison.after.verdict == Verdict::NoLeak
+        && p.comparison
+            .after
+            .growth
+            .as_ref()
+            .is_some_and(|g| g.lo > 0.0)
+    {
+        assert!(after.starts_with("no leak, "), "{headline}");
+        assert!(after.contains("(fitted over the run +"), "{headline}");
+    } else {
+        panic!("the fixture should rise and flatten: {headline}");
+    }
+}

@@ -570,6 +570,17 @@ impl<'f> ProjectIndex<'f> {
         // follow keeps its owner out of sight.
         for c in &f.summary.classes {
             let id: ClassId = (file, c.name.clone());
+            let made_here_only = self
+                .made_in
+                .get(&id)
+                .is_none_or(|files| files.iter().all(|&m| m == file));
+            let subclassed_here_only = self
+                .subclasses
+                .get(&id)
+                .is_none_or(|subs| subs.iter().all(|s| s.0 == file));
+            if !(made_here_only && subclassed_here_only) {
+                out.used_elsewhere.insert(c.name.clone());
+            }
             let grows = c.attrs.iter().any(|a| {
                 matches!(
                     a.init,

@@ -55,9 +55,15 @@
 //! ```
 //!
 //! ## Fix safety
-//! The fix adds `.detach()` to the graph-carrying inputs of the update. It is unsafe: a model
-//! that means to backpropagate through its statistics (rare, and then usually only through the
-//! current batch's statistics) loses those gradients. No fix is offered when the graph comes in
+//! The fix adds `.detach()` to the graph-carrying inputs of the update. It changes no value,
+//! only gradients: a model that backpropagates through its statistics (rare, and then usually
+//! only through the current batch's statistics) loses those gradients. So the fix is safe only
+//! where no backward pass can reach the statistic: it is on `self` of a class that no other
+//! file makes or subclasses, every read of it (and of what is computed from it: locals, other
+//! statistics, what the class's methods return) ends in `.detach()`, `.item()`, a comparison,
+//! code under `torch.no_grad()` or a result thrown away, and the class's objects are only
+//! called or have their methods called (`target = norm(feats).detach()`), never handed on.
+//! Otherwise it is unsafe. No fix is offered when the graph comes in
 //! through a parameter (`normalizer.update(features)`): detach the batch statistics where they
 //! are computed (`mean_b = mean_b.detach()`), or pass `features.detach()` at the call. Nor is one
 //! offered for statistics a helper returns: detaching the helper's inputs would cut the gradient
@@ -81,6 +87,7 @@ use crate::checker::{Checker, Holder};
 use crate::diagnostic::{Diagnostic, Edit, Fix};
 use crate::registry::Rule;
 use crate::rules::helpers::{append_call, detached_text, origin_phrase, short, until};
+use crate::semantic::dead_gradient::gradient_unused;
 use crate::semantic::facts::self_attr;
 use crate::semantic::names::{dotted, is_dotted, is_stat_name, last_segment};
 use crate::semantic::scan::{keys_in, visit_block};
@@ -307,14 +314,25 @@ fn report(
             edits.extend(append_call(checker, e, "detach"));
         }
         edits.sort_by_key(|e| e.range.start());
-        diagnostic = diagnostic.with_fix(Fix::unsafe_edit(
-            if inputs.len() == 1 {
-                format!("Update from `{}`", detached_text(checker, first))
-            } else {
-                "Update from detached inputs".to_string()
-            },
-            edits,
-        ));
+        let title = if inputs.len() == 1 {
+            format!("Update from `{}`", detached_text(checker, first))
+        } else {
+            "Update from detached inputs".to_string()
+        };
+        // Safe when nothing can backpropagate through the statistic: the values computed are
+        // the same, and so are the gradients, since none ever flowed through it.
+        let unused = match (self_attr(target), checker.class()) {
+            (Some(attr), Some(class)) => gradient_unused(checker, class, attr),
+            _ => false,
+        };
+        diagnostic = diagnostic.with_fix(if unused {
+            Fix::safe(
+                format!("{title} (nothing differentiates through `{key}`)"),
+                edits,
+            )
+        } else {
+            Fix::unsafe_edit(title, edits)
+        });
     }
     checker.report(diagnostic);
 }

@@ -2,6 +2,7 @@
 //! and globals, block scans, the value lattice, and the model of the file as the walk goes
 //! through it (`model.rs`), with its answers about values (`eval.rs`), function summaries
 //! (`summary.rs`), lifetimes (`lifetime.rs`) and training iterations (`iteration.rs`).
+pub mod dead_gradient;
 pub mod eval;
 pub mod facts;
 pub mod guard;

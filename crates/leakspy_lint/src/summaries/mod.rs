@@ -331,6 +331,10 @@ pub struct ExternalFacts {
     pub cadence: BTreeMap<String, (Grain, String)>,
     /// This file's classes whose objects other files make.
     pub made_elsewhere: BTreeSet<String>,
+    #[serde(default)]
+    /// This file's classes that other files make objects of or subclass: their methods may be
+    /// called, and their attributes read, where this file cannot see.
+    pub used_elsewhere: BTreeSet<String>,
     /// Attributes other files reset on objects, by name.
     pub reset_elsewhere: BTreeSet<String>,
     /// Functions this file calls that train (backpropagate or step an optimizer, themselves or
@@ -349,6 +353,7 @@ impl ExternalFacts {
         taints: BTreeMap::new(),
         cadence: BTreeMap::new(),
         made_elsewhere: BTreeSet::new(),
+        used_elsewhere: BTreeSet::new(),
         reset_elsewhere: BTreeSet::new(),
         trains: BTreeSet::new(),
     };

@@ -81,6 +81,11 @@ pub(super) fn record(job: &Job<'_>, bound: Bound, watch: &Watch) -> Result<Recor
     });
     config.cwd = job.cwd.map(Path::to_path_buf);
     config.env.clone_from(&job.env);
+    // leakspy says when it stops the job; the job's traceback of the
+    // KeyboardInterrupt would only repeat it (`_probe._quiet_interrupts`).
+    config
+        .env
+        .push(("LEAKSPY_QUIET_INTERRUPT".into(), "1".into()));
     config.burst_at_steps = job.burst_at_steps;
     let monitor = match Monitor::start(config, writer) {
         Ok(m) => m,

@@ -140,9 +140,16 @@ pub(super) fn advice_text(u: &Unfixed) -> String {
     }
     s.push('\n');
     if u.advice.is_empty() {
+        // Without the line, whether a rule knows it was not asked.
+        s.push_str(if u.made_at.is_some() {
+            "    no `check` rule knows this pattern: "
+        } else {
+            "    the run did not show the line that made or keeps them (a longer run lets the \
+             probe trace it): "
+        });
         s.push_str(
-            "    no `check` rule knows this pattern: stop keeping what grows there every step \
-             (clear or bound the container, or keep `.item()` / `.detach()`ed values)\n",
+            "stop keeping what grows there every step (clear or bound the container, or keep \
+             `.item()` / `.detach()`ed values)\n",
         );
     }
     for a in &u.advice {
