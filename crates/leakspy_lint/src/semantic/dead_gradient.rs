@@ -44,6 +44,15 @@ pub(crate) fn gradient_unused(model: &SemanticModel, class: &StmtClassDef, attr:
     {
         return false;
     }
+    // A base's methods read `self` too, where this class's walk does not look: only a plain
+    // class or an `nn.Module` (whose own code reaches buffers only through `state_dict`, which
+    // detaches, and `.to()`).
+    let plain_bases = class.bases().iter().all(|b| {
+        dotted(b).is_some_and(|d| matches!(d.as_str(), "object" | "nn.Module" | "torch.nn.Module"))
+    });
+    if !plain_bases || !class.keywords().is_empty() {
+        return false;
+    }
     let Some(flow) = ClassFlow::of(class, attr) else {
         return false;
     };
