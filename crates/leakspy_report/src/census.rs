@@ -684,6 +684,45 @@ pub fn unit_of(key: &str) -> &'static str {
 /// behind every verdict on what grows: `run`, `report`, `diff`, `attach`,
 /// the notebook watch and `assert_no_leak` (`leakspy --judge-series`).
 pub fn grows(x: &[f64], y: &[f64], unit: &str, counting: Counting) -> Option<Trend> {
+    grows_on(x, y, unit, counting).or_else(|| {
+        // Looks bunched together (a burst looks several times in a second or
+        // two) weigh a few steps as much as the rest of the run: between two
+        // copies kept once a generation they are all equal, and their ties
+        // hide the trend. One look per stretch of steps says what they say.
+        let (tx, ty) = thinned(x, y);
+        (tx.len() < x.len())
+            .then(|| grows_on(&tx, &ty, unit, counting))
+            .flatten()
+    })
+}
+
+/// The looks with at most one (the latest) in each stretch of a `2n`th of
+/// the span; the first look stays. Evenly spaced looks stay as they are.
+fn thinned(x: &[f64], y: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let n = x.len();
+    let (mut tx, mut ty): (Vec<f64>, Vec<f64>) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    if n == 0 {
+        return (tx, ty);
+    }
+    let gap = (x[n - 1] - x[0]) / (2 * n) as f64;
+    // Where the current stretch began: a long dense stretch keeps a look per
+    // gap, not one in all.
+    let mut opened = f64::NEG_INFINITY;
+    for (&a, &b) in x.iter().zip(y) {
+        if tx.len() > 1 && a - opened < gap {
+            let k = tx.len() - 1;
+            tx[k] = a;
+            ty[k] = b;
+        } else {
+            opened = a;
+            tx.push(a);
+            ty.push(b);
+        }
+    }
+    (tx, ty)
+}
+
+fn grows_on(x: &[f64], y: &[f64], unit: &str, counting: Counting) -> Option<Trend> {
     let n = x.len();
     if n < 4 || y.len() != n {
         return None;
@@ -1317,6 +1356,31 @@ pub(crate) mod tests {
         let g = &growth_groups(&trace)[0].growers[0];
         assert_eq!((g.key.as_str(), g.per.as_str()), ("graph", "step"), "{g:?}");
         assert!((g.slope - 10.0).abs() < 1e-6, "{}", g.slope);
+    }
+
+    #[test]
+    fn looks_bunched_at_the_end_do_not_hide_a_leak_or_make_one() {
+        // A copy kept every 60 steps (6 modules each); the last four looks
+        // are a burst's, 10 steps apart, between two copies.
+        let x = [100.0, 250.0, 400.0, 550.0, 700.0, 710.0, 720.0, 730.0];
+        let y = [6.0, 18.0, 30.0, 42.0, 60.0, 60.0, 60.0, 60.0];
+        assert!(grows(&x, &y, "modules", Counting::Job).is_some());
+        // The same looks on a buffer that filled by step 400 and held:
+        // the last level has held for most of the span.
+        let y = [6.0, 30.0, 60.0, 60.0, 60.0, 60.0, 60.0, 60.0];
+        assert!(grows(&x, &y, "modules", Counting::Job).is_none());
+        // Evenly spaced looks that end flat for the last half: a plateau.
+        let x = [100.0, 200.0, 300.0, 400.0, 500.0, 600.0, 700.0, 800.0];
+        let y = [6.0, 18.0, 30.0, 42.0, 60.0, 60.0, 60.0, 60.0];
+        assert!(grows(&x, &y, "modules", Counting::Job).is_none());
+        // A long dense stretch keeps a look per stretch of steps.
+        let x: Vec<f64> = (0..40).map(|i| f64::from(i) * 10.0).collect();
+        let (tx, _) = thinned(&x, &x);
+        assert_eq!(tx.len(), x.len(), "evenly spaced looks stay");
+        let mut x = vec![0.0, 300.0, 600.0];
+        x.extend((0..30).map(|i| 900.0 + f64::from(i)));
+        let (tx, _) = thinned(&x, &x);
+        assert!(tx.len() > 3 && tx.len() < x.len(), "{tx:?}");
     }
 
     #[test]
