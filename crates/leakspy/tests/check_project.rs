@@ -160,3 +160,75 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// LS011's fix is safe where nothing can backpropagate through the statistic;
+/// another file that reads it through the object holding it makes it unsafe.
+#[test]
+fn a_statistic_read_in_another_file_keeps_its_fix_unsafe() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("pyproject.toml"),
+        "[project]\nname = \"demo\"\n",
+    )
+    .unwrap();
+    let norm = r#"import torch
+import torch.nn as nn
+
+
+class Centre:
+    def __init__(self, dim):
+        self.mean = torch.zeros(dim)
+
+    def observe(self, x):
+        self.mean = 0.99 * self.mean + 0.01 * x.mean(0)
+
+    def __call__(self, x):
+        return x - self.mean
+
+
+class Agent:
+    def __init__(self):
+        self.net = nn.Linear(8, 8)
+        self.centre = Centre(8)
+        self.opt = torch.optim.SGD(self.net.parameters(), lr=0.1)
+
+    def step(self, x):
+        h = self.net(x)
+        self.centre.observe(h)
+        loss = (self.centre(h).detach() - h).pow(2).mean()
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+
+
+def main():
+    agent = Agent()
+    for step in range(100):
+        agent.step(torch.randn(4, 8))
+"#;
+    fs::write(dir.path().join("norm.py"), norm).unwrap();
+    let applicability = |dir: &Path| -> Vec<String> {
+        let out = Command::cargo_bin("leakspy")
+            .unwrap()
+            .current_dir(dir)
+            .env("XDG_CACHE_HOME", cache.path())
+            .args(["check", ".", "--select", "LS011", "--output-format", "json"])
+            .args(["--exit-zero"])
+            .output()
+            .unwrap();
+        let items: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        items
+            .iter()
+            .map(|i| i["fix"]["applicability"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(applicability(dir.path()), ["safe"]);
+    fs::write(
+        dir.path().join("train.py"),
+        "import torch\nfrom norm import Agent\n\nagent = Agent()\nfor step in range(100):\n    \
+         agent.step(torch.randn(4, 8))\n    penalty = agent.centre.mean.sum()\n",
+    )
+    .unwrap();
+    assert_eq!(applicability(dir.path()), ["unsafe"]);
+}

@@ -340,9 +340,13 @@ fn objects_only_called(model: &SemanticModel, class: &StmtClassDef, flow: &Class
         return false;
     }
     let mut attrs: FxHashSet<String> = FxHashSet::default();
-    for c in facts.classes.values() {
+    for (owner, c) in &facts.classes {
         for (a, p) in &c.attrs {
             if p.class.as_deref() == Some(name) {
+                // `agent.normalizer.mean` read in a file that makes the agent is out of sight.
+                if model.external.used_elsewhere.contains(owner.as_str()) {
+                    return false;
+                }
                 attrs.insert(a.clone());
             }
         }
