@@ -14,6 +14,8 @@ use ruff_python_ast::{Expr, Stmt, StmtClassDef, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextRange};
 use rustc_hash::FxHashSet;
 
+use super::facts::ModuleFacts;
+use super::iteration::disables_grad_expr;
 use super::model::SemanticModel;
 use super::names::{dotted, last_segment};
 
@@ -53,7 +55,7 @@ pub(crate) fn gradient_unused(model: &SemanticModel, class: &StmtClassDef, attr:
     if !plain_bases || !class.keywords().is_empty() {
         return false;
     }
-    let Some(flow) = ClassFlow::of(class, attr) else {
+    let Some(flow) = ClassFlow::of(class, attr, model.facts) else {
         return false;
     };
     objects_only_called(model, class, &flow)
@@ -70,7 +72,7 @@ struct ClassFlow {
 
 impl ClassFlow {
     /// `None` when a read of the statistic goes somewhere this cannot follow.
-    fn of(class: &StmtClassDef, attr: &str) -> Option<Self> {
+    fn of(class: &StmtClassDef, attr: &str, facts: &ModuleFacts) -> Option<Self> {
         let methods: Vec<&StmtFunctionDef> = class
             .body
             .iter()
@@ -85,10 +87,11 @@ impl ClassFlow {
             let before = (flow.stats.len(), flow.returning.len());
             for m in &methods {
                 let mut walk = MethodWalk {
+                    facts,
                     flow: &mut flow,
                     method: m.name.as_str(),
                     locals: FxHashSet::default(),
-                    dead: no_grad_decorated(m),
+                    dead: no_grad_decorated(facts, m),
                     escapes: false,
                 };
                 walk.block(&m.body);
@@ -106,6 +109,7 @@ impl ClassFlow {
 
 /// One method of the class, statement by statement.
 struct MethodWalk<'f> {
+    facts: &'f ModuleFacts,
     flow: &'f mut ClassFlow,
     method: &'f str,
     /// Locals computed from a statistic.
@@ -178,7 +182,10 @@ impl MethodWalk<'_> {
             }
             Stmt::With(w) => {
                 let was = self.dead;
-                self.dead |= w.items.iter().any(|i| is_no_grad(&i.context_expr));
+                self.dead |= w
+                    .items
+                    .iter()
+                    .any(|i| disables_grad_expr(self.facts, &i.context_expr));
                 self.block(&w.body);
                 self.dead = was;
             }
@@ -352,6 +359,7 @@ fn objects_only_called(model: &SemanticModel, class: &StmtClassDef, flow: &Class
         }
     }
     let mut scan = Objects {
+        facts,
         class: name,
         call_method: if flow.methods.contains("__call__") {
             "__call__"
@@ -404,6 +412,7 @@ fn names_bound_to(suite: &[Stmt], class: &str, out: &mut FxHashSet<String>) {
 }
 
 struct Objects<'c> {
+    facts: &'c ModuleFacts,
     class: &'c str,
     call_method: &'static str,
     flow: &'c ClassFlow,
@@ -463,12 +472,16 @@ impl<'a> Visitor<'a> for Objects<'_> {
                 self.cut.insert(e.value.range());
                 self.visit_expr(&e.value);
             }
-            Stmt::With(w) if w.items.iter().any(|i| is_no_grad(&i.context_expr)) => {
+            Stmt::With(w)
+                if w.items
+                    .iter()
+                    .any(|i| disables_grad_expr(self.facts, &i.context_expr)) =>
+            {
                 self.dead += 1;
                 walk_stmt(self, stmt);
                 self.dead -= 1;
             }
-            Stmt::FunctionDef(f) if no_grad_decorated(f) => {
+            Stmt::FunctionDef(f) if no_grad_decorated(self.facts, f) => {
                 self.dead += 1;
                 walk_stmt(self, stmt);
                 self.dead -= 1;
@@ -573,14 +586,8 @@ fn in_place_root(expr: &Expr) -> Option<&Expr> {
     (in_place && self_attribute(cur).is_some()).then_some(cur)
 }
 
-fn is_no_grad(expr: &Expr) -> bool {
-    let callee = match expr {
-        Expr::Call(c) => &*c.func,
-        e => e,
-    };
-    dotted(callee).is_some_and(|d| matches!(last_segment(&d), "no_grad" | "inference_mode"))
-}
-
-fn no_grad_decorated(f: &StmtFunctionDef) -> bool {
-    f.decorator_list.iter().any(|d| is_no_grad(&d.expression))
+fn no_grad_decorated(facts: &ModuleFacts, f: &StmtFunctionDef) -> bool {
+    f.decorator_list
+        .iter()
+        .any(|d| disables_grad_expr(facts, &d.expression))
 }
