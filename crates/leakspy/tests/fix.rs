@@ -473,7 +473,35 @@ fn a_notebook_is_fixed_in_its_cells() {
         .env("JUPYTER_PLATFORM_DIRS", "1")
         .env("PYDEVD_DISABLE_FILE_VALIDATION", "1");
     let out = Fixed::from(cmd.output().unwrap());
-    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    // The fix keeps the losses, detached: the list still grows by a scalar
+    // tensor a step, which a run this short may show as growth (IMPROVED,
+    // exit 1, naming that list and its tensors without grad) or not (FIXED,
+    // exit 0). The graphs are gone either way, and `diff` says the same.
+    let proof = out.proof().to_string();
+    let (verdict, code) = if proof.starts_with("FIXED: +") {
+        ("FIXED", 0)
+    } else {
+        assert!(
+            proof.starts_with("IMPROVED: +")
+                && proof.contains("held by __main__.val_losses (list): still grows (")
+                && proof.contains("tensors without grad"),
+            "{}",
+            out.stderr
+        );
+        ("IMPROVED", 1)
+    };
+    assert_eq!(out.code, Some(code), "{}", out.stderr);
+    let (before, after) = p.traces();
+    let diff = Command::new(leakspy())
+        .arg("diff")
+        .args([&before[0], &after[after.len() - 1]])
+        .output()
+        .unwrap();
+    let diff_text = String::from_utf8_lossy(&diff.stdout);
+    assert!(
+        diff_text.starts_with(&format!("leakspy diff: {verdict}")),
+        "{verdict}: {diff_text}"
+    );
     // The probe names the kernel's global; the join finds its line in the
     // notebook's cell.
     assert!(
@@ -482,7 +510,6 @@ fn a_notebook_is_fixed_in_its_cells() {
         "{}",
         out.stderr
     );
-    assert!(out.proof().starts_with("FIXED: +"), "{}", out.stderr);
     let patch = std::fs::read_to_string(p.root().join("leakspy-fix.patch")).unwrap();
     // The cell's line, in the notebook's own JSON layout: nothing else.
     let changed: Vec<&str> = patch
