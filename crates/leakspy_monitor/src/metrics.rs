@@ -391,6 +391,8 @@ mod tests {
                     swap: 0,
                     pss: None,
                     uss: None,
+                    pss_file: None,
+                    rss_file: None,
                     cpu_s: None,
                 },
                 ProcSample {
@@ -402,6 +404,8 @@ mod tests {
                     swap: 0,
                     pss: None,
                     uss: None,
+                    pss_file: None,
+                    rss_file: None,
                     cpu_s: None,
                 },
             ],

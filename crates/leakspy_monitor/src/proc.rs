@@ -64,14 +64,20 @@ impl ProcSampler {
             if let Some(mut p) = read_status(pid) {
                 if rollup && !self.smaps_denied.contains(&pid) {
                     match read_rollup(pid) {
-                        Some((pss, uss)) => {
-                            p.pss = Some(pss);
-                            p.uss = Some(uss);
+                        Some(r) => {
+                            p.pss = Some(r.pss);
+                            p.uss = Some(r.uss);
+                            p.pss_file = r.pss_file;
                         }
                         None => {
                             self.smaps_denied.insert(pid);
                         }
                     }
+                }
+                // RssFile goes with the rollup it corrects (MemTotals::tree_pss):
+                // alone it would only lengthen every sample.
+                if p.pss.is_none() {
+                    p.rss_file = None;
                 }
                 procs.push(p);
             }
@@ -110,6 +116,8 @@ pub fn totals(procs: &[ProcSample]) -> MemTotals {
         swap: procs.iter().map(|p| p.swap).sum(),
         pss: sum_opt(|p| p.pss),
         uss: sum_opt(|p| p.uss),
+        pss_file: sum_opt(|p| p.pss_file),
+        rss_file: sum_opt(|p| p.rss_file),
     }
 }
 
@@ -161,12 +169,13 @@ fn parse_stat_cpu(text: &str) -> Option<f64> {
     Some((utime + stime) as f64 / clock_ticks())
 }
 
-/// Name, PPid, VmRSS, RssAnon and VmSwap of a status file (kB → bytes).
+/// Name, PPid, VmRSS, RssAnon, RssFile and VmSwap of a status file (kB → bytes).
 fn parse_status(pid: u32, text: &str) -> Option<ProcSample> {
     let mut name = None;
     let mut ppid = 0;
     let mut rss = None;
     let mut anon = 0;
+    let mut file = None;
     let mut swap = 0;
     let kib = |v: &str| {
         v.split_ascii_whitespace()
@@ -183,6 +192,7 @@ fn parse_status(pid: u32, text: &str) -> Option<ProcSample> {
             "PPid" => ppid = value.trim().parse().unwrap_or(0),
             "VmRSS" => rss = kib(value),
             "RssAnon" => anon = kib(value).unwrap_or(0),
+            "RssFile" => file = kib(value),
             "VmSwap" => {
                 swap = kib(value).unwrap_or(0);
                 // The last of the fields needed: skip the rest of the file.
@@ -201,20 +211,33 @@ fn parse_status(pid: u32, text: &str) -> Option<ProcSample> {
         swap,
         pss: None,
         uss: None,
+        pss_file: None,
+        rss_file: file,
         cpu_s: None,
     })
 }
 
-/// (PSS, USS) in bytes; procfs already converts smaps' kB to bytes.
-fn read_rollup(pid: u32) -> Option<(u64, u64)> {
+/// What one smaps_rollup read gives, in bytes (procfs already converts
+/// smaps' kB).
+struct Rollup {
+    pss: u64,
+    uss: u64,
+    /// `Pss_File`, on kernels that split PSS (5.8 and later).
+    pss_file: Option<u64>,
+}
+
+fn read_rollup(pid: u32) -> Option<Rollup> {
     let rollup = Process::new(i32::try_from(pid).ok()?)
         .ok()?
         .smaps_rollup()
         .ok()?;
     let map = &rollup.memory_map_rollup.0.first()?.extension.map;
     let get = |k: &str| map.get(k).copied().unwrap_or(0);
-    let pss = *map.get("Pss")?;
-    Some((pss, get("Private_Clean") + get("Private_Dirty")))
+    Some(Rollup {
+        pss: *map.get("Pss")?,
+        uss: get("Private_Clean") + get("Private_Dirty"),
+        pss_file: map.get("Pss_File").copied(),
+    })
 }
 
 /// The tree below `root` via the kernel's children lists (one file per thread,
@@ -322,11 +345,11 @@ mod tests {
         // RSS moves between the two reads; swap and anon are read the same way.
         assert!(ours.rss > 0 && theirs.vmrss.unwrap() > 0);
         assert!(ours.anon <= ours.rss);
-        let fixed = "Name:\tpython3\nUmask:\t0022\nState:\tS (sleeping)\nPPid:\t42\nVmRSS:\t  2048 kB\nRssAnon:\t  1024 kB\nVmSwap:\t 8 kB\n";
+        let fixed = "Name:\tpython3\nUmask:\t0022\nState:\tS (sleeping)\nPPid:\t42\nVmRSS:\t  2048 kB\nRssAnon:\t  1024 kB\nRssFile:\t  1000 kB\nVmSwap:\t 8 kB\n";
         let p = parse_status(7, fixed).unwrap();
         assert_eq!(
-            (p.name.as_str(), p.ppid, p.rss, p.anon, p.swap),
-            ("python3", 42, 2 << 20, 1 << 20, 8192)
+            (p.name.as_str(), p.ppid, p.rss, p.anon, p.rss_file, p.swap),
+            ("python3", 42, 2 << 20, 1 << 20, Some(1000 << 10), 8192)
         );
         // A zombie: no VmRSS.
         assert!(parse_status(7, "Name:\tx\nState:\tZ (zombie)\nPPid:\t1\n").is_none());
@@ -373,6 +396,64 @@ mod tests {
             .all(|p| p.ppid == root && p.name == "sleep"));
         // Without the ppid scan fallback being exercised elsewhere, check it agrees.
         assert!(mem_available().unwrap() > 0);
+    }
+
+    /// A process that maps `file` and reads every page, then waits.
+    fn mapping(file: &std::path::Path) -> std::process::Child {
+        use std::io::BufRead;
+        let script = "import mmap, sys, time\n\
+            f = open(sys.argv[1], 'rb')\n\
+            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)\n\
+            print(sum(m[i] for i in range(0, len(m), 4096)), flush=True)\n\
+            time.sleep(60)\n";
+        let mut child = std::process::Command::new("python3")
+            .args(["-c", script])
+            .arg(file)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(!line.is_empty(), "the mapping process did not start");
+        child
+    }
+
+    #[test]
+    fn the_trees_memory_does_not_move_when_a_process_outside_maps_its_files() {
+        // Another torch job starting maps the same libtorch pages as the
+        // watched one: plain PSS then falls by half of them without the
+        // tree doing anything, and rises again when it exits.
+        const MIB: u64 = 1 << 20;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("shared.bin");
+        std::fs::write(&file, vec![1u8; 64 * MIB as usize]).unwrap();
+        let mut inside = mapping(&file);
+        let mut sampler = ProcSampler::new(inside.id(), 1);
+        let (_, alone) = sampler.sample(true);
+        let mut outside = mapping(&file);
+        let (_, beside) = sampler.sample(true);
+        outside.kill().unwrap();
+        outside.wait().unwrap();
+        inside.kill().unwrap();
+        inside.wait().unwrap();
+        let (pss_alone, pss_beside) = (alone.pss.unwrap(), beside.pss.unwrap());
+        assert!(
+            pss_alone >= pss_beside + 24 * MIB,
+            "PSS did not split the file's pages: {alone:?} then {beside:?}"
+        );
+        let (tree_alone, tree_beside) = (alone.tree_pss().unwrap(), beside.tree_pss().unwrap());
+        if alone.pss_file.is_none() {
+            // A kernel before 5.8 does not split PSS: plain PSS is all there is.
+            assert_eq!((tree_alone, tree_beside), (pss_alone, pss_beside));
+            return;
+        }
+        assert!(
+            tree_alone.abs_diff(tree_beside) < 4 * MIB,
+            "the tree's memory moved with a process outside it: {alone:?} then {beside:?}"
+        );
+        assert!(alone.rss_file.unwrap() >= 64 * MIB, "{alone:?}");
     }
 
     #[test]

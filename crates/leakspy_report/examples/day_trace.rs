@@ -25,6 +25,8 @@ fn main() {
                 swap: 0,
                 pss: None,
                 uss: None,
+                pss_file: None,
+                rss_file: None,
                 cpu_s: None,
             },
             ProcSample {
@@ -36,6 +38,8 @@ fn main() {
                 swap: 0,
                 pss: None,
                 uss: None,
+                pss_file: None,
+                rss_file: None,
                 cpu_s: None,
             },
         ];
@@ -45,6 +49,8 @@ fn main() {
             swap: 0,
             pss: None,
             uss: None,
+            pss_file: None,
+            rss_file: None,
         };
         events.push(Event::Sample(Sample {
             t,

@@ -198,7 +198,7 @@ pub struct Sample {
 /// one process has run; once several have, PSS (each shared page split
 /// among the processes that map it), so the pages a forked worker shares
 /// with its parent count once and the copies made of them count as they
-/// happen. PSS is read every few samples; in between, a sample of the same
+/// happen; file pages count whole ([`MemTotals::tree_pss`]). PSS is read every few samples; in between, a sample of the same
 /// processes is its RSS less the part of it the last read found shared.
 /// With smaps_rollup denied (`pss_unreadable`), summed RSS is all there is.
 #[derive(Debug, Clone, Default)]
@@ -229,13 +229,13 @@ impl TreeMemory {
     pub fn observe(&mut self, s: &Sample) -> Option<u64> {
         self.several |= s.procs.len() > 1;
         let pids = || s.procs.iter().map(|p| p.pid).collect::<Vec<u32>>();
-        if let Some(pss) = s.total.pss {
+        if let Some(pss) = s.total.tree_pss() {
             self.gap = Some((pids(), s.total.rss as i64 - pss as i64));
         }
         if !self.several || self.pss_unreadable {
             return Some(s.total.rss);
         }
-        if let Some(pss) = s.total.pss {
+        if let Some(pss) = s.total.tree_pss() {
             return Some(pss);
         }
         match &self.gap {
@@ -263,6 +263,15 @@ pub struct ProcSample {
     pub pss: Option<u64>,
     #[serde(default)]
     pub uss: Option<u64>,
+    /// `Pss_File` of smaps_rollup and `RssFile` of status, read with `pss`
+    /// (null otherwise, and in traces written before them): the share of
+    /// file pages moves whenever any process on the machine maps or unmaps
+    /// the same files (another torch job starting), so the tree's memory
+    /// counts its file pages whole instead (`TreeMemory`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pss_file: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_file: Option<u64>,
     /// CPU seconds (user and system) the process has used since it started,
     /// from `/proc/PID/stat`: what a step costs whatever else the machine runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -282,6 +291,28 @@ pub struct MemTotals {
     pub pss: Option<u64>,
     #[serde(default)]
     pub uss: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pss_file: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_file: Option<u64>,
+}
+
+impl MemTotals {
+    /// The tree's proportional memory as leakspy fits it: PSS with the file
+    /// pages counted whole in each process (`Pss - Pss_File + RssFile`).
+    /// Anonymous and shared-memory pages stay split among the processes
+    /// that map them, which are this tree's own (a forked worker and its
+    /// parent); file pages (libtorch's code, a memory-mapped data set) are
+    /// also mapped by processes outside the tree, whose coming and going
+    /// would otherwise move this tree's figure by hundreds of MiB. Plain
+    /// PSS where the file figures were not read.
+    pub fn tree_pss(&self) -> Option<u64> {
+        let pss = self.pss?;
+        Some(match (self.pss_file, self.rss_file) {
+            (Some(pf), Some(rf)) => (pss + rf).saturating_sub(pf),
+            _ => pss,
+        })
+    }
 }
 
 /// cgroup v2 memory figures of the child's cgroup.
@@ -384,4 +415,58 @@ pub struct Exit {
     /// Whether the cgroup's oom_kill counter rose during the run.
     #[serde(default)]
     pub oom_killed: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(rss: u64, pss: Option<(u64, u64, u64)>) -> Sample {
+        let proc = |pid| ProcSample {
+            pid,
+            ppid: 1,
+            name: "python".into(),
+            rss: rss / 2,
+            anon: 0,
+            swap: 0,
+            pss: None,
+            uss: None,
+            pss_file: None,
+            rss_file: None,
+            cpu_s: None,
+        };
+        Sample {
+            t: 0.0,
+            procs: vec![proc(10), proc(11)],
+            total: MemTotals {
+                rss,
+                pss: pss.map(|p| p.0),
+                pss_file: pss.map(|p| p.1),
+                rss_file: pss.map(|p| p.2),
+                ..Default::default()
+            },
+            mem_available: None,
+            cgroup: None,
+        }
+    }
+
+    #[test]
+    fn file_pages_count_whole_and_the_gap_carries_to_unread_samples() {
+        let mut tree = TreeMemory::new(false, true);
+        // PSS 700 of which 100 is the file pages' share; the tree maps 300
+        // of file pages: 900 counted, 100 of RSS 1000 shared within it.
+        assert_eq!(
+            tree.observe(&sample(1000, Some((700, 100, 300)))),
+            Some(900)
+        );
+        assert_eq!(tree.observe(&sample(1050, None)), Some(950));
+        // Without the file figures (an older trace, an older kernel): PSS.
+        let mut old = TreeMemory::new(false, true);
+        assert_eq!(old.observe(&sample(1000, Some((700, 0, 0)))), Some(700));
+        let plain = MemTotals {
+            pss: Some(700),
+            ..Default::default()
+        };
+        assert_eq!(plain.tree_pss(), Some(700));
+    }
 }

@@ -35,6 +35,7 @@ fn long_trace(samples: usize, steps_per_sample: usize) -> String {
                 swap: 0,
                 pss,
                 uss: pss,
+                ..Default::default()
             },
             mem_available: Some(1 << 33),
             cgroup: None,

@@ -29,6 +29,8 @@ fn sample(t: f64, rss: u64) -> Event {
             swap: 0,
             pss: None,
             uss: None,
+            pss_file: None,
+            rss_file: None,
             cpu_s: None,
         }],
         total: MemTotals {
@@ -37,6 +39,8 @@ fn sample(t: f64, rss: u64) -> Event {
             swap: 0,
             pss: None,
             uss: None,
+            pss_file: None,
+            rss_file: None,
         },
         mem_available: Some(8 << 30),
         cgroup: Some(CgroupSample {
