@@ -314,11 +314,19 @@ pub fn growth_groups(trace: &Trace) -> Vec<GrowthGroup> {
                 g.created_at = g.created_at.clone().or_else(|| c.clone());
             }
         }
-        // A suspect keyed differently from the series (the probe saw the
-        // type, the fit found its tensor group) still names the holder of
-        // that family of series.
+        // A suspect keyed differently from the series (the probe searched
+        // one tensor group, the fit found another of the same objects)
+        // still names the holder of that family of series. Not across
+        // containers or types: each of those series is one object or one
+        // kind of object, and another's holder says nothing about it (a
+        // list of losses held by a trainer does not hold the environment's
+        // lists); what a holder does reach joins it by its references
+        // (`reaches`, in `group`).
         for g in growers.iter_mut().filter(|g| g.holder.is_none()) {
             let family = family_of(&g.key);
+            if !SHARED_FAMILIES.contains(&family.as_str()) {
+                continue;
+            }
             let found = suspects
                 .iter()
                 .find(|((p, k), s)| *p == pid && family_of(k) == family && s.holder.is_some());
@@ -359,6 +367,11 @@ pub fn growth_groups(trace: &Trace) -> Vec<GrowthGroup> {
     groups.sort_by(|a, b| importance(b).total_cmp(&importance(a)));
     groups
 }
+
+/// The families whose series count the same objects from different sides
+/// (a leak's tensors by dtype and grad, its graph by nodes and by history),
+/// so that one series' holder is its family's.
+const SHARED_FAMILIES: [&str; 2] = ["tensors", "graph"];
 
 /// The family of a series key, for a suspect keyed differently: all
 /// graphs' two series ("graph" and "graph.history") are one; the largest
@@ -1299,6 +1312,38 @@ pub(crate) mod tests {
         assert_eq!(groups.len(), 1, "{groups:?}");
         assert_eq!(groups[0].growers[0].basis, "probe");
         assert_eq!(groups[0].holder.as_ref().unwrap().path, "Env.episodes");
+    }
+
+    #[test]
+    fn one_lists_holder_is_not_lent_to_another_list_or_type() {
+        // The trainer's list of losses is searched and named; the
+        // environment's list of rewards and a count of tuples grow beside
+        // it, unsearched. Holding one list does not make a holder of the
+        // others: they stay without one.
+        let mut lines = vec![HEADER.to_string()];
+        for i in 1..=6u64 {
+            lines.push(format!(
+                r#"{{"kind":"census","pid":7,"t":{i},"step":{},"source":"optimizer","containers":[{{"id":11,"type":"list","len":{}}},{{"id":22,"type":"list","len":{}}}],"types":{{"builtins.tuple":{}}}}}"#,
+                i * 100,
+                i * 100,
+                i * 500,
+                1000 + i * 90
+            ));
+        }
+        lines.push(r#"{"kind":"suspect","pid":7,"t":9.0,"step":600,"key":"container:11","what":"list of Tensor (len 600)","holder":{"kind":"attribute","path":"Trainer.losses","container_id":11,"chain":["list","Trainer"],"reaches":["container:11","type:torch.Tensor"]}}"#.to_string());
+        let groups = growth_groups(&leakspy_trace::parse_trace(&lines.join("\n")).unwrap());
+        let held_by = |key: &str| {
+            groups
+                .iter()
+                .find(|g| g.growers.iter().any(|x| x.key == key))
+                .unwrap_or_else(|| panic!("{key}: {groups:?}"))
+                .holder
+                .as_ref()
+                .map(|h| h.path.clone())
+        };
+        assert_eq!(held_by("container:11").as_deref(), Some("Trainer.losses"));
+        assert_eq!(held_by("container:22"), None);
+        assert_eq!(held_by("type:builtins.tuple"), None);
     }
 
     #[test]
