@@ -38,7 +38,8 @@
 //!
 //! ## Fix safety
 //! The fix stores `x.detach()`: the same values without the graph (offered when the stored value
-//! is a tensor, not a dict or tuple). It is safe only when every other use of the container is
+//! is a tensor, or a tuple or list written out whose graph-carrying elements are tensors: each of
+//! those is detached; not for a dict). It is safe only when every other use of the container is
 //! logging, printing, counting or arithmetic that ends in numbers
 //! (`print(sum(x.item() for x in losses))`, `len(...)`, an f-string): nothing that might need the
 //! graph sees the change. When the container is returned, passed to a function, fed to a loss or
@@ -60,7 +61,7 @@ use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::Ranged;
 
 use crate::checker::Checker;
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Edit};
 use crate::registry::Rule;
 use crate::rules::helpers::{
     append_call, detach_fix, detached_text, origin_phrase, retained, short, until,
@@ -117,8 +118,56 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
             ),
             append_call(checker, stored, "detach"),
         ));
+    } else if let Some((shown, edits)) = detached_elements(checker, stored) {
+        diagnostic = diagnostic.with_fix(detach_fix(
+            checker,
+            &lifetime.key,
+            call.range(),
+            format!("Store `{shown}` (or `.item()`s for numbers)"),
+            edits,
+        ));
     }
     checker.report(diagnostic);
+}
+
+/// A tuple or list written out (`(reg_loss, cls_loss)`) whose graph-carrying elements are all
+/// tensors: the same literal with each of them detached, and the edits that make it. None when an
+/// element carries a graph in something else (a dict, a nested tuple) or is starred.
+fn detached_elements(checker: &Checker, stored: &Expr) -> Option<(String, Vec<Edit>)> {
+    let (elts, open, close) = match stored {
+        Expr::Tuple(t) => (&t.elts, "(", ")"),
+        Expr::List(l) => (&l.elts, "[", "]"),
+        _ => return None,
+    };
+    let mut edits = Vec::new();
+    let mut shown = Vec::new();
+    for elt in elts {
+        let value = checker.value(elt);
+        if matches!(elt, Expr::Starred(_)) {
+            return None;
+        }
+        if !value.has_graph() {
+            shown.push(short(checker, elt));
+            continue;
+        }
+        if !value.is_tensor() {
+            return None;
+        }
+        shown.push(detached_text(checker, elt));
+        edits.extend(append_call(checker, elt, "detach"));
+    }
+    if edits.is_empty() {
+        return None;
+    }
+    let trailing = if elts.len() == 1 && open == "(" {
+        ","
+    } else {
+        ""
+    };
+    Some((
+        format!("{open}{}{trailing}{close}", shown.join(", ")),
+        edits,
+    ))
 }
 
 pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
