@@ -211,6 +211,13 @@ class Growth(object):
                 continue
             rose.add(key)
             if taint is not None and key in taint:
+                # A rise that does not count neither counts nor breaks the
+                # run: the probe keeps something after every census that
+                # finds suspects, and a list the job fills at every census
+                # would otherwise start over each time and never qualify.
+                if key in runs:
+                    new_runs[key] = runs[key]
+                    new_streak[key] = streak.get(key, 0)
                 continue
             run = runs.get(key)
             if run is None:

@@ -775,6 +775,28 @@ def test_growth_counts_a_rise_into_the_walk_cap():
     assert feed(ups) == [False] * RISES + [True, True]
 
 
+def test_a_rise_that_does_not_count_does_not_break_the_run():
+    from leakspy._census import RISES, Growth
+
+    def feed(series):
+        g = Growth()
+        out = []
+        for v, tainted in series:
+            g.update({"container:1": v}, {"container:1"} if tainted else None)
+            out.append("container:1" in g.rising())
+        return out
+
+    # A list that grows at every census, with every other census tainted
+    # (the probe kept something after the one before): it qualifies after
+    # RISES rises that count, not never.
+    ups = [(100 * (i + 1), i % 2 == 1) for i in range(2 * RISES + 2)]
+    assert feed(ups)[-1] is True, feed(ups)
+    # Tainted rises alone never make a suspect, and a fall still breaks it.
+    assert feed([(100 * (i + 1), True) for i in range(8)]) == [False] * 8
+    assert feed([(100, False), (200, False), (300, True), (250, False), (300, False)]) == [
+        False] * 5
+
+
 def test_a_graphs_history_qualifies_after_two_rises():
     from leakspy._census import Growth
 

@@ -895,7 +895,24 @@ const TENSOR_TYPES: [&str; 2] = ["type:torch.Tensor", "type:torch.nn.parameter.P
 
 /// Growers of the same holder form one group; the most telling grower of a
 /// group leads (graph, tensors, containers before plain type counts).
-fn group(pid: u32, growers: Vec<Grower>) -> Vec<GrowthGroup> {
+fn group(pid: u32, mut growers: Vec<Grower>) -> Vec<GrowthGroup> {
+    // A frame local named for a series is often the loop's newest object of
+    // its kind (`pred`, this step's tensor), not what keeps the others: a
+    // lasting holder of the user's that reaches that series by references
+    // holds it.
+    let lasting: Vec<Holder> = growers
+        .iter()
+        .filter_map(|g| g.holder.as_ref())
+        .filter(|h| h.kind != "local" && !h.library && !h.reaches.is_empty())
+        .cloned()
+        .collect();
+    for g in &mut growers {
+        if g.holder.as_ref().is_some_and(|h| h.kind == "local") {
+            if let Some(h) = lasting.iter().find(|h| h.reaches.contains(&g.key)) {
+                g.holder = Some(h.clone());
+            }
+        }
+    }
     let mut with: BTreeMap<String, Vec<Grower>> = BTreeMap::new();
     let mut without: Vec<Grower> = Vec::new();
     for g in growers {
@@ -1344,6 +1361,28 @@ pub(crate) mod tests {
         assert_eq!(held_by("container:11").as_deref(), Some("Trainer.losses"));
         assert_eq!(held_by("container:22"), None);
         assert_eq!(held_by("type:builtins.tuple"), None);
+    }
+
+    #[test]
+    fn a_local_pointing_at_the_newest_object_yields_to_the_holder_that_reaches_them() {
+        // The probe searched the tensor objects from one that was this
+        // step's `pred`, a frame local; the trainer's list, named for its
+        // graphs, reaches the tensors by references.
+        let mut lines = vec![HEADER.to_string()];
+        for i in 1..=6u64 {
+            lines.push(format!(
+                r#"{{"kind":"census","pid":7,"t":{i},"step":{},"source":"optimizer","containers":[{{"id":11,"type":"list","len":{}}}],"types":{{"torch.Tensor":{}}}}}"#,
+                i * 100,
+                i * 100,
+                i * 600
+            ));
+        }
+        lines.push(r#"{"kind":"suspect","pid":7,"t":9.0,"step":600,"key":"container:11","what":"list of tuple (len 600)","holder":{"kind":"attribute","path":"Trainer.losses","container_id":11,"chain":["list","Trainer"],"reaches":["container:11","type:torch.Tensor"]}}"#.to_string());
+        lines.push(r#"{"kind":"suspect","pid":7,"t":9.0,"step":600,"key":"type:torch.Tensor","what":"torch.Tensor","holder":{"kind":"local","path":"Trainer.train_step:pred","chain":["Tensor","frame"]}}"#.to_string());
+        let groups = growth_groups(&leakspy_trace::parse_trace(&lines.join("\n")).unwrap());
+        assert_eq!(groups.len(), 1, "{groups:?}");
+        assert_eq!(groups[0].holder.as_ref().unwrap().path, "Trainer.losses");
+        assert_eq!(groups[0].growers.len(), 2, "{groups:?}");
     }
 
     #[test]
