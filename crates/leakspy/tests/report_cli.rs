@@ -203,6 +203,21 @@ fn diff_improved_json() {
 }
 
 #[test]
+fn diff_of_a_fix_that_took_a_sliver_off_is_not_fixed() {
+    // 1 MiB/step before, 0.8 after: the intervals part, but two runs of one
+    // job differ by more than that; `fix` reads the same verdict.
+    let o = run(&["diff", "leak_steps.jsonl", "sliver_fixed.jsonl"]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stdout.starts_with("leakspy diff: NOT FIXED")
+            && o.stdout
+                .contains("after grows less (80 % of before), but not half as fast"),
+        "{}",
+        o.stdout
+    );
+}
+
+#[test]
 fn diff_worse() {
     let o = run(&["diff", "fixed.jsonl", "leak_steps.jsonl"]);
     assert_eq!(o.code, 1, "{}", o.stderr);

@@ -152,10 +152,6 @@ pub struct FixProof {
     pub still_grows: Vec<String>,
 }
 
-/// The most a still-leaking fixed run may grow, as a share of the first
-/// run's growth, for its fixes to count as an improvement.
-const IMPROVED_RATIO: f64 = 0.5;
-
 /// Compares the run before the fixes with the run after them.
 pub fn prove(before: &Leg<'_>, after: &Leg<'_>) -> FixProof {
     let comparison = compare(before.diagnosis, before.label, after.diagnosis, after.label);
@@ -165,15 +161,11 @@ pub fn prove(before: &Leg<'_>, after: &Leg<'_>) -> FixProof {
         FixVerdict::NotComparable
     } else if comparison.verdict == DiffVerdict::Fixed {
         FixVerdict::Fixed
-    } else if comparison.verdict == DiffVerdict::Improved
-        && (comparison.after.verdict != leakspy_stats::Verdict::Leak
-            || comparison.ratio.is_some_and(|r| r <= IMPROVED_RATIO))
-    {
-        // Significantly less, and either no longer a leak by the verdict or
-        // at most half the growth (a job with other leaks that have no known
-        // fix): the patch helps, and what still grows is said. Fixes that
-        // remove a sliver of the growth (a list that still keeps the values
-        // the fix detached) are not fixes.
+    } else if comparison.verdict == DiffVerdict::Improved {
+        // `diff`'s own answer: significantly less, and at most half the
+        // growth where it is still a leak (a job with other leaks that have
+        // no known fix). Fixes that remove a sliver of the growth (a list
+        // that still keeps the values the fix detached) are not fixes.
         FixVerdict::Improved
     } else {
         FixVerdict::NotFixed
