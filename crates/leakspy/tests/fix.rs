@@ -228,6 +228,15 @@ fn the_readme_example_has_several_leaks_fixed_at_once_and_proven() {
     // in a run this short (IMPROVED, exit 1) or not (FIXED, exit 0); the
     // patch is written either way, and `diff` must say the same.
     let proof = out.proof();
+    // The kernel's teardown (dead-kernel and socket tracebacks) is not
+    // passed on once leakspy stops the job.
+    assert!(
+        out.stderr
+            .contains("(what it prints while it stops is not shown)")
+            && !out.stderr.contains("Traceback"),
+        "{}",
+        out.stderr
+    );
     let (verdict, code) = if proof.starts_with("FIXED: +") {
         ("FIXED", 0)
     } else {
@@ -478,6 +487,15 @@ fn a_notebook_is_fixed_in_its_cells() {
     // exit 1, naming that list and its tensors without grad) or not (FIXED,
     // exit 0). The graphs are gone either way, and `diff` says the same.
     let proof = out.proof().to_string();
+    // The kernel's teardown (dead-kernel and socket tracebacks) is not
+    // passed on once leakspy stops the job.
+    assert!(
+        out.stderr
+            .contains("(what it prints while it stops is not shown)")
+            && !out.stderr.contains("Traceback"),
+        "{}",
+        out.stderr
+    );
     let (verdict, code) = if proof.starts_with("FIXED: +") {
         ("FIXED", 0)
     } else {

@@ -36,5 +36,5 @@ pub use monitor::{
 };
 pub use probe::{Inbound, ProbeConfig, ProbeMessage, ProbeServer, DEFAULT_PROBE_BUDGET};
 pub use proc::{mem_available, ProcSampler};
-pub use relay::{relay_main, RELAY_ARG};
+pub use relay::{relay_main, StderrMute, RELAY_ARG};
 pub use steps::{StepMark, StepMatcher};

@@ -361,6 +361,11 @@ impl Monitor {
         self.pid
     }
 
+    /// What stops the job's stderr reaching the user, where it is relayed.
+    pub fn stderr_mute(&self) -> Option<crate::relay::StderrMute> {
+        self.stderr_tee.as_ref().map(StderrTee::muter)
+    }
+
     pub fn status(&self) -> &LiveStatus {
         self.live.status()
     }

@@ -26,16 +26,29 @@ pub const RELAY_ARG: &str = "__leakspy-stderr-relay";
 /// Bytes of the end of the job's stderr kept for the report.
 const KEEP_BYTES: usize = 16 * 1024;
 
+/// Set by SIGUSR1 ([`StderrTee::mute`]): from then on the relay passes
+/// nothing on to the user, and leakspy still keeps the end.
+static MUTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_mute(_: libc::c_int) {
+    MUTED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
 /// The relay's loop: copies its stdin to its stderr (the user's terminal or
 /// log) and to its stdout (leakspy, which keeps the end). A failing output
 /// is dropped, never the input: the job must not block or see an error.
 /// Returns the exit status.
 pub fn relay_main() -> i32 {
-    // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.
+    // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions;
+    // the SIGUSR1 handler only stores to an atomic, which is signal-safe.
     unsafe {
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
             libc::signal(sig, libc::SIG_IGN);
         }
+        libc::signal(
+            libc::SIGUSR1,
+            on_mute as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
     }
     let mut buf = vec![0u8; 64 * 1024];
     let (mut to_user, mut to_leakspy) = (true, true);
@@ -53,7 +66,8 @@ pub fn relay_main() -> i32 {
             return 0;
         }
         let bytes = &buf[..n as usize];
-        to_user = to_user && write_all(2, bytes);
+        let muted = MUTED.load(std::sync::atomic::Ordering::SeqCst);
+        to_user = to_user && (muted || write_all(2, bytes));
         to_leakspy = to_leakspy && write_all(1, bytes);
     }
 }
@@ -77,6 +91,35 @@ fn write_all(fd: i32, mut bytes: &[u8]) -> bool {
 pub struct StderrTee {
     tail: Arc<Mutex<Vec<u8>>>,
     reader: JoinHandle<()>,
+    relay_pid: u32,
+    /// Cleared before the relay is reaped: its pid is then no longer ours.
+    relay_alive: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Stops the relay passing the job's stderr on to the user (the end is still
+/// kept): what a job prints while leakspy stops it (a notebook kernel's
+/// teardown: dead-kernel and socket tracebacks) is not the user's news.
+#[derive(Debug, Clone)]
+pub struct StderrMute {
+    relay_pid: u32,
+    relay_alive: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl StderrMute {
+    pub fn mute(&self) {
+        if !self.relay_alive.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        if let Ok(pid) = i32::try_from(self.relay_pid) {
+            if pid > 0 {
+                // SAFETY: kill(2) on the relay we started and have not
+                // reaped (the flag is cleared before it is).
+                unsafe {
+                    libc::kill(pid, libc::SIGUSR1);
+                }
+            }
+        }
+    }
 }
 
 impl StderrTee {
@@ -95,6 +138,9 @@ impl StderrTee {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()?;
+        let relay_pid = relay.id();
+        let relay_alive = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let alive = Arc::clone(&relay_alive);
         let mut copy = relay.stdout.take().expect("the relay's stdout is piped");
         let tail = Arc::new(Mutex::new(Vec::with_capacity(KEEP_BYTES)));
         let kept = Arc::clone(&tail);
@@ -114,9 +160,25 @@ impl StderrTee {
                     }
                 }
                 // The relay has seen its end: reap it.
+                alive.store(false, std::sync::atomic::Ordering::SeqCst);
                 let _ = relay.wait();
             })?;
-        Ok((StderrTee { tail, reader }, Stdio::from(theirs)))
+        Ok((
+            StderrTee {
+                tail,
+                reader,
+                relay_pid,
+                relay_alive,
+            },
+            Stdio::from(theirs),
+        ))
+    }
+
+    pub fn muter(&self) -> StderrMute {
+        StderrMute {
+            relay_pid: self.relay_pid,
+            relay_alive: Arc::clone(&self.relay_alive),
+        }
     }
 
     /// The last `max` lines the job wrote on stderr, once they have arrived

@@ -102,7 +102,7 @@ pub(super) fn record(job: &Job<'_>, bound: Bound, watch: &Watch) -> Result<Recor
     let pid = i32::try_from(monitor.child_pid()).unwrap_or(0);
     let plain_every = Duration::from_secs_f64(watch.status_interval.clamp(0.01, 86_400.0));
     let mut display = StatusDisplay::new(watch.quiet, plain_every);
-    let mut stopper = Stopper::new(bound);
+    let mut stopper = Stopper::new(bound, monitor.stderr_mute());
     let outcome = monitor.run(|st| {
         display.update(st);
         stopper.on_status(st, pid);
@@ -119,6 +119,9 @@ pub(super) fn record(job: &Job<'_>, bound: Bound, watch: &Watch) -> Result<Recor
 /// lingers.
 struct Stopper {
     bound: Bound,
+    /// What the job prints while it stops (a notebook kernel's teardown
+    /// tracebacks) is kept for the report, not shown.
+    mute: Option<leakspy_monitor::StderrMute>,
     holder_at: Option<f64>,
     suspected_at: Option<f64>,
     sent: Option<(f64, i32)>,
@@ -126,9 +129,10 @@ struct Stopper {
 }
 
 impl Stopper {
-    fn new(bound: Bound) -> Self {
+    fn new(bound: Bound, mute: Option<leakspy_monitor::StderrMute>) -> Self {
         Stopper {
             bound,
+            mute,
             holder_at: None,
             suspected_at: None,
             sent: None,
@@ -163,10 +167,18 @@ impl Stopper {
         } else {
             ""
         };
+        let quiet = if self.mute.is_some() {
+            " (what it prints while it stops is not shown)"
+        } else {
+            ""
+        };
         eprintln!(
-            "{clear}leakspy fix: stopping the job (SIGINT) after {} steps, {:.1} s: {reason}",
+            "{clear}leakspy fix: stopping the job (SIGINT) after {} steps, {:.1} s: {reason}{quiet}",
             st.tree_steps, st.elapsed
         );
+        if let Some(m) = &self.mute {
+            m.mute();
+        }
         self.reason = Some(reason);
         // SAFETY: as above.
         unsafe {
@@ -236,27 +248,30 @@ mod tests {
 
     #[test]
     fn the_default_bound_waits_for_the_holder_then_settles() {
-        let mut s = Stopper::new(Bound::Verdict { max_s: 180.0 });
+        let mut s = Stopper::new(Bound::Verdict { max_s: 180.0 }, None);
         assert_eq!(s.due(&status(5.0, 10, false, false)), None);
         assert_eq!(s.due(&status(10.0, 50, true, false)), None);
         assert_eq!(s.due(&status(12.0, 60, true, true)), None);
         assert_eq!(s.due(&status(20.0, 90, true, true)), None);
         assert!(s.due(&status(24.5, 110, true, true)).is_some());
         // Never past the limit, leak or not.
-        let mut s = Stopper::new(Bound::Verdict { max_s: 180.0 });
+        let mut s = Stopper::new(Bound::Verdict { max_s: 180.0 }, None);
         assert!(s.due(&status(180.0, 900, false, false)).is_some());
         // A leak whose holder the probe cannot name.
-        let mut s = Stopper::new(Bound::Verdict { max_s: 180.0 });
+        let mut s = Stopper::new(Bound::Verdict { max_s: 180.0 }, None);
         assert_eq!(s.due(&status(10.0, 50, true, false)), None);
         assert!(s.due(&status(50.5, 250, true, false)).is_some());
     }
 
     #[test]
     fn steps_and_durations() {
-        let mut s = Stopper::new(Bound::Steps {
-            steps: 100,
-            max_s: 60.0,
-        });
+        let mut s = Stopper::new(
+            Bound::Steps {
+                steps: 100,
+                max_s: 60.0,
+            },
+            None,
+        );
         assert_eq!(s.due(&status(5.0, 99, false, false)), None);
         assert_eq!(
             s.due(&status(6.0, 100, false, false)).as_deref(),
@@ -266,7 +281,7 @@ mod tests {
             .due(&status(60.0, 40, false, false))
             .unwrap()
             .contains("40 of 100"));
-        let mut s = Stopper::new(Bound::Duration(30.0));
+        let mut s = Stopper::new(Bound::Duration(30.0), None);
         assert_eq!(s.due(&status(29.0, 0, true, true)), None);
         assert!(s.due(&status(30.0, 0, false, false)).is_some());
     }
