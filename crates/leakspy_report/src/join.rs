@@ -1,7 +1,8 @@
 //! Joins what grows at run time with the static rules: `check` runs on the
 //! files the probe named, and its findings on the lines named (or about the
 //! holder's name) are attached to the runtime finding, with their fixes.
-//! A notebook's code runs in a kernel, where the probe names it by IPython's
+//! The job's own files are checked together, as one project, as `check`
+//! checks them. A notebook's code runs in a kernel, where the probe names it by IPython's
 //! label (`Cell In[3]`): the notebooks the job's command runs are checked
 //! instead, `In[3]` being the third cell a kernel runs from the top.
 
@@ -124,6 +125,7 @@ fn attach(
     job_files.extend(scripts.iter().cloned());
     job_files.sort();
     job_files.dedup();
+    check_together(&job_files, cwd, cache);
     for g in groups.iter_mut() {
         let mut files: Vec<String> = Vec::new();
         let mut named = named_by(g);
@@ -292,7 +294,55 @@ fn mentions(message: &str, name: &str) -> bool {
 
 /// `check` on `file` (as shown: relative to `cwd` or absolute), with the
 /// file's hash; the matches name it as shown.
-fn check_file(file: &str, cwd: &str) -> CheckedFile {
+/// The job's own Python files (under its working directory, not yet known)
+/// checked as one project, as `check` checks a project: a helper in
+/// `viz.py` that opens a figure is a leak because `train.py` calls it every
+/// step, which `viz.py` alone does not say. Library files and notebooks are
+/// checked on their own (`check_file`).
+fn check_together(files: &[String], cwd: &str, cache: &mut HashMap<String, CheckedFile>) {
+    if cwd.is_empty() {
+        return;
+    }
+    let root = std::path::Path::new(cwd);
+    let mut read: Vec<(String, String, CheckedFile, String)> = Vec::new();
+    for file in files {
+        if cache.contains_key(file) || !file.ends_with(".py") {
+            continue;
+        }
+        let resolved = crate::paths::resolve(file, cwd);
+        let Ok(rel) = resolved.strip_prefix(root) else {
+            continue;
+        };
+        let rel = rel.to_string_lossy().into_owned();
+        if rel.contains("site-packages") {
+            continue;
+        }
+        let (mut checked_file, Some(text)) = read_source(file, cwd) else {
+            continue;
+        };
+        checked_file.findings.clear();
+        read.push((file.clone(), rel, checked_file, text));
+    }
+    if read.len() < 2 {
+        return; // one file is the same checked alone
+    }
+    let sources: Vec<leakspy_lint::project::Source> = read
+        .iter()
+        .map(|(_, rel, _, text)| leakspy_lint::project::Source {
+            path: rel,
+            text,
+            kind: leakspy_lint::SourceKind::Python,
+        })
+        .collect();
+    let results = leakspy_lint::project::check_sources(&sources, &RuleSet::default());
+    for ((file, _, mut checked_file, text), mut checked) in read.into_iter().zip(results) {
+        checked_file.findings = python_findings(&mut checked, &file, &text);
+        cache.insert(file, checked_file);
+    }
+}
+
+/// The file's record with its hash, and its text when it is one to check.
+fn read_source(file: &str, cwd: &str) -> (CheckedFile, Option<String>) {
     let resolved = crate::paths::resolve(file, cwd);
     let path = resolved.as_path();
     let mut checked_file = CheckedFile {
@@ -302,13 +352,34 @@ fn check_file(file: &str, cwd: &str) -> CheckedFile {
         executed_cells: Vec::new(),
     };
     if std::fs::metadata(path).map_or(true, |m| !m.is_file() || m.len() > MAX_FILE) {
-        return checked_file;
+        return (checked_file, None);
     }
     let Ok(bytes) = std::fs::read(path) else {
-        return checked_file;
+        return (checked_file, None);
     };
     checked_file.sha256 = Some(sha256_hex(&bytes));
-    let Ok(source) = String::from_utf8(bytes) else {
+    (checked_file, String::from_utf8(bytes).ok())
+}
+
+fn python_findings(
+    checked: &mut leakspy_lint::CheckedSource,
+    file: &str,
+    source: &str,
+) -> Vec<StaticMatch> {
+    let index = checked.take_line_index(source);
+    checked
+        .diagnostics
+        .iter()
+        .map(|d| {
+            let line = index.line_index(d.range.start()).get() as u64;
+            static_match(d, file, None, line, d.message.clone())
+        })
+        .collect()
+}
+
+fn check_file(file: &str, cwd: &str) -> CheckedFile {
+    let (mut checked_file, source) = read_source(file, cwd);
+    let Some(source) = source else {
         return checked_file;
     };
     if file.ends_with(".ipynb") {
@@ -316,15 +387,7 @@ fn check_file(file: &str, cwd: &str) -> CheckedFile {
         return checked_file;
     }
     let mut checked = check_source(&source, &RuleSet::default());
-    let index = checked.take_line_index(&source);
-    checked_file.findings = checked
-        .diagnostics
-        .iter()
-        .map(|d| {
-            let line = index.line_index(d.range.start()).get() as u64;
-            static_match(d, file, None, line, d.message.clone())
-        })
-        .collect();
+    checked_file.findings = python_findings(&mut checked, file, &source);
     checked_file
 }
 
@@ -473,6 +536,37 @@ mod tests {
         )];
         attach(&mut groups, zoo, &[], &[], &mut HashMap::new());
         assert!(groups[0].static_findings.is_empty());
+    }
+
+    #[test]
+    fn the_jobs_files_are_checked_as_one_project() {
+        // The probe names the figure's line in viz.py; viz.py alone does
+        // not say that its function runs every step: train.py does.
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/plot_helper");
+        let mut groups = vec![crate::census::tests::group_of(
+            "pyplot",
+            "matplotlib.pyplot (figure never closed: plt.close(fig))",
+            "figures",
+            0.0,
+        )];
+        groups[0].created_at = Some(crate::census::Location {
+            file: "viz.py".into(),
+            line: 10,
+            function: Some("render".into()),
+            ..Default::default()
+        });
+        let alone = check_file("viz.py", dir);
+        assert!(alone.findings.is_empty(), "{:?}", alone.findings);
+        let scripts = files_run(&["python".into(), "train.py".into()], dir, ".py");
+        attach(&mut groups, dir, &[], &scripts, &mut HashMap::new());
+        assert!(
+            groups[0]
+                .static_findings
+                .iter()
+                .any(|m| m.rule == "LS012" && m.line == 10),
+            "{:?}",
+            groups[0].static_findings
+        );
     }
 
     #[test]
