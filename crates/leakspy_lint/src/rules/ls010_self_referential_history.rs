@@ -37,9 +37,11 @@
 //!
 //! ## Fix safety
 //! The fix detaches the old history inside the `cat` (`history.detach()`), which cuts the chain
-//! to earlier steps. It is unsafe: gradients no longer flow back into earlier steps through the
-//! history, which a model that attends over its own past on purpose may rely on (then bound the
-//! window and detach the part that falls out of it instead).
+//! to earlier steps: gradients no longer flow back into earlier steps through the history, which
+//! a model that attends over its own past on purpose may rely on (then bound the window and
+//! detach the part that falls out of it instead). It is safe only where every other use of the
+//! history ends in numbers (logging, a metric ending in `.item()`, also inside a function of the
+//! same file it is passed to): nothing backpropagates through it. Otherwise it is unsafe.
 //!
 //! ## Stays silent on
 //! Histories detached on the way (`torch.cat([h.detach(), x])`), updates under
@@ -54,9 +56,9 @@ use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::Ranged;
 
 use crate::checker::Checker;
-use crate::diagnostic::{Diagnostic, Fix};
+use crate::diagnostic::Diagnostic;
 use crate::registry::Rule;
-use crate::rules::helpers::{append_call, detached_text, origin_phrase, short};
+use crate::rules::helpers::{append_call, detach_fix, detached_text, origin_phrase, short};
 use crate::semantic::facts::self_attr;
 use crate::semantic::model::Iteration;
 use crate::semantic::names::{dotted, is_dotted, is_snapshot_method, last_segment};
@@ -155,7 +157,12 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
          keeps the graph of every step since the first alive (memory grows with each step){slice_note}",
         short(checker, old),
     );
-    let fix = Fix::unsafe_edit(
+    // Safe where nothing can backpropagate through the history: every other use of it ends
+    // in numbers (logging, a metric ending in `.item()`, in this file's own functions too).
+    let fix = detach_fix(
+        checker,
+        &key,
+        stmt.range(),
         format!("Detach the old history: `{}`", detached_text(checker, old)),
         append_call(checker, old, "detach"),
     );

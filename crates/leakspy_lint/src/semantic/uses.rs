@@ -6,7 +6,7 @@
 //! unsafe.
 
 use ruff_python_ast::visitor::{walk_expr, Visitor};
-use ruff_python_ast::{Expr, Stmt};
+use ruff_python_ast::{Expr, ExprCall, Stmt, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextRange};
 
 use super::model::SemanticModel;
@@ -71,6 +71,10 @@ struct Uses<'k> {
     safe: bool,
     /// Names and containers filled from the key: their uses must be safe too.
     derived: Vec<String>,
+    /// The file's functions: a call of one with the value is followed into its body.
+    functions: &'k [&'k StmtFunctionDef],
+    /// How many calls deep this look is (followed two deep at most).
+    depth: u8,
 }
 
 impl Uses<'_> {
@@ -174,19 +178,24 @@ impl Uses<'_> {
                     return false;
                 }
                 let callee = dotted(&call.func).unwrap_or_default();
-                let args = self.any(&call.arguments.args);
+                let carrying: Vec<usize> = (0..call.arguments.args.len())
+                    .filter(|&i| self.carries(&call.arguments.args[i]))
+                    .collect();
                 // Every argument is visited: a use inside one may be unsafe on its own.
                 let mut kwargs = false;
                 for k in &call.arguments.keywords {
                     kwargs |= self.carries(&k.value);
                 }
-                if !(args || kwargs) {
+                if carrying.is_empty() && !kwargs {
                     return false;
                 }
                 if shows(&callee) {
                     false
                 } else if passes_through(&callee) {
                     true
+                } else if !kwargs && self.follows_into(&callee, &carrying, call) {
+                    // A function of the file that ends the value in numbers.
+                    false
                 } else {
                     self.safe = false;
                     false
@@ -224,6 +233,39 @@ impl Uses<'_> {
                 false
             }
         }
+    }
+
+    /// Does a call of the file's function `callee`, given the value at the positions
+    /// `carrying`, use it only as logging, counting or arithmetic ending in numbers, never
+    /// returning it (`explained_variance(history, returns)` ending in `.item()`)?
+    fn follows_into(&self, callee: &str, carrying: &[usize], call: &ExprCall) -> bool {
+        if self.depth >= 2 || call.arguments.args.iter().any(Expr::is_starred_expr) {
+            return false;
+        }
+        let Some(f) = self.functions.iter().find(|f| f.name.as_str() == callee) else {
+            return false;
+        };
+        let params = &f.parameters;
+        if params.vararg.is_some() || !params.posonlyargs.is_empty() {
+            return false;
+        }
+        carrying.iter().all(|&i| {
+            let Some(p) = params.args.get(i) else {
+                return false;
+            };
+            let mut inner = Uses {
+                key: p.parameter.name.as_str(),
+                skip: TextRange::default(),
+                safe: true,
+                derived: Vec::new(),
+                functions: self.functions,
+                depth: self.depth + 1,
+            };
+            for _ in 0..2 {
+                inner.body(&f.body);
+            }
+            inner.safe
+        })
     }
 
     fn any(&mut self, elts: &[Expr]) -> bool {
@@ -372,11 +414,21 @@ impl SemanticModel<'_> {
     /// other than the statement at `skip`, logging, printing, counting or arithmetic that ends
     /// in numbers?
     pub fn only_numeric_uses(&self, key: &str, skip: TextRange) -> bool {
+        let functions: Vec<&StmtFunctionDef> = self
+            .suite()
+            .iter()
+            .filter_map(|s| match s {
+                Stmt::FunctionDef(f) => Some(f),
+                _ => None,
+            })
+            .collect();
         let mut uses = Uses {
             key,
             skip,
             safe: true,
             derived: Vec::new(),
+            functions: &functions,
+            depth: 0,
         };
         let attr = key.strip_prefix("self.");
         let body: &[Stmt] = match (attr, self.function(), self.class()) {
