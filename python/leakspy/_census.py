@@ -42,6 +42,11 @@ class GcPaused(object):
 RISES = 3
 # Containers are followed (by id) from this length on.
 MIN_TRACKED_LEN = 8
+# Bounded deques reported per census, and the items weighed for each.
+MAX_BOUNDED = 8
+BOUNDED_SAMPLE = 8
+# A bounded deque holding this much is worth its holder's search (once).
+NAME_BOUNDED_BYTES = 1 << 20
 TOP_TYPES = 100
 MAX_TYPES = 300
 TOP_CONTAINERS = 20
@@ -267,6 +272,14 @@ class Census(object):
         self.growth = Growth()
         self.reported_types = set()
         self.container_prev = {}
+        # Bounded deques: lengths at the last census, those followed (id ->
+        # holder as named, or None), those a name was looked for, those to
+        # name after this census (their holder search), the last report.
+        self.bounded_prev = {}
+        self.bounded_followed = {}
+        self.bounded_tried = set()
+        self.bounded_to_name = []
+        self.bounded = []
         self.container_types = {}
         self.saved_names = {}
         self.modules_count = 0
@@ -306,7 +319,9 @@ class Census(object):
 
     def _own_ids(self):
         ids = {id(self.growth.prev), id(self.growth.runs), id(self.growth.streak),
-               id(self.growth.at_cap), id(self.container_prev),
+               id(self.growth.at_cap), id(self.container_prev), id(self.bounded_prev),
+               id(self.bounded_followed), id(self.bounded_tried), id(self.bounded_to_name),
+               id(self.bounded),
                id(self.container_types), id(self.reported_types), id(self.saved_names),
                id(self.suspect_keys), id(self.suppressed), id(self.libs._modules),
                id(self.libs._files), id(self._type_info), id(self.own_tensors),
@@ -500,6 +515,8 @@ class Census(object):
         del big, untracked
 
         fields["containers"] = containers
+        if self.bounded:
+            fields["bounded"] = self.bounded
         fields["figures"] = _figures()
         fields["cuda"] = _cuda(torch)
 
@@ -947,8 +964,8 @@ class Census(object):
         out = []
         shown = set()
         for n, c in top:
-            if id(c) in own:
-                continue
+            if id(c) in own or (type(c) is deque and c.maxlen is not None):
+                continue  # (a bounded deque is reported in `bounded`)
             out.append({"id": id(c), "type": type(c).__name__, "len": n})
             shown.add(id(c))
             if len(out) >= TOP_CONTAINERS:
@@ -959,10 +976,39 @@ class Census(object):
         for i in own:
             cur.pop(i, None)
         # A deque with a maxlen is bounded by construction: it fills, then
-        # stays flat; its filling is not a leak.
+        # stays flat; its filling is not a leak. It is reported on its own,
+        # with its bound and what an item weighs, from its first rise on:
+        # memory that grows while it fills is the buffer filling, and the
+        # report takes it out of the fit before calling a leak.
+        bounded = []
+        bprev = self.bounded_prev
+        bnow = {}
+        followed = self.bounded_followed
         for c in compress(big, map(_DEQUE_SET.__contains__, map(type, big))):
             if c.maxlen is not None:
-                cur.pop(id(c), None)
+                cid = id(c)
+                cur.pop(cid, None)
+                n = len(c)
+                bnow[cid] = n
+                if cid not in followed:
+                    p = bprev.get(cid)
+                    if p is None or n <= p or len(followed) >= MAX_BOUNDED:
+                        continue
+                    followed[cid] = None
+                entry = {"id": cid, "type": "deque", "len": n, "maxlen": c.maxlen,
+                         "item_bytes": _item_bytes(c)}
+                name = followed[cid]
+                if name is not None:
+                    entry["holder"] = name
+                elif cid not in self.bounded_tried and n * entry["item_bytes"] >= NAME_BOUNDED_BYTES:
+                    self.bounded_tried.add(cid)
+                    self.bounded_to_name.append(c)
+                bounded.append(entry)
+        for cid in list(followed):
+            if cid not in bnow:
+                del followed[cid]  # let go of: its id may be reused
+        self.bounded_prev = bnow
+        self.bounded = bounded
         prev = self.container_prev
         values = {}
         # Containers that rose since the last census (C-level set difference);
@@ -1262,6 +1308,47 @@ _CellType = type((lambda x: lambda: x)(0).__closure__[0])
 _CELL_SET = frozenset((_CellType,))
 _DICT_SET = frozenset((dict,))
 _DEQUE_SET = frozenset((deque,))
+
+
+def _item_bytes(d):
+    """What an item of deque ``d`` weighs, bytes: the mean over its newest
+    few, each with what it holds two levels down (a transition's tuple and
+    its arrays). A view counts the bytes it shows, not its whole base: a
+    batch split into per-item views costs its items' share."""
+    n = min(len(d), BOUNDED_SAMPLE)
+    if n == 0:
+        return 0
+    total = 0
+    for i in range(1, n + 1):
+        try:
+            total += _deep_bytes(d[-i], 2)
+        except Exception:
+            pass
+    return int(total / n)
+
+
+def _deep_bytes(o, depth):
+    t = type(o)
+    size = sys.getsizeof(o, 0)
+    if t.__module__ == "numpy" and t.__name__ == "ndarray":
+        if getattr(o, "base", None) is not None:
+            size += int(o.nbytes)  # a view: getsizeof leaves its data out
+        return size
+    if t.__module__.startswith("torch") and hasattr(o, "untyped_storage"):
+        return size + int(o.element_size()) * int(o.numel())
+    if depth <= 0:
+        return size
+    if isinstance(o, (tuple, list)):
+        for x in o[:BOUNDED_SAMPLE]:
+            size += _deep_bytes(x, depth - 1)
+    elif isinstance(o, dict):
+        for k, v in list(o.items())[:BOUNDED_SAMPLE]:
+            size += _deep_bytes(v, depth - 1)
+    else:
+        d = getattr(o, "__dict__", None)
+        if type(d) is dict:
+            size += _deep_bytes(d, depth - 1)
+    return size
 
 
 def _first(p):

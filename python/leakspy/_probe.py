@@ -1004,6 +1004,10 @@ def _census_holders(st, job):
     del suspects
     job["values"] = job["locals"] = None
     try:
+        _name_bounded(st, job.get("locals"))
+    except Exception as e:
+        _note("warn", "bounded buffer holder search failed: %s" % _describe(e))
+    try:
         _refresh_pyplot(st)
     except Exception as e:
         _note("warn", "figure holder refresh failed: %s" % _describe(e))
@@ -1160,6 +1164,36 @@ def _suspects(st, suspects, step, frame_locals=None):
         st.trace_pending = {}
     if st.trace_pending:
         _start_tracing(st)
+
+
+def _name_bounded(st, frame_locals=None):
+    """The holders of the bounded deques the census found filling with a
+    MiB or more (`ReplayBuffer.memory`), looked for once each: the report
+    tells memory that grows while one fills as that buffer filling. The
+    name travels in the next censuses' `bounded` entries."""
+    census = st.census
+    todo = census.bounded_to_name
+    if not todo:
+        return
+    census.bounded_to_name = []
+    from . import _explain
+
+    suspects = [(_explain.container_key(id(c)), 0.0, len(c),
+                 {"objects": [c], "kind": "container"}) for c in todo]
+    ids = [id(c) for c in todo]
+    del todo
+    try:
+        found = _explain.attribute(st.libs, suspects, (), (), frame_locals)
+    finally:
+        for s in suspects:
+            s[3]["objects"] = []
+        del suspects
+    for cid, (holder, _bounded, _picked) in zip(ids, found):
+        if holder is None or holder.get("library") or cid not in census.bounded_followed:
+            continue
+        h = _clean_holder(holder)
+        census.bounded_followed[cid] = {k: h.get(k) for k in ("kind", "path", "file", "line")}
+    del found
 
 
 def _rising_containers(census):

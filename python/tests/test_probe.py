@@ -552,6 +552,43 @@ def test_a_bounded_deque_that_fills_is_no_suspect(monitor):
     assert monitor.messages("suspect") == [], json.dumps(monitor.messages("suspect"))
 
 
+def test_a_bounded_deque_that_fills_is_reported_with_its_bound_weight_and_holder(monitor):
+    p = monitor.run("""
+        import collections, time
+        import leakspy
+
+        class Buffer:
+            def __init__(self):
+                self.items = collections.deque(maxlen=1_000_000)
+
+        buf = Buffer()
+        t0 = time.monotonic()
+        i = 0
+        while time.monotonic() - t0 < 4.0:
+            for _ in range(8):
+                buf.items.append((b"x" * 2048, float(i)))  # never full in this run
+            leakspy.step()
+            i += 1
+            time.sleep(0.003)
+        print("ok")
+    """)
+    check_ok(p)
+    censuses = points(monitor)
+    # Not a growing container: its own report, from its first rise on.
+    assert not any(c["type"] == "deque" for cen in censuses for c in cen["containers"])
+    entries = [cen["bounded"][0] for cen in censuses if cen.get("bounded")]
+    assert len(entries) >= 3, json.dumps(censuses)
+    lens = [e["len"] for e in entries]
+    assert lens == sorted(lens) and lens[0] < lens[-1]
+    assert all(e["maxlen"] == 1_000_000 and e["type"] == "deque" for e in entries)
+    # A tuple (56 B), its bytes (2,081 B) and its float (24 B).
+    assert all(2100 <= e["item_bytes"] <= 2300 for e in entries), entries
+    # Holding more than a MiB, it was named once, and said from then on.
+    named = [e["holder"] for e in entries if "holder" in e]
+    assert named and named[-1]["path"] == "Buffer.items", entries
+    assert monitor.messages("suspect") == [], json.dumps(monitor.messages("suspect"))
+
+
 def test_a_program_that_never_steps_gets_timer_censuses(monitor):
     p = monitor.run("""
         import time

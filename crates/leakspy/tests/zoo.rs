@@ -138,6 +138,27 @@ fn check(program: &str) {
         let held: Vec<&Value> = groups.iter().filter(|g| !g["holder"].is_null()).collect();
         assert!(held.is_empty(), "{program}: {held:#?}\n{}", run.stderr);
     }
+    // Memory that grows for a reason other than a leak is told as that
+    // reason, with what it concerns (a bounded buffer filling: its holder).
+    if let Some(kind) = want["mechanism"].as_str() {
+        let told = r["mechanisms"].as_array().and_then(|ms| {
+            ms.iter().find(|m| {
+                m["kind"] == kind
+                    && m["evidence"].as_array().is_some_and(|e| {
+                        e.iter().any(|l| {
+                            l.as_str()
+                                .is_some_and(|l| l.contains(want["buffer"].as_str().unwrap()))
+                        })
+                    })
+            })
+        });
+        assert!(
+            told.is_some(),
+            "{program}: {}\n{}",
+            r["mechanisms"],
+            run.stderr
+        );
+    }
 }
 
 /// Whether a holder is the expected one: its path, or a module global's
@@ -172,6 +193,7 @@ zoo!(
     metrics_dict,
     cache_dict,
     bounded_replay,
+    replay_filling,
     warmup_flat,
     sawtooth,
     gc_cycles,

@@ -13,8 +13,8 @@ use leakspy_trace::Trace;
 use crate::census::Describe;
 use crate::extract::{memory_series, Series, StepClock, TREE_PSS, TREE_RSS};
 use crate::model::{
-    Basis, DiagnoseOptions, Diagnosis, ExitInfo, Finding, Fit, Growth, ProbeInfo, RunInfo,
-    SeriesReport, ThroughputReport,
+    Basis, DiagnoseOptions, Diagnosis, ExitInfo, Finding, Fit, Growth, Mechanism, ProbeInfo,
+    RunInfo, SeriesReport, ThroughputReport,
 };
 
 /// Diagnoses a trace (complete, or cut short by a kill).
@@ -76,6 +76,39 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
         }
         findings.push(Finding::of_series(r, evidence));
     }
+    // A bounded buffer filling (a replay buffer's `deque(maxlen=...)`) is
+    // memory that grows, then stops: the tree's memory is judged again with
+    // what such buffers hold taken out, and its leak stands only if it
+    // still grows like one.
+    let fills = crate::bounded::fills(trace, &clock);
+    let mut bounded: Option<(Mechanism, SeriesReport, SeriesAnalysis)> = None;
+    if let Some((s, r, _)) = analysed
+        .iter()
+        .find(|(_, r, _)| r.key == tree && r.verdict == Verdict::Leak)
+        .filter(|_| !fills.is_empty())
+    {
+        let rest = crate::bounded::without_fills(s, &fills, &clock, None);
+        let slack = crate::bounded::WEIGHT_SLACK * crate::bounded::added(s, &fills, &clock);
+        let rest_opts = DiagnoseOptions {
+            min_growth_bytes: opts.min_growth_bytes.max(slack as u64),
+            ..opts.clone()
+        };
+        let (ar, aa) = analyse_series(&rest, &clock, basis, &rest_opts);
+        if ar.verdict != Verdict::Leak {
+            let pids: Vec<u32> = fills.iter().map(|f| f.pid).collect();
+            findings.retain(|f| !memory_of(&f.series, &pids));
+            let m = crate::bounded::mechanism(
+                &fills,
+                &clock,
+                r.per_step.as_ref().or(r.per_second.as_ref()),
+                (
+                    &ar.shape_text,
+                    ar.per_step.as_ref().or(ar.per_second.as_ref()),
+                ),
+            );
+            bounded = Some((m, ar, aa));
+        }
+    }
 
     let mut growth = crate::census::growth_groups(trace);
     crate::paths::show_relative_to(&mut growth, &trace.header.cwd);
@@ -108,6 +141,9 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     // that pays for it: processes, copy-on-read, the allocators.
     let mut mechanisms = crate::processes::mechanisms(trace, &clock);
     mechanisms.extend(crate::allocator::mechanisms(trace, &growth));
+    if let Some((m, _, _)) = &bounded {
+        mechanisms.insert(0, m.clone());
+    }
     // RSS alone can look flat at the end of a leaking run (the allocator
     // refilling heap that the probe's own census freed, a short run): when
     // the probe saw heavy objects held by a named root grow through the
@@ -165,6 +201,8 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     }
     let verdict = if !findings.is_empty() {
         Verdict::Leak
+    } else if let Some((_, rest, _)) = &bounded {
+        rest.verdict
     } else {
         match rss {
             Some((_, r, _)) if r.verdict == Verdict::NoLeak => Verdict::NoLeak,
@@ -172,7 +210,17 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
         }
     };
 
-    if let Some((_, r, a)) = rss.filter(|_| corroborated.is_none()) {
+    if let Some((_, r, a)) = &bounded {
+        notes.extend(shape_notes(
+            &format!(
+                "{} without the bounded buffers",
+                if tree == TREE_PSS { "PSS" } else { "RSS" }
+            ),
+            r,
+            a,
+            basis,
+        ));
+    } else if let Some((_, r, a)) = rss.filter(|_| corroborated.is_none()) {
         notes.extend(shape_notes(
             if tree == TREE_PSS { "PSS" } else { "RSS" },
             r,
@@ -344,6 +392,26 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
                 None => format!("leak: {} grows", r.what),
             }
         }
+        (_, Some((_, r, _))) if bounded.is_some() => {
+            let (_, rest, _) = bounded.as_ref().expect("checked");
+            let several = fills.len() > 1;
+            let filling = if several {
+                "bounded buffers fill"
+            } else {
+                "a bounded buffer fills"
+            };
+            format!(
+                "{}: {} grows as {filling}, and without what {} holds it is {}",
+                if verdict == Verdict::NoLeak {
+                    "no leak"
+                } else {
+                    "inconclusive"
+                },
+                r.what,
+                if several { "they" } else { "it" },
+                rest.shape_text
+            )
+        }
         (Verdict::NoLeak, Some((_, r, _))) => format!("no leak: {} is {}", r.what, r.shape_text),
         (_, Some((_, r, _))) if r.shape == Shape::TooEarly => format!(
             "inconclusive: too early to tell ({:.0} s, {} steps): {} {}",
@@ -496,6 +564,20 @@ const ARRAY_OVERHEAD_BYTES: f64 = 512.0;
 /// numpy arrays, CUDA memory) or enough bytes to matter, still growing at the
 /// last census, while RSS grew by more than a leak needs over the fit. A
 /// held list of floats growing one per step is not enough.
+/// Whether `key` is the memory of the tree or of one of `pids` (what a
+/// bounded buffer of theirs fills).
+fn memory_of(key: &str, pids: &[u32]) -> bool {
+    key == TREE_RSS
+        || key == TREE_PSS
+        || key == "total.anon"
+        || key.strip_prefix("proc.").is_some_and(|rest| {
+            rest.split('.')
+                .next()
+                .and_then(|p| p.parse::<u32>().ok())
+                .is_some_and(|p| pids.contains(&p))
+        })
+}
+
 fn census_corroborated(
     r: &SeriesReport,
     growth: &[crate::census::GrowthGroup],
@@ -1172,6 +1254,54 @@ mod tests {
             "{:?}",
             d.notes
         );
+    }
+
+    /// Censuses every 5 s of a `deque(maxlen=1_000_000)` held by
+    /// `ReplayBuffer.memory` that gains 1024 items of 2 KiB a second.
+    fn filling_buffer() -> Vec<String> {
+        (1..12)
+            .map(|i| {
+                let t = i as f64 * 5.0;
+                format!(
+                    r#"{{"kind":"census","pid":7,"t":{t},"step":{},"source":"optimizer","n":{},"bounded":[{{"id":5,"type":"deque","len":{},"maxlen":1000000,"item_bytes":2048,"holder":{{"kind":"attribute","path":"ReplayBuffer.memory","file":"replay.py","line":12}}}}]}}"#,
+                    (t * 100.0) as u64,
+                    i + 1,
+                    t * 1024.0
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn memory_that_a_bounded_buffer_filling_explains_is_no_leak() {
+        // 2 MiB a second, all of it the buffer's items.
+        let rss = |t: f64| 700.0 * MIB + t * 2.0 * MIB;
+        let plain = diagnose(&trace(rss, &[], EXIT_OK), &DiagnoseOptions::default());
+        assert_eq!(plain.verdict, Verdict::Leak, "{}", plain.summary);
+        let d = diagnose(
+            &trace(rss, &filling_buffer(), EXIT_OK),
+            &DiagnoseOptions::default(),
+        );
+        assert_eq!(d.verdict, Verdict::NoLeak, "{}", d.summary);
+        assert!(d.findings.is_empty(), "{:?}", d.findings);
+        let m = &d.mechanisms[0];
+        assert_eq!(m.kind, crate::model::MechanismKind::BoundedFill);
+        assert!(
+            m.evidence[0].starts_with(
+                "ReplayBuffer.memory (a deque, maxlen 1,000,000) fills by 10.2 items/step"
+            ),
+            "{:?}",
+            m.evidence
+        );
+        assert_eq!(m.location.as_ref().map(|l| l.line), Some(12));
+        // Twice what the buffer takes: the other half is a leak.
+        let rss = |t: f64| 700.0 * MIB + t * 4.0 * MIB;
+        let d = diagnose(
+            &trace(rss, &filling_buffer(), EXIT_OK),
+            &DiagnoseOptions::default(),
+        );
+        assert_eq!(d.verdict, Verdict::Leak, "{}", d.summary);
+        assert!(d.mechanisms.is_empty(), "{:?}", d.mechanisms);
     }
 
     #[test]

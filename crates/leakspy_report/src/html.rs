@@ -217,7 +217,11 @@ fn mechanisms_section(out: &mut String, d: &Diagnosis) {
     if d.mechanisms.is_empty() {
         return;
     }
-    out.push_str("<section id=\"mechanisms\"><h2>How memory grows (processes, allocators)</h2>");
+    let _ = write!(
+        out,
+        "<section id=\"mechanisms\"><h2>How memory grows ({})</h2>",
+        crate::model::mechanisms_topic(&d.mechanisms)
+    );
     for m in &d.mechanisms {
         let _ = write!(
             out,

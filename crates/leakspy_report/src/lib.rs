@@ -6,6 +6,7 @@
 
 mod allocator;
 mod attached;
+mod bounded;
 mod census;
 mod chart;
 mod diagnose;

@@ -181,6 +181,18 @@ pub struct Mechanism {
     pub location: Option<leakspy_trace::Location>,
 }
 
+/// What the mechanisms section is about, for its heading.
+pub(crate) fn mechanisms_topic(mechanisms: &[Mechanism]) -> &'static str {
+    if mechanisms
+        .iter()
+        .any(|m| m.kind == MechanismKind::BoundedFill)
+    {
+        "bounded buffers, processes, allocators"
+    } else {
+        "processes, allocators"
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MechanismKind {
@@ -190,6 +202,8 @@ pub enum MechanismKind {
     Allocator,
     /// torch's CUDA caching allocator: reserved grows, allocated does not.
     CudaCachingAllocator,
+    /// A bounded container (`deque(maxlen=...)`) filling: it stops when full.
+    BoundedFill,
 }
 
 /// How the run ended.

@@ -100,7 +100,11 @@ fn render_mechanisms(out: &mut String, d: &Diagnosis) {
     if d.mechanisms.is_empty() {
         return;
     }
-    let _ = writeln!(out, "how memory grows (processes, allocators):");
+    let _ = writeln!(
+        out,
+        "how memory grows ({}):",
+        crate::model::mechanisms_topic(&d.mechanisms)
+    );
     for (i, m) in d.mechanisms.iter().enumerate() {
         let _ = writeln!(out, "  {}. {}", i + 1, m.summary);
         for e in &m.evidence {

@@ -21,8 +21,8 @@ pub use event::{
 };
 pub use joined::{CheckedFile, StaticMatch, StaticRecord};
 pub use probe_events::{
-    Census, ContainerLen, Cost, CudaCensus, GraphCensus, Holder, Location, MallocCensus,
-    MallocTrim, ModuleCensus, NumpyCensus, Suspect, TensorGroup,
+    BoundedHolder, BoundedLen, Census, ContainerLen, Cost, CudaCensus, GraphCensus, Holder,
+    Location, MallocCensus, MallocTrim, ModuleCensus, NumpyCensus, Suspect, TensorGroup,
 };
 pub use reader::{
     parse_trace, parse_trace_bytes, read_trace, read_trace_from, read_trace_from_with,

@@ -68,6 +68,14 @@ pub struct Census {
     pub numpy: Option<NumpyCensus>,
     #[serde(default, deserialize_with = "null_as_empty")]
     pub containers: Vec<ContainerLen>,
+    /// Containers bounded by construction (a `deque` with a `maxlen`),
+    /// followed from their first rise: they fill, then stay flat.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "null_as_empty"
+    )]
+    pub bounded: Vec<BoundedLen>,
     /// Open matplotlib figures (pyplot imported).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub figures: Option<f64>,
@@ -182,6 +190,38 @@ pub struct ContainerLen {
     /// Where its rising series starts: its length at the census before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prev: Option<f64>,
+}
+
+/// One bounded container (a `deque` with a `maxlen`) as it fills.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BoundedLen {
+    pub id: u64,
+    #[serde(default, rename = "type", deserialize_with = "null_as_empty")]
+    pub kind: String,
+    #[serde(default)]
+    pub len: f64,
+    /// The most it holds.
+    #[serde(default)]
+    pub maxlen: f64,
+    /// What one item weighs with what it holds (the mean of the newest few).
+    #[serde(default)]
+    pub item_bytes: f64,
+    /// Who holds it, once the probe has looked (`ReplayBuffer.memory`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<BoundedHolder>,
+}
+
+/// The holder of a bounded container: its name and where it was made.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BoundedHolder {
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub kind: String,
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub path: String,
+    #[serde(default)]
+    pub file: Option<String>,
+    #[serde(default)]
+    pub line: Option<u64>,
 }
 
 /// torch's caching allocator on the current device.
