@@ -64,6 +64,9 @@ pub struct LiveStatus {
     pub suspected: Option<LiveLeak>,
     /// The first holder the in-process probe named (`Trainer.losses (list)`).
     pub holder: Option<String>,
+    /// A bounded buffer filling, as the last census saw it
+    /// (`ReplayBuffer.memory 21 % of 75000`): growth that stops when it is full.
+    pub filling: Option<String>,
 }
 
 /// What the live fit says about a leak it suspects.
@@ -188,6 +191,27 @@ impl LiveEstimator {
     /// The probe named a holder (the first one stays on the status line).
     pub fn on_holder(&mut self, holder: String) {
         self.status.holder.get_or_insert(holder);
+    }
+
+    /// The bounded buffers of a census: the fullest one still filling
+    /// (none when all are full).
+    pub fn on_bounded(&mut self, bounded: &[leakspy_trace::BoundedLen]) {
+        self.status.filling = bounded
+            .iter()
+            .filter(|b| b.maxlen > 0.0 && b.len < b.maxlen)
+            .max_by(|a, b| (a.len * a.item_bytes).total_cmp(&(b.len * b.item_bytes)))
+            .map(|b| {
+                let name = b
+                    .holder
+                    .as_ref()
+                    .map_or("a deque", |h| h.path.as_str())
+                    .to_string();
+                format!(
+                    "{name} {:.0} % of {:.0}",
+                    100.0 * b.len / b.maxlen,
+                    b.maxlen
+                )
+            });
     }
 
     /// Whether the live fit suspects a leak now.

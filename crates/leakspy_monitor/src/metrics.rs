@@ -416,6 +416,7 @@ mod tests {
                 since: 30.0,
             }),
             holder: None,
+            filling: None,
         }
     }
 

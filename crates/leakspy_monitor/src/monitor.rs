@@ -525,8 +525,13 @@ impl Monitor {
                     pid,
                 }));
             }
-            "census" => match typed(message) {
-                Some(c) => self.emit(&Event::Census(c)),
+            "census" => match typed::<leakspy_trace::Census>(message) {
+                Some(c) => {
+                    if pid == Some(self.pid) || self.step_lead == pid {
+                        self.live.on_bounded(&c.bounded);
+                    }
+                    self.emit(&Event::Census(c))
+                }
                 None => self.malformed_probe("census"),
             },
             "suspect" => match typed::<leakspy_trace::Suspect>(message) {

@@ -150,12 +150,14 @@ pub(crate) fn fills(trace: &Trace, clock: &StepClock) -> Vec<Fill> {
 }
 
 /// `s` with what the fills of the processes `pids` held at each sample taken
-/// out (`None`: every process, for the tree's memory).
+/// out (`None`: every process, for the tree's memory), their items weighing
+/// `weight` times what the probe measured.
 pub(crate) fn without_fills(
     s: &Series,
     fills: &[Fill],
     clock: &StepClock,
     pids: Option<&[u32]>,
+    weight: f64,
 ) -> Series {
     let mine: Vec<&Fill> = fills
         .iter()
@@ -168,7 +170,7 @@ pub(crate) fn without_fills(
                 let x = clock.step_at(t);
                 y - mine
                     .iter()
-                    .map(|f| f.len_at(t, x) * f.item_bytes)
+                    .map(|f| f.len_at(t, x) * f.item_bytes * weight)
                     .sum::<f64>()
             })
             .collect();
@@ -182,32 +184,20 @@ pub(crate) fn without_fills(
 
 /// What an item's weight, as the probe measures it, can miss: the
 /// allocator's headers and rounding (16 bytes of a 512-byte array, a slot
-/// of the deque's block). Residual growth within this share of what the
-/// buffers added is not a leak.
+/// of the deque's block) and the fragmentation of a heap shared with the
+/// job's temporaries. Measured: a DQN's transitions of two 1 KiB arrays
+/// weighed 2,432 bytes by the probe, 2,458 by RSS alone, and 7 % more in
+/// the job. Growth within this share of the buffers' is not a leak.
 pub(crate) const WEIGHT_SLACK: f64 = 0.15;
-
-/// Bytes the fills added over the series' span.
-pub(crate) fn added(s: &Series, fills: &[Fill], clock: &StepClock) -> f64 {
-    let (Some(&t0), Some(&t1)) = (s.t.first(), s.t.last()) else {
-        return 0.0;
-    };
-    fills
-        .iter()
-        .map(|f| {
-            (f.len_at(t1, clock.step_at(t1)) - f.len_at(t0, clock.step_at(t0))).max(0.0)
-                * f.item_bytes
-        })
-        .sum()
-}
 
 /// The filling told: how fast each fills and what it adds, beside the
 /// memory's own rate (`measured`); how far each is from full; what memory
-/// does without them (`rest`: the adjusted series' shape and rate).
+/// does without them (`rest`, in words: `it is flat`).
 pub(crate) fn mechanism(
     fills: &[Fill],
     clock: &StepClock,
     measured: Option<&Growth>,
-    rest: (&str, Option<&Growth>),
+    rest: &str,
 ) -> Mechanism {
     let per_step = measured.is_some_and(|g| g.unit.ends_with("/step"));
     let mut evidence = Vec::new();
@@ -274,14 +264,7 @@ pub(crate) fn mechanism(
     } else {
         "it holds"
     };
-    evidence.push(match rest.1 {
-        Some(g) => format!(
-            "memory without what {they}: {} ({})",
-            rest.0,
-            crate::diagnose::fmt_rate(g)
-        ),
-        None => format!("memory without what {they}: {}", rest.0),
-    });
+    evidence.push(format!("memory without what {they}: {rest}"));
     let location = fills.iter().find_map(|f| {
         let h = f.holder.as_ref()?;
         Some(Location {
@@ -371,10 +354,10 @@ mod tests {
             y: vec![500_000.0, 560_000.0, 600_000.0],
         };
         let clock = StepClock::default();
-        let out = without_fills(&s, std::slice::from_ref(&f), &clock, None);
+        let out = without_fills(&s, std::slice::from_ref(&f), &clock, None, 1.0);
         assert_eq!(out.y, vec![400_000.0, 410_000.0, 400_000.0]);
         // Another process's buffer is not this process's memory.
-        let other = without_fills(&s, &[f], &clock, Some(&[2]));
+        let other = without_fills(&s, &[f], &clock, Some(&[2]), 1.0);
         assert_eq!(other.y, s.y);
     }
 

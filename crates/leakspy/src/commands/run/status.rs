@@ -77,6 +77,11 @@ pub fn line(st: &LiveStatus) -> String {
     if let (Some(h), Some(_)) = (&st.holder, &st.suspected) {
         parts.push(format!("held by {h}"));
     }
+    // So is a bounded buffer filling: growth that stops when it is full
+    // (the report takes it out before its verdict).
+    if let (Some(b), Some(_)) = (&st.filling, &st.suspected) {
+        parts.push(format!("bounded buffer filling: {b}"));
+    }
     parts.join(" | ")
 }
 
@@ -122,7 +127,12 @@ mod tests {
             growth_per_s: Some(-10.0),
             ..Default::default()
         };
-        let text = [&start, &leaking, &flat].map(line).join("\n");
+        let filling = LiveStatus {
+            holder: None,
+            filling: Some("ReplayBuffer.memory 21 % of 75000".into()),
+            ..leaking.clone()
+        };
+        let text = [&start, &leaking, &flat, &filling].map(line).join("\n");
         insta::assert_snapshot!(text);
     }
 
