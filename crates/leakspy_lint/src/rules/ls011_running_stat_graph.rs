@@ -3,7 +3,8 @@
 //! baselines) that are updated from values carrying an autograd graph, so the statistic itself
 //! becomes part of the graph:
 //! - `self.mean = self.mean * m + x.mean(0) * (1 - m)` and other updates computed from the
-//!   statistic's previous value;
+//!   statistic's previous value, also as one branch of a conditional that starts it
+//!   (`ema = loss if ema is None else 0.98 * ema + 0.02 * loss`);
 //! - `self.M2 += delta * delta2`, `self.running_var += ...` on statistics;
 //! - in-place updates such as `running_mean.mul_(m).add_(x.mean(0), alpha=1 - m)` or
 //!   `ema.lerp_(x, w)`, and writes into the statistic's storage (`self.var[:] = ...`);
@@ -71,7 +72,9 @@
 //!
 //! ## Stays silent on
 //! Updates under `torch.no_grad()`/`inference_mode()`, from detached values (`x.detach()`,
-//! `.item()`), or from inputs the analysis cannot see carrying a graph; counters such as
+//! `.item()`), or from inputs the analysis cannot see carrying a graph; a conditional whose
+//! branches each take one value whole (`best = loss if loss < best else best` keeps one graph,
+//! never a chain); counters such as
 //! `self.count += x.shape[0]`. A plain `self.total += loss` is reported by LS001 instead when
 //! that rule is enabled; a statistic named as one (`mean`, `var`, `M2`, `ema`...) is reported
 //! here.
@@ -167,6 +170,12 @@ fn update<'s>(
             if !leaves.iter().any(|l| is_dotted(l, &key)) {
                 return None;
             }
+            // A conditional value is one branch or the other: a chain needs a branch made from
+            // the previous value and something else. `loss if loss < self.best else self.best`
+            // keeps one graph at a time, never a chain.
+            if assign.value.is_if_expr() && !combines(&assign.value, &key) {
+                return None;
+            }
             // `acc = acc + x` is LS001's when that rule reports it.
             if let Expr::BinOp(bin) = &*assign.value {
                 let direct = if is_dotted(&bin.left, &key) {
@@ -234,6 +243,18 @@ fn update<'s>(
             Some((cur, key, leaves, Form::InPlace))
         }
         _ => None,
+    }
+}
+
+/// Is some branch of `expr` computed from `key` and something else (`0.98 * ema + 0.02 * x`)?
+fn combines(expr: &Expr, key: &str) -> bool {
+    match expr {
+        Expr::If(i) => combines(&i.body, key) || combines(&i.orelse, key),
+        e => {
+            let mut leaves = Vec::new();
+            arith_leaves(e, &mut leaves);
+            leaves.len() > 1 && leaves.iter().any(|l| is_dotted(l, key))
+        }
     }
 }
 
@@ -345,6 +366,12 @@ fn arith_leaves<'e>(expr: &'e Expr, out: &mut Vec<&'e Expr>) {
             arith_leaves(&b.right, out);
         }
         Expr::UnaryOp(u) => arith_leaves(&u.operand, out),
+        // `loss if ema is None else 0.98 * ema + 0.02 * loss`: the value is one of the
+        // branches (the test only decides which).
+        Expr::If(i) => {
+            arith_leaves(&i.body, out);
+            arith_leaves(&i.orelse, out);
+        }
         e => out.push(e),
     }
 }
@@ -392,6 +419,7 @@ fn scaled(expr: &Expr, key: &str) -> bool {
                 || scaled(&b.right, key)
         }
         Expr::UnaryOp(u) => scaled(&u.operand, key),
+        Expr::If(i) => scaled(&i.body, key) || scaled(&i.orelse, key),
         _ => false,
     }
 }
