@@ -50,7 +50,10 @@
 //! Gradient accumulation consumed by `.backward()` in the same step, or by a method of the class
 //! (a REINFORCE agent's `log_probs`); a module's own method collecting its per-timestep outputs
 //! in a local list; values stored under `torch.no_grad()`/`inference_mode()`; detached values;
-//! containers created or cleared in the same iteration; loops that neither backpropagate nor step
+//! containers created or cleared in the same iteration (a `reset()` called under
+//! `if step % n == 0:` runs once every n iterations, as an outer loop's body does: what the
+//! container keeps until then is reported); a call of a method of a class of the same file
+//! (`collector.add(x)`: the method's own store is reported, once); loops that neither backpropagate nor step
 //! an optimizer (a loss built from parts, outputs gathered for the caller; evaluation loops with
 //! autograd on are LS009's); code that does not run once per training iteration (a loop over
 //! layers, heads or time steps of one forward pass, whose graph dies with the step; set-up code;
@@ -86,6 +89,21 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
     };
     // `push`/`store` on a user-defined buffer object: the receiver itself is the container.
     let receiver = &*attr.value;
+    // ... unless its class is this file's and defines the method: what the method keeps, and
+    // for how long, is seen in its body (reported there, once).
+    if checker.class_of(receiver).is_some_and(|class| {
+        checker.facts.class(&class).is_some_and(|c| {
+            c.methods.contains(method)
+                || c.in_file_bases.iter().any(|b| {
+                    checker
+                        .facts
+                        .class(b)
+                        .is_some_and(|b| b.methods.contains(method))
+                })
+        })
+    }) {
+        return;
+    }
     // `self.skip_add.add(out)` is a module's arithmetic (`FloatFunctional`), not a store.
     if checker.value(receiver).kind == Kind::Module {
         return;

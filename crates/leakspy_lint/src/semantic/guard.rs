@@ -27,6 +27,19 @@ impl SemanticModel<'_> {
             .any(|g| self.once(g.test, g.body, it) || self.off_by_default(g.test))
     }
 
+    /// Is the current statement under a periodic condition (`if step % 100 == 0:`) inside the
+    /// iteration `it`: it runs once every so many iterations, as an outer loop's body would.
+    pub(crate) fn periodically(&self, it: super::model::Iteration) -> bool {
+        let floor = match it {
+            super::model::Iteration::Loop { depth, .. } => depth + 1,
+            super::model::Iteration::Call { .. } => 0,
+        };
+        self.scope()
+            .guards
+            .iter()
+            .any(|g| g.depth >= floor && super::iteration::is_periodic(g.test))
+    }
+
     /// `step == 0`, `not initialized` with the body setting it, `x is None` with the body
     /// assigning `x`, `it in {0, 2, n - 1}`.
     fn once(&self, test: &Expr, body: &[Stmt], it: super::model::Iteration) -> bool {

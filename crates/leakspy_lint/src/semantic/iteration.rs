@@ -188,6 +188,7 @@ impl Training {
             current: 0,
             class: None,
             loop_stack: Vec::new(),
+            periodic: 0,
             no_grad: 0,
             defined: FxHashSet::default(),
             calls_buf: Vec::new(),
@@ -255,17 +256,21 @@ struct Site {
     offset: TextSize,
     /// Under `no_grad` in the caller.
     no_grad: bool,
+    /// Under a periodic condition of its loop (`if step % 100 == 0:`): it runs once every so
+    /// many iterations, not once per iteration.
+    periodic: bool,
 }
 
 /// A call as the pre-pass first sees it: (caller, callee's name, the receiver's class when
 /// called on an object (`""` when unknown), the caller's loops around it, offset, under
-/// `no_grad`).
+/// `no_grad`, under a periodic condition).
 type RawSite<'a> = (
     usize,
     &'a str,
     Option<&'a str>,
     Option<usize>,
     TextSize,
+    bool,
     bool,
 );
 
@@ -278,6 +283,9 @@ struct Collector<'a, 'f> {
     class: Option<&'a StmtClassDef>,
     loop_stack: Vec<usize>,
     no_grad: u32,
+    /// Periodic conditions (`if step % n == 0:`) around the statement within its innermost
+    /// loop (or function).
+    periodic: u32,
     /// Every function name defined in the file: calls of anything else need no record.
     defined: FxHashSet<&'a str>,
     /// Reused by `exprs`.
@@ -339,7 +347,10 @@ impl<'a> Collector<'a, '_> {
                 self.body(&w.orelse);
             }
             Stmt::If(i) => {
+                let periodic = u32::from(is_periodic(&i.test));
+                self.periodic += periodic;
                 self.body(&i.body);
+                self.periodic -= periodic;
                 for c in &i.elif_else_clauses {
                     self.body(&c.body);
                 }
@@ -395,7 +406,10 @@ impl<'a> Collector<'a, '_> {
             parent: self.loop_stack.last().copied(),
         });
         self.loop_stack.push(self.loops.len() - 1);
+        // A condition outside the loop says how often the loop runs, not its body's statements.
+        let periodic = std::mem::take(&mut self.periodic);
         self.body(body);
+        self.periodic = periodic;
         self.loop_stack.pop();
     }
 
@@ -554,6 +568,7 @@ impl<'a> Collector<'a, '_> {
                 self.loop_stack.last().copied(),
                 call.start(),
                 self.no_grad > 0,
+                self.periodic > 0,
             ));
         }
     }
@@ -603,7 +618,7 @@ impl<'a> Collector<'a, '_> {
             }
         }
         let mut sites: Vec<Site> = Vec::new();
-        for (caller, name, receiver, innermost, offset, no_grad) in raw_sites {
+        for (caller, name, receiver, innermost, offset, no_grad, periodic) in raw_sites {
             let targets: Vec<usize> = match receiver {
                 None => by_name.get(name).cloned().unwrap_or_default(),
                 Some(class) => {
@@ -635,6 +650,7 @@ impl<'a> Collector<'a, '_> {
                     innermost,
                     offset,
                     no_grad,
+                    periodic,
                 });
             }
         }
@@ -703,7 +719,9 @@ impl<'a> Collector<'a, '_> {
                 let grain = match in_training {
                     Some(g) => Some(g),
                     None => cadence[s.caller].grain(),
-                };
+                }
+                // Every so many iterations: as often as an outer loop's iteration.
+                .map(|g| if s.periodic { Grain::Epoch } else { g });
                 let Some(grain) = grain else { continue };
                 let finer = match cadence[s.callee].grain() {
                     None => true,
@@ -1277,6 +1295,24 @@ fn iterated_names(expr: &Expr, out: &mut Vec<String>) {
         Expr::UnaryOp(u) => iterated_names(&u.operand, out),
         _ => {}
     }
+}
+
+/// `step % n == 0`, `(i + 1) % every == 0`, `not step % n`: a test true once every so many
+/// iterations (a `%` of numbers, not of a format string).
+pub(crate) fn is_periodic(test: &Expr) -> bool {
+    match test {
+        Expr::Compare(c) => std::iter::once(&*c.left)
+            .chain(c.comparators.iter())
+            .any(is_modulo),
+        Expr::UnaryOp(u) if u.op == ruff_python_ast::UnaryOp::Not => is_modulo(&u.operand),
+        Expr::BoolOp(b) if b.op == ruff_python_ast::BoolOp::And => b.values.iter().any(is_periodic),
+        _ => false,
+    }
+}
+
+fn is_modulo(e: &Expr) -> bool {
+    matches!(e, Expr::BinOp(b) if b.op == ruff_python_ast::Operator::Mod
+        && !matches!(&*b.left, Expr::StringLiteral(_) | Expr::BytesLiteral(_) | Expr::FString(_)))
 }
 
 /// How often a loop runs by its names: the target's first, then what it iterates (or tests,

@@ -155,7 +155,14 @@ impl SemanticModel<'_> {
             caller,
             callee,
             args,
-            grain: self.iteration().map(|it| it.grain()),
+            // Every so many iterations (`if step % n == 0:`) is as often as an outer loop's.
+            grain: self.iteration().map(|it| {
+                if self.periodically(it) {
+                    crate::semantic::iteration::Grain::Epoch
+                } else {
+                    it.grain()
+                }
+            }),
             grad,
             line: self.line(call.start()) as u32,
         };
