@@ -299,6 +299,9 @@ fn mentions(message: &str, name: &str) -> bool {
 /// `viz.py` that opens a figure is a leak because `train.py` calls it every
 /// step, which `viz.py` alone does not say. Library files and notebooks are
 /// checked on their own (`check_file`).
+/// The most modules beside a named file taken in for what they say of it.
+const MAX_BESIDE: usize = 200;
+
 fn check_together(files: &[String], cwd: &str, cache: &mut HashMap<String, CheckedFile>) {
     if cwd.is_empty() {
         return;
@@ -323,12 +326,46 @@ fn check_together(files: &[String], cwd: &str, cache: &mut HashMap<String, Check
         checked_file.findings.clear();
         read.push((file.clone(), rel, checked_file, text));
     }
-    if read.len() < 2 {
+    // What the named files import by name without an install: the modules beside them (a
+    // script's folder is on Python's path). `model = MLPClassifier()` from `model.py`, which no
+    // growth names, is what says `model(x)` carries a graph.
+    let mut beside: Vec<(String, String)> = Vec::new();
+    let mut dirs: Vec<std::path::PathBuf> = read
+        .iter()
+        .filter_map(|(_, rel, _, _)| root.join(rel).parent().map(|d| d.to_path_buf()))
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut names: Vec<std::path::PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "py") && p.is_file())
+            .collect();
+        names.sort();
+        for path in names.into_iter().take(MAX_BESIDE) {
+            let Ok(rel) = path.strip_prefix(root) else {
+                continue;
+            };
+            let rel = rel.to_string_lossy().into_owned();
+            if read.iter().any(|r| r.1 == rel) || beside.iter().any(|b| b.0 == rel) {
+                continue;
+            }
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                beside.push((rel, text));
+            }
+        }
+    }
+    if read.len() + beside.len() < 2 {
         return; // one file is the same checked alone
     }
     let sources: Vec<leakspy_lint::project::Source> = read
         .iter()
-        .map(|(_, rel, _, text)| leakspy_lint::project::Source {
+        .map(|(_, rel, _, text)| (rel, text))
+        .chain(beside.iter().map(|(rel, text)| (rel, text)))
+        .map(|(rel, text)| leakspy_lint::project::Source {
             path: rel,
             text,
             kind: leakspy_lint::SourceKind::Python,
@@ -564,6 +601,36 @@ mod tests {
                 .static_findings
                 .iter()
                 .any(|m| m.rule == "LS012" && m.line == 10),
+            "{:?}",
+            groups[0].static_findings
+        );
+    }
+
+    #[test]
+    fn the_modules_beside_the_named_files_are_part_of_the_project() {
+        // The probe names metrics.py (the list, the line that fills it)
+        // and the command runs train.py; that `model(x)` carries a graph
+        // is said by model.py, which nothing names.
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/epoch_metrics");
+        let mut groups = vec![crate::census::tests::group_of(
+            "EpochCollector.probs",
+            "EpochCollector.probs (list)",
+            "graph",
+            0.0,
+        )];
+        groups[0].created_at = Some(crate::census::Location {
+            file: "metrics.py".into(),
+            line: 13,
+            function: Some("EpochCollector.add".into()),
+            ..Default::default()
+        });
+        let scripts = files_run(&["python".into(), "train.py".into()], dir, ".py");
+        attach(&mut groups, dir, &[], &scripts, &mut HashMap::new());
+        assert!(
+            groups[0]
+                .static_findings
+                .iter()
+                .any(|m| m.rule == "LS002" && m.line == 13),
             "{:?}",
             groups[0].static_findings
         );
