@@ -302,6 +302,36 @@ fn mentions(message: &str, name: &str) -> bool {
 /// The most modules beside a named file taken in for what they say of it.
 const MAX_BESIDE: usize = 200;
 
+/// The Python modules in the folders of `files`, but for `files` themselves, with their text
+/// (at most [`MAX_BESIDE`] a folder, by name): what those files import by name without an
+/// install, since a script's folder is on Python's path. The join checks a job's files with
+/// them, and `fix` its scratch copies, so that both see the same findings.
+pub fn modules_beside(files: &[std::path::PathBuf]) -> Vec<(std::path::PathBuf, String)> {
+    let mut dirs: Vec<&std::path::Path> = files.iter().filter_map(|f| f.parent()).collect();
+    dirs.sort();
+    dirs.dedup();
+    let mut out = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut names: Vec<std::path::PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "py") && p.is_file())
+            .collect();
+        names.sort();
+        for path in names.into_iter().take(MAX_BESIDE) {
+            if files.contains(&path) {
+                continue;
+            }
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                out.push((path, text));
+            }
+        }
+    }
+    out
+}
+
 fn check_together(files: &[String], cwd: &str, cache: &mut HashMap<String, CheckedFile>) {
     if cwd.is_empty() {
         return;
@@ -329,35 +359,14 @@ fn check_together(files: &[String], cwd: &str, cache: &mut HashMap<String, Check
     // What the named files import by name without an install: the modules beside them (a
     // script's folder is on Python's path). `model = MLPClassifier()` from `model.py`, which no
     // growth names, is what says `model(x)` carries a graph.
-    let mut beside: Vec<(String, String)> = Vec::new();
-    let mut dirs: Vec<std::path::PathBuf> = read
-        .iter()
-        .filter_map(|(_, rel, _, _)| root.join(rel).parent().map(|d| d.to_path_buf()))
+    let named: Vec<std::path::PathBuf> = read.iter().map(|r| root.join(&r.1)).collect();
+    let beside: Vec<(String, String)> = modules_beside(&named)
+        .into_iter()
+        .filter_map(|(path, text)| {
+            let rel = path.strip_prefix(root).ok()?.to_string_lossy().into_owned();
+            Some((rel, text))
+        })
         .collect();
-    dirs.sort();
-    dirs.dedup();
-    for dir in dirs {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        let mut names: Vec<std::path::PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "py") && p.is_file())
-            .collect();
-        names.sort();
-        for path in names.into_iter().take(MAX_BESIDE) {
-            let Ok(rel) = path.strip_prefix(root) else {
-                continue;
-            };
-            let rel = rel.to_string_lossy().into_owned();
-            if read.iter().any(|r| r.1 == rel) || beside.iter().any(|b| b.0 == rel) {
-                continue;
-            }
-            if let Ok(text) = std::fs::read_to_string(&path) {
-                beside.push((rel, text));
-            }
-        }
-    }
     if read.len() + beside.len() < 2 {
         return; // one file is the same checked alone
     }

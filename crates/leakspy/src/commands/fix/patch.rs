@@ -57,7 +57,7 @@ pub(super) fn make(
         let made = if notebook {
             fix_notebook(&original, &wanted)
         } else {
-            fix_source(&original, &wanted)
+            fix_source(&copy, &original, &wanted)
         };
         let (fixed, applied) = match made {
             Ok(v) => v,
@@ -137,8 +137,14 @@ fn chosen<'a>(
         .collect()
 }
 
-fn fix_source(source: &str, wanted: &[Planned]) -> Result<(String, Vec<Planned>), String> {
-    let mut checked = check_source(source, &RuleSet::default());
+/// `path`: the file in the scratch copy, checked with the modules beside it, as the join
+/// checked the user's (a finding that needs what another module says is found again here).
+fn fix_source(
+    path: &Path,
+    source: &str,
+    wanted: &[Planned],
+) -> Result<(String, Vec<Planned>), String> {
+    let mut checked = check_with_beside(path, source);
     if let Some(e) = &checked.syntax_error {
         return Err(format!("the file no longer parses ({})", e.message));
     }
@@ -164,6 +170,37 @@ fn fix_source(source: &str, wanted: &[Planned]) -> Result<(String, Vec<Planned>)
         .zip(picked.iter().map(|(_, p)| p.clone()))
         .collect();
     Ok((fixed.source, accepted(&picked_owned, &edits)))
+}
+
+fn check_with_beside(path: &Path, source: &str) -> leakspy_lint::CheckedSource {
+    let beside = leakspy_report::modules_beside(&[path.to_path_buf()]);
+    if beside.is_empty() {
+        return check_source(source, &RuleSet::default());
+    }
+    let name = |p: &Path| {
+        p.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let own = name(path);
+    let names: Vec<String> = beside.iter().map(|(p, _)| name(p)).collect();
+    let sources: Vec<leakspy_lint::project::Source> = std::iter::once((own.as_str(), source))
+        .chain(
+            names
+                .iter()
+                .zip(&beside)
+                .map(|(n, (_, text))| (n.as_str(), text.as_str())),
+        )
+        .map(|(path, text)| leakspy_lint::project::Source {
+            path,
+            text,
+            kind: leakspy_lint::SourceKind::Python,
+        })
+        .collect();
+    leakspy_lint::project::check_sources(&sources, &RuleSet::default())
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| check_source(source, &RuleSet::default()))
 }
 
 fn fix_notebook(text: &str, wanted: &[Planned]) -> Result<(String, Vec<Planned>), String> {
@@ -272,5 +309,39 @@ pub(super) fn apply(changed: &[Changed]) -> Result<(), Vec<String>> {
         Ok(())
     } else {
         Err(failed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fix_that_needs_a_module_beside_its_file_is_made() {
+        // metrics.py alone does not know that `logits` carries a graph:
+        // train.py passes it `model(x)`, and model.py says `model` is one.
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../leakspy_report/tests/fixtures/epoch_metrics");
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["metrics.py", "model.py", "train.py"] {
+            std::fs::copy(fixture.join(name), dir.path().join(name)).unwrap();
+        }
+        let path = dir.path().join("metrics.py");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let wanted = vec![Planned {
+            file: "metrics.py".into(),
+            cell: None,
+            line: 13,
+            rule: "LS002".into(),
+            fix: "Store `logits.softmax(dim=-1).detach()`".into(),
+            safe: true,
+            holder: "EpochCollector.probs (list)".into(),
+        }];
+        let (fixed, applied) = fix_source(&path, &text, &wanted).unwrap();
+        assert_eq!(applied.len(), 1);
+        assert!(
+            fixed.contains("self.probs.append(logits.softmax(dim=-1).detach())"),
+            "{fixed}"
+        );
     }
 }
