@@ -156,6 +156,20 @@ impl From<Output> for Fixed {
 }
 
 impl Fixed {
+    /// leakspy stopped the job and kept what it printed while it stopped
+    /// (a kernel's teardown, the interrupt's traceback) from the terminal.
+    fn assert_stopped_quietly(&self) {
+        assert!(
+            self.stderr.contains("stopping the job (SIGINT)")
+                && self
+                    .stderr
+                    .contains("(what it prints while it stops is not shown)")
+                && !self.stderr.contains("Traceback"),
+            "{}",
+            self.stderr
+        );
+    }
+
     /// The proof's line (`FIXED: ...`, `NOT FIXED: ...`).
     fn proof(&self) -> &str {
         self.stderr
@@ -230,13 +244,7 @@ fn the_readme_example_has_several_leaks_fixed_at_once_and_proven() {
     let proof = out.proof();
     // The kernel's teardown (dead-kernel and socket tracebacks) is not
     // passed on once leakspy stops the job.
-    assert!(
-        out.stderr
-            .contains("(what it prints while it stops is not shown)")
-            && !out.stderr.contains("Traceback"),
-        "{}",
-        out.stderr
-    );
+    out.assert_stopped_quietly();
     let (verdict, code) = if proof.starts_with("FIXED: +") {
         ("FIXED", 0)
     } else {
@@ -336,11 +344,7 @@ fn an_unsafe_fix_is_tried_only_when_asked_and_then_proven() {
         out.stderr
     );
     // leakspy stopped both runs, and said so: no traceback of the interrupt.
-    assert!(
-        out.stderr.contains("stopping the job (SIGINT)") && !out.stderr.contains("Traceback"),
-        "{}",
-        out.stderr
-    );
+    out.assert_stopped_quietly();
     let fixed = String::from_utf8(p.files()[Path::new("total_loss.py")].clone()).unwrap();
     let was = String::from_utf8(original[Path::new("total_loss.py")].clone()).unwrap();
     assert_eq!(
@@ -489,13 +493,7 @@ fn a_notebook_is_fixed_in_its_cells() {
     let proof = out.proof().to_string();
     // The kernel's teardown (dead-kernel and socket tracebacks) is not
     // passed on once leakspy stops the job.
-    assert!(
-        out.stderr
-            .contains("(what it prints while it stops is not shown)")
-            && !out.stderr.contains("Traceback"),
-        "{}",
-        out.stderr
-    );
+    out.assert_stopped_quietly();
     let (verdict, code) = if proof.starts_with("FIXED: +") {
         ("FIXED", 0)
     } else {
