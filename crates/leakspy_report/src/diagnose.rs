@@ -447,6 +447,18 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
                 if r.key == "total.rss" {
                     r.leak_by = leak_by.map(str::to_string);
                 }
+                if let Some(b) = bounded.as_ref().filter(|_| r.verdict == Verdict::Leak) {
+                    if memory_of(&r.key, &b.mechanism.pids) {
+                        r.explained = Some(crate::model::Explained {
+                            verdict: b.verdict,
+                            by: if b.buffers > 1 {
+                                "bounded buffers filling".to_string()
+                            } else {
+                                "a bounded buffer filling".to_string()
+                            },
+                        });
+                    }
+                }
                 r
             })
             .collect(),
@@ -532,6 +544,7 @@ pub(crate) fn analyse_series(
         last: s.y.last().copied().unwrap_or(0.0),
         evidence: main.evidence.clone(),
         leak_by: None,
+        explained: None,
     };
     (report, main)
 }
@@ -554,6 +567,8 @@ struct BoundedFill {
     analysis: SeriesAnalysis,
     /// What the rest does, in words (`it is flat`).
     words: String,
+    /// How many buffers fill.
+    buffers: usize,
 }
 
 /// The tree's memory `s` (a leak or inconclusive by itself, `r`) judged with what the
@@ -614,6 +629,7 @@ fn bounded_fill(
         rest: ar,
         analysis: aa,
         words,
+        buffers: fills.len(),
     })
 }
 
@@ -1347,6 +1363,14 @@ mod tests {
             m.evidence
         );
         assert_eq!(m.location.as_ref().map(|l| l.line), Some(12));
+        // Every series table shows the diagnosis's verdict, with why.
+        let rss = d.series.iter().find(|s| s.key == "total.rss").unwrap();
+        assert_eq!(rss.verdict, Verdict::Leak);
+        assert_eq!(rss.diagnosed(), Verdict::NoLeak);
+        assert_eq!(
+            rss.explained.as_ref().map(|e| e.by.as_str()),
+            Some("a bounded buffer filling")
+        );
         // 8 % more than the items weigh as measured (the allocator's
         // share, measured in a DQN): still the buffer.
         let rss = |t: f64| 700.0 * MIB + t * 2.16 * MIB;

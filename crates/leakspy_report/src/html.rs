@@ -621,13 +621,19 @@ fn series_table(out: &mut String, d: &Diagnosis) {
         };
         let (ps, pt) = (cell(&s.per_step), cell(&s.per_second));
         let verdict = s.diagnosed();
-        let by = s.leak_by.as_deref().map_or(String::new(), |by| {
-            format!(
+        let by = match (&s.leak_by, &s.explained) {
+            (Some(by), _) => format!(
                 "<br><span class=\"evidence\">with {}; alone {}</span>",
                 escape(by),
                 s.verdict.as_str()
-            )
-        });
+            ),
+            (None, Some(e)) => format!(
+                "<br><span class=\"evidence\">{}; alone {}</span>",
+                escape(&e.by),
+                s.verdict.as_str()
+            ),
+            (None, None) => String::new(),
+        };
         let _ = write!(
             out,
             "<tr><td>{}</td><td class=\"v-{}\">{}{by}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",

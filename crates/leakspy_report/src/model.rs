@@ -109,6 +109,18 @@ pub struct SeriesReport {
     /// kill`). Renderers show the diagnosis's verdict with this, never a
     /// contradiction.
     pub leak_by: Option<String>,
+    /// Set when the diagnosis found this series no leak although its own fit
+    /// is one: its verdict with what explains the growth (`a bounded buffer
+    /// filling`). Renderers show the diagnosis's verdict with this.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explained: Option<Explained>,
+}
+
+/// Growth explained by something that stops (a bounded buffer filling).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Explained {
+    pub verdict: Verdict,
+    pub by: String,
 }
 
 impl SeriesReport {
@@ -116,6 +128,8 @@ impl SeriesReport {
     pub fn diagnosed(&self) -> Verdict {
         if self.leak_by.is_some() {
             Verdict::Leak
+        } else if let Some(e) = &self.explained {
+            e.verdict
         } else {
             self.verdict
         }
