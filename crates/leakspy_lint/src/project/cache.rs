@@ -1,10 +1,10 @@
 //! File summaries cached by content hash: in memory for a run, and on disk between runs, in the
 //! user's cache folder (`$XDG_CACHE_HOME/leakspy`, else `~/.cache/leakspy`), one file per
-//! project root and leakspy version. Nothing is written into the checked tree: a project may be
+//! project root and analysis (leakspy's version and a hash of the analysis's sources). Nothing is written into the checked tree: a project may be
 //! read-only, an installed package or someone else's checkout.
 //!
 //! A summary depends on the file's text, its module name, its kind (a notebook's cells) and the
-//! facts the project gave it; the key hashes all of them with the leakspy version, so an entry
+//! facts the project gave it; the key hashes all of them with the analysis's, so an entry
 //! is never stale: a changed file, or a file whose facts changed, has a new key. What a run
 //! used is what the next run finds; entries no run asks for again are dropped when the cache
 //! is written.
@@ -16,6 +16,15 @@ use rustc_hash::FxHashMap;
 use xxhash_rust::xxh3::Xxh3;
 
 use crate::summaries::{ExternalFacts, FileSummary};
+
+/// The analysis that wrote a summary: the package version and a hash of the analysis's
+/// sources (`build.rs`), so that a build from a newer checkout with the same version never
+/// reads what an older analysis concluded.
+const ANALYSIS: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    "-",
+    env!("LEAKSPY_ANALYSIS_HASH")
+);
 
 /// The user's cache folder for leakspy: `$XDG_CACHE_HOME/leakspy`, else `~/.cache/leakspy`.
 pub fn default_dir() -> Option<PathBuf> {
@@ -58,11 +67,11 @@ impl SummaryCache {
             "{:032x}.json",
             xxhash_rust::xxh3::xxh3_128(root.as_os_str().as_encoded_bytes())
         );
-        let file = dir.join(env!("CARGO_PKG_VERSION")).join(name);
+        let file = dir.join(ANALYSIS).join(name);
         let stored = std::fs::read(&file)
             .ok()
             .and_then(|bytes| serde_json::from_slice::<OnDisk>(&bytes).ok())
-            .filter(|d| d.version == env!("CARGO_PKG_VERSION"))
+            .filter(|d| d.version == ANALYSIS)
             .map(|d| {
                 d.entries
                     .into_iter()
@@ -80,7 +89,7 @@ impl SummaryCache {
     /// The key of a file's summary.
     pub fn key(module: Option<&str>, notebook: bool, text: &str, facts: &ExternalFacts) -> Key {
         let mut h = Xxh3::new();
-        h.update(env!("CARGO_PKG_VERSION").as_bytes());
+        h.update(ANALYSIS.as_bytes());
         h.update(&[0, u8::from(notebook)]);
         h.update(module.unwrap_or("").as_bytes());
         h.update(&[0]);
@@ -136,7 +145,7 @@ impl SummaryCache {
             .collect();
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         let data = serde_json::to_vec(&OnDisk {
-            version: env!("CARGO_PKG_VERSION").to_string(),
+            version: ANALYSIS.to_string(),
             entries,
         })
         .map_err(std::io::Error::other)?;
