@@ -7,7 +7,10 @@
 //! module-level code gets a function's exemptions; numbers are not a leak; figures in notebooks
 //! and plotting scripts; `del` is path-sensitive; a dict whose entry is backpropagated holds a
 //! graph; a collective (`hvd.allreduce`) passes its argument's graph; where `isinstance` says a
-//! value is a number, it is one; a test of a test suite runs once.
+//! value is a number, it is one; a test of a test suite runs once; a method that registers
+//! hooks is not a hook; a call under `step % n == 0 or i + 1 == n` runs once per period; a
+//! plotting method's calls are `self.plot(...)`, not `ax.plot(...)`; state set afresh at the
+//! start of a call carries that call's graph only.
 
 mod common;
 

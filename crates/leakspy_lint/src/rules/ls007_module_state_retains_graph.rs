@@ -50,7 +50,8 @@
 //! A value replaced on every call (`self.last_weights = weights`: it keeps one call's graph, not
 //! one per step); registered buffers (`self.register_buffer(...)`); detached values and values
 //! computed under `torch.no_grad()`; state that another method of the class resets or detaches
-//! (`reset_state()`, `init_states()` called by each `forward`).
+//! (`reset_state()`, `init_states()` called by each `forward`), or that the same method sets
+//! afresh before it carries it (`self.hidden = self.init_hidden()` as its first line).
 
 use ruff_python_ast::visitor::{walk_expr, Visitor};
 use ruff_python_ast::{Expr, Stmt, StmtClassDef};
@@ -123,6 +124,15 @@ fn store(checker: &mut Checker, target: &Expr, value_expr: &Expr, fixable: bool)
         c.mutation == Mutation::Rebind && c.function != "__init__" && c.function != current
     }) || checker.class_facts().is_some_and(|c| !c.bases_seen)
     {
+        return;
+    }
+    // Rebound from something else earlier in the same call, on every path (`self.hidden =
+    // self.init_hidden()` as the method's first line): the value carried is this call's only.
+    if def.body.iter().any(|s| {
+        s.end() <= target.start()
+            && matches!(s, Stmt::Assign(a) if !keys_in(&a.value).contains(&key)
+                && a.targets.iter().any(|t| self_attr(t) == Some(attr)))
+    }) {
         return;
     }
     let message = format!(

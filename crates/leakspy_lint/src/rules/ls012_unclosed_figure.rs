@@ -46,7 +46,8 @@
 //! `plt.show()` (the user closes the window); `matplotlib.figure.Figure()`, which pyplot does not
 //! register; figures closed with `plt.close("all")` after the loop that made them, or at the top
 //! of the loop body or function before the next one is made (at most one stays open), or by every
-//! caller of the plotting function right after the call; figures closed on some paths and not
+//! caller of the plotting function right after the call (`self.plot()` then `plt.savefig(...)`
+//! and `plt.close()`); figures closed on some paths and not
 //! others (which path runs is not known); figures made by code that does not run once per
 //! training iteration (a plotting script, a report method, an interactive helper); figures in a
 //! notebook that picks no backend in its code (`matplotlib.use(...)`): the inline backend shows
@@ -200,7 +201,7 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall, stmt: &Stmt) {
     // `plt.close("all")` on the next lines).
     if end == End::Open && boundary.is_none() {
         if let Some(f) = function {
-            if callers_close(checker.source, f.name.as_str()) {
+            if callers_close(checker.source, f.name.as_str(), checker.class().is_some()) {
                 return;
             }
         }
@@ -724,8 +725,10 @@ fn mentions_outside(stmt: &Stmt, names: &[String], start: TextSize, end: TextSiz
 }
 
 /// Is every call of `name(...)` in the file followed, within the next three lines, by a
-/// `close(` (`plt.close("all")`, `plt.close()`)? Only run when about to report.
-fn callers_close(source: &str, name: &str) -> bool {
+/// `close(` (`plt.close("all")`, `plt.close()`)? Only run when about to report. A method's
+/// calls are `self.name(...)`; a function's are `name(...)` on no object: `ax.plot(...)` is
+/// another function of the same name.
+fn callers_close(source: &str, name: &str, method: bool) -> bool {
     let needle = format!("{name}(");
     let mut calls = 0;
     for (i, _) in source.match_indices(needle.as_str()) {
@@ -733,6 +736,10 @@ fn callers_close(source: &str, name: &str) -> bool {
         if before.ends_with(|c: char| c.is_alphanumeric() || c == '_')
             || before.trim_end().ends_with("def")
         {
+            continue;
+        }
+        let on_self = before.ends_with("self.") || before.ends_with("cls.");
+        if (method && !on_self) || (!method && before.ends_with('.')) {
             continue;
         }
         calls += 1;

@@ -1060,7 +1060,7 @@ fn seed_cadence(f: &Func, funcs: &[Func], hooks: &FxHashSet<String>) -> Cadence 
         .get(f.parent)
         .and_then(|p| p.def)
         .is_some_and(|p| hooks.contains(p.name.as_str()));
-    if hooks.contains(name) || factory || name.ends_with("_hook") || name == "hook" {
+    if hooks.contains(name) || factory || named_like_hook(name) {
         return Cadence::Every(Grain::Step, Reason::RegisteredHook);
     }
     if let Some(g) = hook_grain(name) {
@@ -1070,6 +1070,36 @@ fn seed_cadence(f: &Func, funcs: &[Func], hooks: &FxHashSet<String>) -> Cadence 
         return Cadence::Every(Grain::Step, Reason::Trains);
     }
     Cadence::Unknown
+}
+
+/// Is the function named like a hook itself (`log_grad_hook`, `hook`)? One named for what it
+/// does with hooks (`register_in_epoch_hook(self, hook)`, `add_hook`, `make_hook`) runs when
+/// the hooks are set up or made, not each time they fire.
+fn named_like_hook(name: &str) -> bool {
+    const HANDLES_HOOKS: &[&str] = &[
+        "register",
+        "unregister",
+        "add",
+        "remove",
+        "set",
+        "install",
+        "attach",
+        "detach",
+        "clear",
+        "get",
+        "make",
+        "build",
+        "create",
+        "new",
+    ];
+    if name == "hook" {
+        return true;
+    }
+    if !name.ends_with("_hook") {
+        return false;
+    }
+    let verb = name.trim_start_matches('_').split('_').next().unwrap_or("");
+    !HANDLES_HOOKS.contains(&verb)
 }
 
 /// Names training frameworks call once per step or epoch: Lightning's `training_step` and
@@ -1306,8 +1336,35 @@ pub(crate) fn is_periodic(test: &Expr) -> bool {
             .any(is_modulo),
         Expr::UnaryOp(u) if u.op == ruff_python_ast::UnaryOp::Not => is_modulo(&u.operand),
         Expr::BoolOp(b) if b.op == ruff_python_ast::BoolOp::And => b.values.iter().any(is_periodic),
+        // `step % n == 0 or i + 1 == iterations`: every n iterations, and once more at the end.
+        Expr::BoolOp(b) if b.op == ruff_python_ast::BoolOp::Or => {
+            b.values.iter().any(is_periodic)
+                && b.values.iter().all(|v| is_periodic(v) || is_once(v))
+        }
         _ => false,
     }
+}
+
+/// `i + 1 == iterations`, `epoch == 0`, `step == len(loader) - 1`: a counter's equality with one
+/// value, true in one iteration. Only a side with a number in it (a literal, or arithmetic
+/// with one) says it is a counter: `mode == TRAIN` may hold in every iteration.
+fn is_once(test: &Expr) -> bool {
+    fn counted(e: &Expr) -> bool {
+        match e {
+            Expr::NumberLiteral(_) => true,
+            Expr::BinOp(b) => {
+                matches!(
+                    b.op,
+                    ruff_python_ast::Operator::Add | ruff_python_ast::Operator::Sub
+                ) && (matches!(&*b.left, Expr::NumberLiteral(_))
+                    || matches!(&*b.right, Expr::NumberLiteral(_)))
+            }
+            _ => false,
+        }
+    }
+    matches!(test, Expr::Compare(c) if c.ops.len() == 1
+        && c.ops[0] == ruff_python_ast::CmpOp::Eq
+        && (counted(&c.left) || c.comparators.iter().any(counted)))
 }
 
 fn is_modulo(e: &Expr) -> bool {
@@ -1545,6 +1602,44 @@ def log(x):
             ("step", Some(Grain::Step)),
         ] {
             assert_eq!(hook_grain(n), g, "{n}");
+        }
+    }
+
+    #[test]
+    fn hooks_by_name_are_the_hooks_not_their_registrars() {
+        for (n, want) in [
+            ("hook", true),
+            ("grad_norm_hook", true),
+            ("_save_activation_hook", true),
+            ("register_in_epoch_hook", false),
+            ("add_hook", false),
+            ("_make_hook", false),
+            ("remove_forward_hook", false),
+            ("hooks", false),
+        ] {
+            assert_eq!(named_like_hook(n), want, "{n}");
+        }
+    }
+
+    #[test]
+    fn periodic_tests() {
+        let test = |src: &str| {
+            let parsed = ruff_python_parser::parse_expression(src).unwrap();
+            is_periodic(parsed.expr())
+        };
+        for (src, want) in [
+            ("step % 100 == 0", true),
+            ("not step % every", true),
+            ("step % n == 0 and rank == 0", true),
+            ("step % n == 0 or i + 1 == iterations", true),
+            ("epoch == 0 or epoch % 10 == 0", true),
+            ("step % n == 0 or i == len(loader) - 1", true),
+            ("step % n == 0 or mode == 'verbose'", false),
+            ("step % n == 0 or verbose", false),
+            ("i + 1 == iterations", false),
+            ("'%d' % step == s", false),
+        ] {
+            assert_eq!(test(src), want, "{src}");
         }
     }
 }
