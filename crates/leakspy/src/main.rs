@@ -94,6 +94,9 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => ExitCode::from(code),
+        // `leakspy check . | head`: the reader has what it wanted; as ripgrep does, stop
+        // quietly rather than report the closed pipe as an error.
+        Err(err) if broken_pipe(&err) => ExitCode::from(EXIT_CLEAN),
         Err(err) => {
             eprintln!("leakspy: error: {}", error_message(&err));
             ExitCode::from(EXIT_ERROR)
@@ -125,6 +128,13 @@ fn suggest_subcommand(err: &mut clap::Error) {
             ContextValue::Strings(vec![name]),
         );
     }
+}
+
+fn broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// One message for an error and its causes. The libraries' messages already

@@ -351,3 +351,35 @@ fn a_mistyped_command_is_told_the_command_meant() {
     let o = leakspy(dir.path(), &["xyz"]);
     assert!(!o.stderr.contains("similar"), "{}", o.stderr);
 }
+
+/// `leakspy check . | head -1`: the reader closes the pipe after one line; that is no error of
+/// the user's to report, and the status is ripgrep's (0).
+#[test]
+fn a_closed_pipe_stops_check_quietly() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let leak = "import torch\n\n\ndef train(model, loader, opt):\n    losses = []\n    \
+                for x, y in loader:\n        loss = model(x).sum()\n        \
+                losses.append(loss)\n        loss.backward()\n        opt.step()\n";
+    // Far more than a pipe's buffer (64 KiB): the writer meets the closed end.
+    for i in 0..400 {
+        std::fs::write(dir.path().join(format!("train_{i}.py")), leak).unwrap();
+    }
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("leakspy"))
+        .current_dir(dir.path())
+        .args(["check", "."])
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.contains("LS002"), "{first}");
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("error"), "{stderr}");
+}

@@ -107,7 +107,14 @@ fn store(checker: &mut Checker, target: &Expr, value_expr: &Expr, fixable: bool)
     // Carried: the new value is made from the old one. A value replaced on each call keeps one
     // call's graph, which does not grow.
     let key = format!("self.{attr}");
-    if !keys_in(value_expr).contains(&key) || checker.iteration().is_none() {
+    let direct = keys_in(value_expr).contains(&key);
+    let through = match value_expr {
+        Expr::Name(n) if !direct => local_source(def, n.id.as_str(), target.start())
+            .is_some_and(|v| keys_in(v).contains(&key))
+            .then(|| n.id.as_str()),
+        _ => None,
+    };
+    if !(direct || through.is_some()) || checker.iteration().is_none() {
         return;
     }
     let value = checker.value(value_expr);
@@ -136,11 +143,12 @@ fn store(checker: &mut Checker, target: &Expr, value_expr: &Expr, fixable: bool)
         return;
     }
     let message = format!(
-        "`{key} = {}` in `{current}()` is computed from the previous value of `{key}` and \
+        "`{key} = {}` in `{current}()` is computed from the previous value of `{key}`{} and \
          carries {}: each call links its graph to the previous call's, so the module keeps \
          the graph of every call (their saved activations until a `.backward()` frees them, \
          their autograd nodes after) for the life of the module",
         short(checker, value_expr),
+        through.map_or(String::new(), |n| format!(" (through `{n}`)")),
         origin_phrase(checker, &value),
     );
     let mut diagnostic = Diagnostic::new(
@@ -158,6 +166,50 @@ fn store(checker: &mut Checker, target: &Expr, value_expr: &Expr, fixable: bool)
         ));
     }
     checker.report(diagnostic);
+}
+
+/// What the last assignment to the local `name` before `before` in `def` gave it: `out, state
+/// = self.lstm(x, (self.h, self.c))` then `self.h, self.c = state` carries through `state`.
+fn local_source<'a>(
+    def: &'a ruff_python_ast::StmtFunctionDef,
+    name: &str,
+    before: ruff_text_size::TextSize,
+) -> Option<&'a Expr> {
+    struct L<'a, 'n> {
+        name: &'n str,
+        before: ruff_text_size::TextSize,
+        found: Option<&'a Expr>,
+    }
+    impl<'a> Visitor<'a> for L<'a, '_> {
+        fn visit_stmt(&mut self, stmt: &'a Stmt) {
+            if let Stmt::Assign(a) = stmt {
+                let binds = |t: &Expr| match t {
+                    Expr::Name(n) => n.id.as_str() == self.name,
+                    Expr::Tuple(t) => t
+                        .elts
+                        .iter()
+                        .any(|e| matches!(e, Expr::Name(n) if n.id.as_str() == self.name)),
+                    _ => false,
+                };
+                if stmt.end() <= self.before && a.targets.iter().any(binds) {
+                    self.found = Some(&a.value);
+                }
+            }
+            // Not into nested functions or classes: their locals are others.
+            if !matches!(stmt, Stmt::FunctionDef(_) | Stmt::ClassDef(_)) {
+                ruff_python_ast::visitor::walk_stmt(self, stmt);
+            }
+        }
+    }
+    let mut l = L {
+        name,
+        before,
+        found: None,
+    };
+    for stmt in &def.body {
+        l.visit_stmt(stmt);
+    }
+    l.found
 }
 
 /// `self.register_buffer("<attr>", ...)` anywhere in the class.
