@@ -201,7 +201,11 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall, stmt: &Stmt) {
     // `plt.close("all")` on the next lines).
     if end == End::Open && boundary.is_none() {
         if let Some(f) = function {
-            if callers_close(checker.source, f.name.as_str(), checker.class().is_some()) {
+            if callers_close(
+                checker.source,
+                f.name.as_str(),
+                checker.class().map(|c| c.name.as_str()),
+            ) {
                 return;
             }
         }
@@ -726,9 +730,11 @@ fn mentions_outside(stmt: &Stmt, names: &[String], start: TextSize, end: TextSiz
 
 /// Is every call of `name(...)` in the file followed, within the next three lines, by a
 /// `close(` (`plt.close("all")`, `plt.close()`)? Only run when about to report. A method's
-/// calls are `self.name(...)`; a function's are `name(...)` on no object: `ax.plot(...)` is
-/// another function of the same name.
-fn callers_close(source: &str, name: &str, method: bool) -> bool {
+/// calls are on objects of its class (`self.plot(...)`, `trainer.plot(...)` after `trainer =
+/// Trainer(...)`); a function's are `name(...)` on no object: `ax.plot(...)` is another
+/// function of the same name.
+fn callers_close(source: &str, name: &str, class: Option<&str>) -> bool {
+    let receivers = class.map(|c| instances_of(source, c));
     let needle = format!("{name}(");
     let mut calls = 0;
     for (i, _) in source.match_indices(needle.as_str()) {
@@ -738,8 +744,18 @@ fn callers_close(source: &str, name: &str, method: bool) -> bool {
         {
             continue;
         }
-        let on_self = before.ends_with("self.") || before.ends_with("cls.");
-        if (method && !on_self) || (!method && before.ends_with('.')) {
+        let receiver = before.strip_suffix('.').map(|b| {
+            let start = b
+                .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .map_or(0, |at| at + 1);
+            &b[start..]
+        });
+        let counts = match (&receivers, receiver) {
+            (Some(own), Some(r)) => matches!(r, "self" | "cls") || own.contains(&r),
+            (Some(_), None) => false,
+            (None, r) => r.is_none(),
+        };
+        if !counts {
             continue;
         }
         calls += 1;
@@ -749,4 +765,24 @@ fn callers_close(source: &str, name: &str, method: bool) -> bool {
         }
     }
     calls > 0
+}
+
+/// Names bound in the file to a new object of `class` (`trainer = Trainer(...)`).
+fn instances_of<'s>(source: &'s str, class: &str) -> Vec<&'s str> {
+    let needle = format!("{class}(");
+    source
+        .match_indices(needle.as_str())
+        .filter_map(|(i, _)| {
+            let line_start = source[..i].rfind('\n').map_or(0, |at| at + 1);
+            let (target, value) = source[line_start..i].split_once('=')?;
+            let target = target.trim();
+            let plain = !target.is_empty()
+                && target.chars().all(|c| c.is_alphanumeric() || c == '_')
+                && value
+                    .trim()
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == '_' || c == '.');
+            plain.then_some(target)
+        })
+        .collect()
 }

@@ -1,6 +1,7 @@
 # A plotting method whose caller saves and closes the figure right after each call; the
 # axes' own `plot` calls, never followed by a close, are another function.
 import matplotlib.pyplot as plt
+import torch
 import torch.nn as nn
 
 
@@ -27,3 +28,11 @@ class Net(nn.Module):
             self.plot(title=f"step {step}")
             plt.savefig(f"{folder}/{step}.png")
             plt.close()
+
+
+def main(loader, folder):
+    net = Net()
+    net.fit(loader, torch.optim.SGD(net.parameters(), lr=0.1), folder)
+    net.plot(title="final")
+    plt.savefig(f"{folder}/final.png")
+    plt.close()
