@@ -445,8 +445,14 @@ impl<'a> Checker<'a> {
         calls.clear();
         match stmt {
             Stmt::Expr(e) => collect_calls(&e.value, &mut calls),
-            Stmt::Assign(a) => collect_calls(&a.value, &mut calls),
-            Stmt::AugAssign(a) => collect_calls(&a.value, &mut calls),
+            Stmt::Assign(a) => {
+                self.semantic.record_layer_lists(&a.value);
+                collect_calls(&a.value, &mut calls);
+            }
+            Stmt::AugAssign(a) => {
+                self.semantic.record_layer_lists(&a.value);
+                collect_calls(&a.value, &mut calls);
+            }
             Stmt::AnnAssign(a) => {
                 if let Some(v) = &a.value {
                     collect_calls(v, &mut calls);

@@ -145,3 +145,75 @@ def train(model, loader, optimizer):
         vec![]
     );
 }
+
+const NORM_LAYER: &str = "\
+import torch
+import torch.nn as nn
+
+
+class BatchStat(nn.Module):
+    def __init__(self, n, momentum=0.1):
+        super().__init__()
+        self.momentum = momentum
+        self.register_buffer(\"running_mean\", torch.zeros(n))
+
+    def forward(self, x):
+        mean = x.mean((0, 2, 3))
+        self.running_mean = (1 - self.momentum) * self.running_mean + self.momentum * mean
+        return x - mean.view(1, -1, 1, 1)
+";
+
+/// A layer of another file placed after a module (called as `self.norm(self.conv(x))`, or
+/// listed after one in the layers a `Sequential` runs) gets that module's output: a graph,
+/// with autograd on. Listed first, or called on the data, it gets none.
+#[test]
+fn a_layer_of_another_file_gets_the_previous_layers_graph() {
+    let called = "\
+import torch.nn as nn
+from layers import BatchStat
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.norm = BatchStat(8)
+
+    def forward(self, x):
+        return self.norm(self.conv(x))
+";
+    let listed = "\
+import torch.nn as nn
+from layers import BatchStat
+
+
+def make(widths):
+    layers = []
+    c = 3
+    for w in widths:
+        layers += [nn.Conv2d(c, w, 3), BatchStat(w), nn.ReLU()]
+        c = w
+    return nn.Sequential(*layers)
+";
+    let first = "\
+import torch.nn as nn
+from layers import BatchStat
+
+
+def make():
+    return nn.Sequential(BatchStat(3), nn.Conv2d(3, 8, 3))
+";
+    let leak = vec![("layers.py".to_string(), 13, "LS011".to_string())];
+    assert_eq!(
+        findings(&[("layers.py", NORM_LAYER), ("net.py", called)]),
+        leak
+    );
+    assert_eq!(
+        findings(&[("layers.py", NORM_LAYER), ("net.py", listed)]),
+        leak
+    );
+    assert_eq!(
+        findings(&[("layers.py", NORM_LAYER), ("net.py", first)]),
+        vec![]
+    );
+}

@@ -32,6 +32,9 @@ pub struct PlaceFacts {
     /// Initialised with a list of instances of a class of this file
     /// (`[DDPGAgent() for _ in range(n)]`).
     pub elem_class: Option<String>,
+    /// Initialised with an instance of a class another module of the project may define, by
+    /// its qualified name (`self.norm = DBN(8)` after `from layers import DBN`: `layers.DBN`).
+    pub foreign_class: Option<String>,
 }
 
 impl PlaceFacts {
@@ -290,6 +293,8 @@ impl ModuleFacts {
                                         );
                                         place.class = class;
                                         place.elem_class = elem;
+                                        place.foreign_class =
+                                            foreign_class(&assign.value, &self.imports);
                                     }
                                 }
                             }
@@ -692,6 +697,26 @@ pub fn instance_classes(
         Expr::List(l) => (None, l.elts.first().and_then(ctor)),
         e => (ctor(e), None),
     }
+}
+
+/// `DBN(8)` where an import binds `DBN` to a class another module of the project may define:
+/// its qualified name. A capitalised last segment says a class (`utils.make_layer(...)` is a
+/// function, whose result is unknown).
+pub fn foreign_class(value: &Expr, imports: &Imports) -> Option<String> {
+    let Expr::Call(call) = value else { return None };
+    let mut head = &*call.func;
+    while let Expr::Attribute(a) = head {
+        head = &a.value;
+    }
+    if !matches!(head, Expr::Name(n) if imports.binds(n.id.as_str())) {
+        return None;
+    }
+    let q = imports.qualify(&call.func)?;
+    let class_like = q
+        .rsplit('.')
+        .next()
+        .is_some_and(|l| l.starts_with(|c: char| c.is_uppercase()));
+    (class_like && crate::summaries::extract::may_be_in_project(&q)).then_some(q)
 }
 
 /// `def f(x, ...): return x[:, 0]`: a function whose body (after its docstring) only returns

@@ -169,6 +169,78 @@ impl SemanticModel<'_> {
         out.borrow_mut().push(fact);
     }
 
+    /// Layers in order (`nn.Sequential(nn.Conv2d(...), DBN(8), ...)`, or a list of them,
+    /// `layers += [nn.Conv2d(...), DBN(v), nn.ReLU()]`, that a `Sequential(*layers)` runs) with
+    /// `DBN` from another module: its `forward` gets the previous layer's output, which carries
+    /// a graph when the model runs with autograd on, as the file's own layers do
+    /// (`sequential_taints`). `value` is a statement's value; nested displays are searched too.
+    pub(crate) fn record_layer_lists(&self, value: &Expr) {
+        struct Orders<'e> {
+            found: Vec<&'e [Expr]>,
+        }
+        impl<'e> ruff_python_ast::visitor::Visitor<'e> for Orders<'e> {
+            fn visit_expr(&mut self, expr: &'e Expr) {
+                match expr {
+                    Expr::List(l) => self.found.push(&l.elts),
+                    Expr::Tuple(t) => self.found.push(&t.elts),
+                    Expr::Call(c) => self.found.push(&c.arguments.args),
+                    _ => {}
+                }
+                ruff_python_ast::visitor::walk_expr(self, expr);
+            }
+        }
+        let Some(out) = &self.calls_out else { return };
+        if !self.facts.uses_torch {
+            return;
+        }
+        let mut orders = Orders { found: Vec::new() };
+        ruff_python_ast::visitor::Visitor::visit_expr(&mut orders, value);
+        let grad = self.grad_enabled();
+        for elts in orders.found {
+            for pair in elts.windows(2) {
+                let [Expr::Call(prev), layer] = pair else {
+                    continue;
+                };
+                let Some(class) = crate::semantic::facts::foreign_class(layer, &self.facts.imports)
+                else {
+                    continue;
+                };
+                let prev_is_module = self.qualified_function(&prev.func).is_some_and(|p| {
+                    crate::semantic::facts::is_module_ctor(&p, &self.facts.classes)
+                });
+                if !prev_is_module {
+                    continue;
+                }
+                let origin = OriginSummary {
+                    what: format!(
+                        "{}(...)",
+                        crate::semantic::model::shorten(&self.source[prev.func.range()])
+                    ),
+                    line: self.line(prev.start()) as u32,
+                    is_loss: false,
+                    backpropagated: false,
+                    param: None,
+                    site: None,
+                };
+                let caller = match self.scope().kind {
+                    ScopeKind::Function { def, class } => summary_key(def, class),
+                    ScopeKind::Module => String::new(),
+                };
+                out.borrow_mut().push(CallFact {
+                    caller,
+                    callee: Callee::Method {
+                        class,
+                        method: "forward".to_string(),
+                    },
+                    args: vec![ArgFact::Graph(origin)],
+                    grain: None,
+                    grad,
+                    line: self.line(layer.start()) as u32,
+                });
+            }
+        }
+    }
+
     /// Where a call goes when it leaves the file.
     fn leaving_callee(&self, call: &ExprCall) -> Option<Callee> {
         if let Expr::Attribute(a) = &*call.func {
@@ -176,6 +248,16 @@ impl SemanticModel<'_> {
             if matches!(&*a.value, Expr::Name(n) if n.id.as_str() == "self") {
                 let class = self.class()?;
                 let own = self.facts.class(class.name.as_str())?;
+                // `self.norm(h)` with `self.norm = DBN(8)` from another module: that class's
+                // `forward` runs, with `h` as its input.
+                if !own.methods.contains(method) {
+                    if let Some(q) = own.attrs.get(method).and_then(|p| p.foreign_class.clone()) {
+                        return Some(Callee::Method {
+                            class: q,
+                            method: "forward".to_string(),
+                        });
+                    }
+                }
                 // Defined by the class or a base of this file, and not abstract there: the
                 // file's own summaries answer. Otherwise what runs is a base's elsewhere, or
                 // a subclass's override: the index finds it.

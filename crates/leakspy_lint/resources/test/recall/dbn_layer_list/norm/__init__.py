@@ -1,0 +1,3 @@
+from .dbn import DBN
+
+__all__ = ["DBN"]
