@@ -3,13 +3,14 @@ two versions:
 
     python sb3_value_callback.py leak|healthy [SECONDS]
 
-`leak` evaluates the value head on each new observation in `_on_step` and
-keeps the result in `ValueLoggerCallback.values`: the evaluation runs with
-autograd on, so each value carries the graph of the value network's
-forward pass (and its activations). `healthy` evaluates it under
-`torch.no_grad()` and keeps floats. PPO on CartPole-v1 (gymnasium), CPU;
-it trains for SECONDS (default 25) and prints how many optimizer steps
-PPO made (epochs x minibatches per rollout).
+`leak` evaluates the value head on each new observation in `_on_step`
+and keeps the result in `ValueLoggerCallback.values`: the evaluation
+runs with autograd on, so each value carries the graph of the value
+network's forward pass (and its activations). `healthy` evaluates it
+under `torch.no_grad()` and keeps floats. PPO on CartPole-v1
+(gymnasium), CPU; it trains for SECONDS of its own CPU time (default 25;
+a busy machine stretches the run, it does not cut its work) and prints
+how many optimizer steps PPO made (epochs x minibatches per rollout).
 """
 
 import sys
@@ -45,8 +46,8 @@ class StopAfter(BaseCallback):
 
     def _on_step(self):
         if self.t0 is None:
-            self.t0 = time.monotonic()
-        return time.monotonic() - self.t0 < self.seconds
+            self.t0 = time.process_time()
+        return time.process_time() - self.t0 < self.seconds
 
 
 def main():

@@ -14,9 +14,11 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-/// Seconds of training: the live fit sees a leak within a few seconds of
-/// its first steps and the burst names its holder within a few more, on a
-/// loaded machine too; imports (lightning, transformers) come before.
+/// Seconds of training, of the job's own CPU time: the live fit sees a leak
+/// within a few seconds of its first steps and the burst names its holder and
+/// line within a few more. Counted in wall time, a busy machine cut the job's
+/// steps by half and the burst began as it ended (holder named at exit, no
+/// line): a job must do the same work under load, only slower.
 const SECONDS: &str = "25";
 
 /// One framework job at a time: two torch jobs on a 2-core CI machine
