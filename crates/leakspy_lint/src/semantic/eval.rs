@@ -622,14 +622,7 @@ impl<'a> SemanticModel<'a> {
     /// on. A layer of a module class of this file placed after a module then receives a graph
     /// in its `forward`, as `self.norm(self.encoder(x))` would give it.
     fn sequential_taints(&self, call: &ExprCall) {
-        for pair in call.arguments.args.windows(2) {
-            let [prev, layer] = pair else { continue };
-            let Expr::Call(prev_call) = prev else {
-                continue;
-            };
-            let prev_is_module = self
-                .qualified_function(&prev_call.func)
-                .is_some_and(|q| is_module_ctor(&q, &self.facts.classes));
+        for (layer, origin) in self.layers_fed_by_modules(&call.arguments.args) {
             let Some(class) = self.class_of(layer) else {
                 continue;
             };
@@ -637,26 +630,48 @@ impl<'a> SemanticModel<'a> {
                 .facts
                 .class(&class)
                 .is_some_and(|c| c.is_module && c.methods.contains("forward"));
-            if !prev_is_module || !has_forward {
+            if !has_forward {
                 continue;
             }
-            let origin = Rc::new(Origin {
-                what: format!("{}(...)", shorten(&self.source[prev_call.func.range()])),
-                offset: prev_call.start(),
-                is_loss: false,
-                backpropagated: false,
-                param: None,
-                site: None,
-                through: Some(0),
-            });
             let mut map = self.param_taint.borrow_mut();
             let entry = map.entry(format!("{class}.forward")).or_default();
             if entry.is_empty() {
-                entry.push(Some(origin));
+                entry.push(Some(Rc::new(origin)));
             } else if entry[0].is_none() {
-                entry[0] = Some(origin);
+                entry[0] = Some(Rc::new(origin));
             }
         }
+    }
+
+    /// The layers of `elts` (a `Sequential`'s arguments, or a list of layers that a
+    /// `Sequential(*layers)` runs) placed right after a module's constructor, each with the
+    /// origin of what its `forward` receives: that module's output, a graph with autograd on.
+    pub(crate) fn layers_fed_by_modules<'e>(&self, elts: &'e [Expr]) -> Vec<(&'e Expr, Origin)> {
+        let mut out = Vec::new();
+        for pair in elts.windows(2) {
+            let [Expr::Call(prev), layer] = pair else {
+                continue;
+            };
+            let prev_is_module = self
+                .qualified_function(&prev.func)
+                .is_some_and(|q| is_module_ctor(&q, &self.facts.classes));
+            if !prev_is_module {
+                continue;
+            }
+            out.push((
+                layer,
+                Origin {
+                    what: format!("{}(...)", shorten(&self.source[prev.func.range()])),
+                    offset: prev.start(),
+                    is_loss: false,
+                    backpropagated: false,
+                    param: None,
+                    site: None,
+                    through: Some(0),
+                },
+            ));
+        }
+        out
     }
 
     fn method_call_value(

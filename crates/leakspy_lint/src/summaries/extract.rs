@@ -173,7 +173,7 @@ impl SemanticModel<'_> {
     /// `layers += [nn.Conv2d(...), DBN(v), nn.ReLU()]`, that a `Sequential(*layers)` runs) with
     /// `DBN` from another module: its `forward` gets the previous layer's output, which carries
     /// a graph when the model runs with autograd on, as the file's own layers do
-    /// (`sequential_taints`). `value` is a statement's value; nested displays are searched too.
+    /// (`layers_fed_by_modules`). `value` is a statement's value; nested displays are searched too.
     pub(crate) fn record_layer_lists(&self, value: &Expr) {
         struct Orders<'e> {
             found: Vec<&'e [Expr]>,
@@ -197,35 +197,16 @@ impl SemanticModel<'_> {
         ruff_python_ast::visitor::Visitor::visit_expr(&mut orders, value);
         let grad = self.grad_enabled();
         for elts in orders.found {
-            for pair in elts.windows(2) {
-                let [Expr::Call(prev), layer] = pair else {
-                    continue;
-                };
+            for (layer, origin) in self.layers_fed_by_modules(elts) {
                 let Some(class) = crate::semantic::facts::foreign_class(layer, &self.facts.imports)
                 else {
                     continue;
-                };
-                let prev_is_module = self.qualified_function(&prev.func).is_some_and(|p| {
-                    crate::semantic::facts::is_module_ctor(&p, &self.facts.classes)
-                });
-                if !prev_is_module {
-                    continue;
-                }
-                let origin = OriginSummary {
-                    what: format!(
-                        "{}(...)",
-                        crate::semantic::model::shorten(&self.source[prev.func.range()])
-                    ),
-                    line: self.line(prev.start()) as u32,
-                    is_loss: false,
-                    backpropagated: false,
-                    param: None,
-                    site: None,
                 };
                 let caller = match self.scope().kind {
                     ScopeKind::Function { def, class } => summary_key(def, class),
                     ScopeKind::Module => String::new(),
                 };
+                let origin = OriginSummary::of(&origin, &|at| self.line(at) as u32);
                 out.borrow_mut().push(CallFact {
                     caller,
                     callee: Callee::Method {
