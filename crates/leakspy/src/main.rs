@@ -130,6 +130,15 @@ fn suggest_subcommand(err: &mut clap::Error) {
     }
 }
 
+/// Writes a command's output to stdout. `print!` panics when the reader has gone (`leakspy
+/// rule --all | head`); an error here is the closed pipe `main` stops quietly for.
+pub(crate) fn write_stdout(text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()
+}
+
 fn broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()

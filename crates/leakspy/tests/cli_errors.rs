@@ -383,3 +383,23 @@ fn a_closed_pipe_stops_check_quietly() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("error"), "{stderr}");
 }
+
+/// Output written after the reader has gone (`leakspy rule --all | head -0`): no panic, no
+/// error message, status 0, for each command that prints its answer whole.
+#[test]
+fn output_to_a_closed_pipe_is_no_error() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [&["rule", "--all"][..], &["rule", "LS002"][..]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader); // every write now fails with EPIPE
+        let out = Command::new(assert_cmd::cargo::cargo_bin("leakspy"))
+            .current_dir(dir.path())
+            .args(args)
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert_eq!(stderr, "", "{args:?}");
+    }
+}

@@ -56,10 +56,11 @@ pub fn run(args: DiffArgs) -> Result<u8> {
     } else {
         comparison
     };
-    match args.format {
-        DiffFormat::Text => print!("{}", render_diff_text(&comparison)),
-        DiffFormat::Json => print!("{}", render_diff_json(&comparison)),
-    }
+    let text = match args.format {
+        DiffFormat::Text => render_diff_text(&comparison),
+        DiffFormat::Json => render_diff_json(&comparison),
+    };
+    crate::write_stdout(&text)?;
     Ok(if comparison.verdict.passes() {
         EXIT_CLEAN
     } else {

@@ -33,7 +33,7 @@ pub fn run(args: RuleArgs) -> Result<u8> {
         }
         out.push_str(&render(*rule));
     }
-    print!("{out}");
+    crate::write_stdout(&out)?;
     Ok(crate::EXIT_CLEAN)
 }
 
