@@ -584,23 +584,36 @@ mod tests {
         assert!(groups[0].static_findings.is_empty());
     }
 
+    /// A growth group (its holder's kind and path, its series key) whose objects the probe saw
+    /// made at (file, line, function).
+    fn made_at(
+        (kind, path): (&str, &str),
+        key: &str,
+        (file, line, function): (&str, u64, &str),
+    ) -> crate::census::GrowthGroup {
+        let mut g = crate::census::tests::group_of(kind, path, key, 0.0);
+        g.created_at = Some(crate::census::Location {
+            file: file.into(),
+            line,
+            function: Some(function.into()),
+            ..Default::default()
+        });
+        g
+    }
+
     #[test]
     fn the_jobs_files_are_checked_as_one_project() {
         // The probe names the figure's line in viz.py; viz.py alone does
         // not say that its function runs every step: train.py does.
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/plot_helper");
-        let mut groups = vec![crate::census::tests::group_of(
-            "pyplot",
-            "matplotlib.pyplot (figure never closed: plt.close(fig))",
+        let mut groups = vec![made_at(
+            (
+                "pyplot",
+                "matplotlib.pyplot (figure never closed: plt.close(fig))",
+            ),
             "figures",
-            0.0,
+            ("viz.py", 10, "render"),
         )];
-        groups[0].created_at = Some(crate::census::Location {
-            file: "viz.py".into(),
-            line: 10,
-            function: Some("render".into()),
-            ..Default::default()
-        });
         let alone = check_file("viz.py", dir);
         assert!(alone.findings.is_empty(), "{:?}", alone.findings);
         let scripts = files_run(&["python".into(), "train.py".into()], dir, ".py");
@@ -621,18 +634,11 @@ mod tests {
         // and the command runs train.py; that `model(x)` carries a graph
         // is said by model.py, which nothing names.
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/epoch_metrics");
-        let mut groups = vec![crate::census::tests::group_of(
-            "EpochCollector.probs",
-            "EpochCollector.probs (list)",
+        let mut groups = vec![made_at(
+            ("EpochCollector.probs", "EpochCollector.probs (list)"),
             "graph",
-            0.0,
+            ("metrics.py", 13, "EpochCollector.add"),
         )];
-        groups[0].created_at = Some(crate::census::Location {
-            file: "metrics.py".into(),
-            line: 13,
-            function: Some("EpochCollector.add".into()),
-            ..Default::default()
-        });
         let scripts = files_run(&["python".into(), "train.py".into()], dir, ".py");
         attach(&mut groups, dir, &[], &scripts, &mut HashMap::new());
         assert!(
