@@ -10,7 +10,9 @@
 //! value is a number, it is one; a test of a test suite runs once; a method that registers
 //! hooks is not a hook; a call under `step % n == 0 or i + 1 == n` runs once per period; a
 //! plotting method's calls are `self.plot(...)`, not `ax.plot(...)`; state set afresh at the
-//! start of a call carries that call's graph only.
+//! start of a call carries that call's graph only; many figures made by a comprehension are
+//! closed one by one or all at once, not by `plt.close()`; a `deque(maxlen=...)` entry keeps a
+//! bounded number of items.
 
 mod common;
 

@@ -7,12 +7,13 @@ use ruff_text_size::Ranged;
 use crate::checker::{Checker, Holder, Lifetime, Until};
 use crate::diagnostic::{Diagnostic, Edit, Fix};
 use crate::registry::Rule;
+use crate::semantic::facts::{init_kind_of_call, visit_body};
 use crate::semantic::located::{
     few_rounds, in_except_handler, locate, locate_in_scope, runs_every_step, scope_root,
     under_modulo_guard, Located,
 };
 use crate::semantic::mutation::Mutation;
-use crate::semantic::value::Value;
+use crate::semantic::value::{Kind, Value};
 
 /// What a stored graph-carrying value keeps once `.backward()` ran through it.
 pub const RETAINED_AFTER_BACKWARD: &str =
@@ -169,6 +170,48 @@ pub(crate) fn until(checker: &Checker, lifetime: &Lifetime) -> String {
 }
 
 /// The text of a node, shortened.
+/// Storing into `container` keeps a bounded number of items whatever runs: a preallocated
+/// tensor or array (writing copies the values in), or a `deque(maxlen=...)`, made so where it
+/// is read or where the attribute is initialised, or (for an entry, `self.stats[key]`) by an
+/// assignment of the same place in the function.
+pub(crate) fn keeps_a_bounded_number(checker: &Checker, container: &Expr) -> bool {
+    if matches!(
+        checker.value(container).kind,
+        Kind::Deque { bounded: true } | Kind::Tensor | Kind::Output | Kind::Array
+    ) {
+        return true;
+    }
+    if checker
+        .place_facts(container)
+        .is_some_and(|p| p.is_bounded())
+    {
+        return true;
+    }
+    let Expr::Subscript(_) = container else {
+        return false;
+    };
+    let Some(body) = checker.function().map(|f| &f.body) else {
+        return false;
+    };
+    let place = checker.snippet(container.range());
+    let mut bounded = false;
+    visit_body(body, &mut |stmt| {
+        if let Stmt::Assign(a) = stmt {
+            if let Expr::Call(call) = &*a.value {
+                bounded |= a
+                    .targets
+                    .iter()
+                    .any(|t| checker.snippet(t.range()) == place)
+                    && matches!(
+                        init_kind_of_call(call, &checker.facts.imports, &checker.facts.classes),
+                        Kind::Deque { bounded: true }
+                    );
+            }
+        }
+    });
+    bounded
+}
+
 pub(crate) fn short(checker: &Checker, expr: &Expr) -> String {
     checker.snippet(expr.range())
 }

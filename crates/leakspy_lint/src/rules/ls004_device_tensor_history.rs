@@ -189,18 +189,7 @@ fn collected(checker: &Checker, container: &Expr) -> Option<Lifetime> {
         (Holder::OuterLocal | Holder::Param, _) => return None,
         _ => {}
     }
-    let kind = checker.value(container).kind;
-    // Writing into a preallocated tensor or array copies the values in: nothing is collected.
-    if matches!(
-        kind,
-        Kind::Deque { bounded: true } | Kind::Tensor | Kind::Output | Kind::Array
-    ) {
-        return None;
-    }
-    if checker
-        .place_facts(container)
-        .is_some_and(|p| p.is_bounded())
-    {
+    if crate::rules::helpers::keeps_a_bounded_number(checker, container) {
         return None;
     }
     Some(lifetime)

@@ -201,11 +201,9 @@ fn kept(checker: &Checker, container: &Expr) -> Option<Lifetime> {
     if !checker.per_step() {
         return None;
     }
-    // Writing into a preallocated tensor or array copies the values in.
-    if matches!(
-        checker.value(container).kind,
-        Kind::Tensor | Kind::Output | Kind::Array
-    ) {
+    // Writing into a preallocated tensor or array copies the values in; a `deque(maxlen=n)`
+    // keeps the bases of its last n rows at most.
+    if crate::rules::helpers::keeps_a_bounded_number(checker, container) {
         return None;
     }
     // An object of a class of this file manages its own storage.

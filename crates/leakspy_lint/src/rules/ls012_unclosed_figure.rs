@@ -5,7 +5,10 @@
 //! `plt.close()` or `plt.close("all")` after it, not returned, not stored and not handed to a
 //! closer such as `SummaryWriter.add_figure` (which closes the figure unless given
 //! `close=False`). Also flags calls that discard a new figure returned by a function of the same
-//! file (`plot_curve(h)`, `_ = plot_curve(h)`).
+//! file (`plot_curve(h)`, `_ = plot_curve(h)`), a figure whose method is called and the result
+//! dropped (`plt.figure().clear()`), and a comprehension that opens a figure per item
+//! (`[plt.subplots() for _ in batch]`) unless each is closed in a loop over them or
+//! `plt.close("all")` follows (`plt.close()` closes only the current one).
 //!
 //! ## Why is this bad?
 //! pyplot keeps a reference to every figure it opens until `plt.close()`; going out of scope
@@ -87,6 +90,12 @@ struct Names<'n> {
     names: &'n [String],
     /// Only `plt.close("all")` counts (after the loop that made many figures).
     all_only: bool,
+    /// The names hold many figures (`[plt.subplots() for _ in batch]`): `plt.close()` closes
+    /// only the current one; a loop over them that closes each closes them all.
+    many: bool,
+    /// Only `plt.close(name)` counts: in a loop over many figures, handing an item to a
+    /// function (`ax.imshow(image)`) says nothing of the others.
+    close_only: bool,
     /// Set when some branch closes the figure but another leaves it open.
     partly: std::cell::Cell<bool>,
 }
@@ -103,8 +112,20 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall, stmt: &Stmt) {
         return;
     };
     // The figure must be the whole value of the statement; `save(plt.figure())` hands it off.
+    // A method called on it and the result dropped (`plt.figure().clear()`) leaves it open;
+    // a comprehension of figures (`[plt.subplots() for _ in batch]`) makes many.
+    let many = match stmt {
+        Stmt::Assign(a) if a.targets.len() == 1 => comprehension_of(&a.value, call),
+        Stmt::Expr(e) => comprehension_of(&e.value, call),
+        _ => false,
+    };
     let (names, fig_name): (Vec<String>, Option<String>) = match stmt {
-        Stmt::Expr(e) if e.value.range() == call.range() => (vec![], None),
+        Stmt::Expr(e) if e.value.range() == call.range() || many => (vec![], None),
+        Stmt::Expr(e) if receiver_of_dropped_call(&e.value, call) => (vec![], None),
+        Stmt::Assign(a) if many => match &a.targets[0] {
+            Expr::Name(n) => (vec![n.id.to_string()], None),
+            _ => return,
+        },
         Stmt::Assign(a) if a.value.range() == call.range() && a.targets.len() == 1 => {
             match &a.targets[0] {
                 Expr::Name(n) => (vec![n.id.to_string()], Some(n.id.to_string())),
@@ -124,6 +145,8 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall, stmt: &Stmt) {
     let cx = Names {
         names: &names,
         all_only: false,
+        many,
+        close_only: false,
         partly: std::cell::Cell::new(false),
     };
     let (mut end, mut leak) = walk(checker, &located.body[located.index + 1..], &cx, 0);
@@ -189,6 +212,8 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall, stmt: &Stmt) {
                 let after = Names {
                     names: &[],
                     all_only: true,
+                    many: false,
+                    close_only: false,
                     partly: std::cell::Cell::new(false),
                 };
                 if walk(checker, &body[index + 1..], &after, 0).0 == End::Closed {
@@ -211,6 +236,10 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall, stmt: &Stmt) {
         }
     }
     let what = match &origin {
+        Origin::Pyplot(_) if many => format!(
+            "`{}` opens a new figure for each item of the comprehension",
+            checker.snippet(call.range())
+        ),
         Origin::Pyplot(_) => format!("`{}` opens a new figure", checker.snippet(call.range())),
         Origin::Helper => format!(
             "`{}` returns a new pyplot figure",
@@ -247,9 +276,14 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall, stmt: &Stmt) {
         }
         _ => return,
     };
+    let grows = if many {
+        format!("one figure per item on every {per}")
+    } else {
+        format!("one figure per {per}")
+    };
     let message = format!(
         "{what} {when} {problem}: pyplot keeps every open figure (its artists, data and canvas \
-         buffer) alive until `plt.close(fig)`, so memory grows by one figure per {per}"
+         buffer) alive until `plt.close(fig)`, so memory grows by {grows}"
     );
     let mut diagnostic = Diagnostic::new(Rule::LS012, message, call.range());
     if end == End::Open && leak.is_none() {
@@ -328,9 +362,48 @@ fn creation(checker: &Checker, call: &ExprCall) -> Option<Origin> {
     None
 }
 
+/// Is `call` the element of a comprehension that is `value` (a list, set or generator of new
+/// figures)?
+fn comprehension_of(value: &Expr, call: &ExprCall) -> bool {
+    let elt = match value {
+        Expr::ListComp(c) => &c.elt,
+        Expr::SetComp(c) => &c.elt,
+        Expr::Generator(c) => &c.elt,
+        _ => return false,
+    };
+    elt.range() == call.range()
+}
+
+/// `plt.figure().clear()`: a method of the new figure called and its result dropped. No
+/// method of a figure closes it in pyplot (`clear()`, `clf()` empty it, `savefig()` draws
+/// it); nothing else holds it to close it later.
+fn receiver_of_dropped_call(value: &Expr, call: &ExprCall) -> bool {
+    let mut e = value;
+    while let Expr::Call(c) = e {
+        let Expr::Attribute(a) = &*c.func else {
+            return false;
+        };
+        if a.value.range() == call.range() {
+            return true;
+        }
+        e = &a.value;
+    }
+    false
+}
+
 /// Is the statement at `offset` the function's last statement, a `return`?
 fn is_last_return(root: &[Stmt], offset: TextSize) -> bool {
     matches!(root.last(), Some(Stmt::Return(r)) if r.start() == offset)
+}
+
+/// Every name a `for` target binds (`(fig, ax), image`).
+fn target_names(target: &Expr, out: &mut Vec<String>) {
+    match target {
+        Expr::Name(n) if n.id.as_str() != "_" => out.push(n.id.to_string()),
+        Expr::Tuple(t) => t.elts.iter().for_each(|e| target_names(e, out)),
+        Expr::List(l) => l.elts.iter().for_each(|e| target_names(e, out)),
+        _ => {}
+    }
 }
 
 fn tuple_names(elts: &[Expr]) -> (Vec<String>, Option<String>) {
@@ -356,6 +429,23 @@ fn walk(checker: &Checker, stmts: &[Stmt], cx: &Names, level: usize) -> (End, Op
     for s in stmts {
         if closes(checker, s, cx) {
             return (End::Closed, leak);
+        }
+        // `for fig, ax in figs: ... plt.close(fig)`: each of many figures closed in turn.
+        if let Stmt::For(f) = s {
+            if cx.many && mentions_expr(&f.iter, cx) {
+                let mut names = Vec::new();
+                target_names(&f.target, &mut names);
+                let each = Names {
+                    names: &names,
+                    all_only: false,
+                    many: true,
+                    close_only: true,
+                    partly: std::cell::Cell::new(false),
+                };
+                if !names.is_empty() && walk(checker, &f.body, &each, level + 1).0 == End::Closed {
+                    return (End::Closed, leak);
+                }
+            }
         }
         match s {
             Stmt::Return(r) => {
@@ -442,6 +532,7 @@ fn closes(checker: &Checker, stmt: &Stmt, cx: &Names) -> bool {
         Stmt::Assign(a) => {
             // `self.fig = fig`, `figs[k] = fig`: stored.
             if !cx.all_only
+                && !cx.close_only
                 && mentions_expr(&a.value, cx)
                 && a.targets
                     .iter()
@@ -496,7 +587,7 @@ fn call_closes(checker: &Checker, call: &ExprCall, cx: &Names) -> bool {
     if let Some(q) = q.as_deref() {
         if q == "matplotlib.pyplot.close" {
             return match call.arguments.args.first() {
-                None => !cx.all_only,
+                None => !cx.all_only && !cx.many,
                 Some(Expr::StringLiteral(s)) => s.value.to_str() == "all",
                 Some(arg) => !cx.all_only && (mentions_expr(arg, cx) || is_gcf(checker, arg)),
             };
@@ -505,7 +596,7 @@ fn call_closes(checker: &Checker, call: &ExprCall, cx: &Names) -> bool {
             return !cx.all_only;
         }
     }
-    if cx.all_only {
+    if cx.all_only || cx.close_only {
         return false;
     }
     let handed = call
@@ -537,7 +628,21 @@ fn call_closes(checker: &Checker, call: &ExprCall, cx: &Names) -> bool {
             "matplotlib" | "numpy" | "wandb" | "mlflow" | "PIL" | "io" | "os" | "logging"
         ) || matches!(
             q,
-            "print" | "str" | "repr" | "len" | "isinstance" | "id" | "type" | "list" | "tuple"
+            "print"
+                | "str"
+                | "repr"
+                | "len"
+                | "isinstance"
+                | "id"
+                | "type"
+                | "list"
+                | "tuple"
+                // Iterating over figures keeps none of them past the loop.
+                | "zip"
+                | "enumerate"
+                | "reversed"
+                | "sorted"
+                | "iter"
         ) {
             return false;
         }

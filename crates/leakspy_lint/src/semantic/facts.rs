@@ -293,8 +293,13 @@ impl ModuleFacts {
                                         );
                                         place.class = class;
                                         place.elem_class = elem;
-                                        place.foreign_class =
-                                            foreign_class(&assign.value, &self.imports);
+                                        place.foreign_class = foreign_class(
+                                            &assign.value,
+                                            &self.imports,
+                                        )
+                                        .or_else(|| {
+                                            annotated_class(func, &assign.value, &self.imports)
+                                        });
                                     }
                                 }
                             }
@@ -712,6 +717,47 @@ pub fn foreign_class(value: &Expr, imports: &Imports) -> Option<String> {
         return None;
     }
     let q = imports.qualify(&call.func)?;
+    let class_like = q
+        .rsplit('.')
+        .next()
+        .is_some_and(|l| l.starts_with(|c: char| c.is_uppercase()));
+    (class_like && crate::summaries::extract::may_be_in_project(&q)).then_some(q)
+}
+
+/// `self.logger = logger` in `def __init__(self, logger: Logger)`, where an import binds
+/// `Logger` to a class another module of the project may define: its qualified name. The
+/// annotation is the caller's promise of what is passed; a parameter rebound in the body first
+/// is not what the annotation says, and is left unknown.
+pub fn annotated_class(func: &StmtFunctionDef, value: &Expr, imports: &Imports) -> Option<String> {
+    let Expr::Name(n) = value else { return None };
+    let param = func
+        .parameters
+        .posonlyargs
+        .iter()
+        .chain(&func.parameters.args)
+        .chain(&func.parameters.kwonlyargs)
+        .find(|p| p.parameter.name.as_str() == n.id.as_str())?;
+    let annotation = param.parameter.annotation.as_deref()?;
+    let mut rebound = false;
+    visit_body(&func.body, &mut |stmt| {
+        if let Stmt::Assign(a) = stmt {
+            rebound |= a
+                .targets
+                .iter()
+                .any(|t| matches!(t, Expr::Name(t) if t.id == n.id));
+        }
+    });
+    if rebound {
+        return None;
+    }
+    let mut head = annotation;
+    while let Expr::Attribute(a) = head {
+        head = &a.value;
+    }
+    if !matches!(head, Expr::Name(h) if imports.binds(h.id.as_str())) {
+        return None;
+    }
+    let q = imports.qualify(annotation)?;
     let class_like = q
         .rsplit('.')
         .next()

@@ -268,13 +268,22 @@ impl SemanticModel<'_> {
                     method: method.to_string(),
                 });
             }
-            // A method of an object of a class of another module.
+            // A method of an object of a class of another module: a local bound to one, or an
+            // attribute of `self` made or annotated as one in `__init__`.
             let class = match &*a.value {
                 Expr::Name(n) => self
                     .scopes
                     .iter()
                     .rev()
                     .find_map(|s| s.foreign_instances.get(n.id.as_str()).cloned()),
+                Expr::Attribute(inner)
+                    if matches!(&*inner.value, Expr::Name(n) if n.id.as_str() == "self") =>
+                {
+                    self.class()
+                        .and_then(|c| self.facts.class(c.name.as_str()))
+                        .and_then(|own| own.attrs.get(inner.attr.as_str()))
+                        .and_then(|p| p.foreign_class.clone())
+                }
                 _ => None,
             }
             .or_else(|| {
