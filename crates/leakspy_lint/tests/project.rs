@@ -217,3 +217,75 @@ def make():
         vec![]
     );
 }
+
+#[test]
+fn an_object_passed_to_init_is_what_the_holder_calls_per_step() {
+    // The agent is made in one file and handed to a runner in another, which keeps it as a
+    // plain parameter and calls its `remember()` and `learn()` once per environment step: the
+    // loop trains through the agent, and the agent's list grows per step. Passing something
+    // whose class is unknown tells nothing.
+    let agent = "\
+import torch
+
+
+class Agent:
+    def __init__(self):
+        self.net = torch.nn.Linear(4, 2)
+        self.opt = torch.optim.SGD(self.net.parameters(), lr=0.1)
+        self.memory = []
+
+    def remember(self, transition):
+        self.memory.append(transition)
+
+    def learn(self, obs):
+        loss = self.net(obs).pow(2).mean()
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+";
+    let runner = "\
+class Runner:
+    def __init__(self, agent, env):
+        self.agent = agent
+        self.env = env
+
+    def run(self, steps):
+        obs = self.env.reset()
+        for _ in range(steps):
+            nxt, reward, done = self.env.step(0)
+            self.agent.remember((obs, reward, nxt, done))
+            self.agent.learn(obs)
+            obs = self.env.reset() if done else nxt
+";
+    let main = |agent_line: &str| {
+        format!(
+            "\
+from agent import Agent
+from runner import Runner
+
+
+def main(env, given):
+    {agent_line}
+    Runner(agent, env).run(10000)
+"
+        )
+    };
+    let known = main("agent = Agent()");
+    assert_eq!(
+        findings(&[
+            ("agent.py", agent),
+            ("runner.py", runner),
+            ("main.py", &known)
+        ]),
+        vec![("agent.py".to_string(), 11, "LS014".to_string())]
+    );
+    let unknown = main("agent = given");
+    assert_eq!(
+        findings(&[
+            ("agent.py", agent),
+            ("runner.py", runner),
+            ("main.py", &unknown)
+        ]),
+        vec![]
+    );
+}

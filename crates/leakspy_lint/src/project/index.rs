@@ -62,6 +62,9 @@ pub struct ProjectIndex<'f> {
     cadence: FxHashMap<FuncId, (Grain, String, usize)>,
     /// Classes whose objects each file makes (`Metric(...)`), by class.
     made_in: FxHashMap<ClassId, FxHashSet<usize>>,
+    /// The calls that make an object of each class (file, index of the call), for what they
+    /// pass to `__init__`.
+    constructions: FxHashMap<ClassId, Vec<(usize, usize)>>,
     /// The files that reset an attribute of each name on objects other than `self`.
     resets: FxHashMap<&'f str, Vec<usize>>,
     /// Functions that train, themselves or through what they call in any file.
@@ -82,6 +85,7 @@ impl<'f> ProjectIndex<'f> {
             taints: FxHashMap::default(),
             cadence: FxHashMap::default(),
             made_in: FxHashMap::default(),
+            constructions: FxHashMap::default(),
             resets: FxHashMap::default(),
             trains: FxHashSet::default(),
             resolved: Vec::new(),
@@ -119,6 +123,15 @@ impl<'f> ProjectIndex<'f> {
                                 .push(id.clone());
                             index.bases.entry(id.clone()).or_default().push(base);
                         }
+                    }
+                }
+            }
+        }
+        for (i, f) in files.iter().enumerate() {
+            for (k, fact) in f.summary.calls.iter().enumerate() {
+                if let Callee::Name(q) = &fact.callee {
+                    if let Some(Symbol::Class(c)) = index.resolve(i, q) {
+                        index.constructions.entry(c).or_default().push((i, k));
                     }
                 }
             }
@@ -329,6 +342,34 @@ impl<'f> ProjectIndex<'f> {
                 _ => Vec::new(),
             },
             Callee::SelfMethod { class, method } => dispatch(&(file, class.clone()), method),
+            Callee::AttrMethod {
+                class,
+                attr,
+                method,
+            } => {
+                // The objects every construction of the class passes for the parameter
+                // `__init__` bound the attribute from.
+                let id: ClassId = (file, class.clone());
+                let Some(param) = self
+                    .class(&id)
+                    .and_then(|c| c.attrs.iter().find(|a| a.name == *attr))
+                    .and_then(|a| a.from_param)
+                else {
+                    return Vec::new();
+                };
+                let mut out: Vec<FuncId> = Vec::new();
+                for &(i, k) in self.constructions.get(&id).into_iter().flatten() {
+                    let fact = &self.files[i].summary.calls[k];
+                    if let Some(ArgFact::Instance(passed)) = fact.args.get(param) {
+                        if let Some(Symbol::Class(c)) = self.resolve(i, passed) {
+                            out.extend(dispatch(&c, method));
+                        }
+                    }
+                }
+                out.sort();
+                out.dedup();
+                out
+            }
         }
     }
 
@@ -401,7 +442,7 @@ impl<'f> ProjectIndex<'f> {
                                 .taints
                                 .get(&caller)
                                 .and_then(|t| t.get(*j).cloned().flatten()),
-                            ArgFact::Other => None,
+                            ArgFact::Instance(_) | ArgFact::Other => None,
                         })
                         .collect()
                 } else {
@@ -475,6 +516,11 @@ impl<'f> ProjectIndex<'f> {
                     Callee::Method { class, method } | Callee::SelfMethod { class, method } => {
                         format!("{class}.{method}")
                     }
+                    Callee::AttrMethod {
+                        class,
+                        attr,
+                        method,
+                    } => format!("{class}.{attr}.{method}"),
                 };
                 out.trains.insert(key);
             }
@@ -506,6 +552,9 @@ impl<'f> ProjectIndex<'f> {
                         }
                     }
                 }
+                // What runs is told by cadence and training above; its returns are not
+                // looked up by this key.
+                Callee::AttrMethod { .. } => {}
                 Callee::SelfMethod { class, method } => {
                     let id: ClassId = (file, class.clone());
                     let targets = self.targets(file, &fact.callee);

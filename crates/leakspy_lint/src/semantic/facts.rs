@@ -35,6 +35,9 @@ pub struct PlaceFacts {
     /// Initialised with an instance of a class another module of the project may define, by
     /// its qualified name (`self.norm = DBN(8)` after `from layers import DBN`: `layers.DBN`).
     pub foreign_class: Option<String>,
+    /// Bound in `__init__` from its positional parameter `i` (after `self`), not rebound there
+    /// (`self.agent = agent`): the object each caller passes, which the project index can tell.
+    pub from_param: Option<usize>,
 }
 
 impl PlaceFacts {
@@ -293,6 +296,9 @@ impl ModuleFacts {
                                         );
                                         place.class = class;
                                         place.elem_class = elem;
+                                        place.from_param = (method == "__init__")
+                                            .then(|| positional_param(func, &assign.value))
+                                            .flatten();
                                         place.foreign_class = foreign_class(
                                             &assign.value,
                                             &self.imports,
@@ -722,6 +728,30 @@ pub fn foreign_class(value: &Expr, imports: &Imports) -> Option<String> {
         .next()
         .is_some_and(|l| l.starts_with(|c: char| c.is_uppercase()));
     (class_like && crate::summaries::extract::may_be_in_project(&q)).then_some(q)
+}
+
+/// `agent` in `def __init__(self, agent, env)`: 0, the index of the positional parameter (after
+/// `self`) the name is, when the body never rebinds it.
+fn positional_param(func: &StmtFunctionDef, value: &Expr) -> Option<usize> {
+    let Expr::Name(n) = value else { return None };
+    let i = func
+        .parameters
+        .posonlyargs
+        .iter()
+        .chain(&func.parameters.args)
+        .map(|p| p.parameter.name.as_str())
+        .filter(|p| !matches!(*p, "self" | "cls"))
+        .position(|p| p == n.id.as_str())?;
+    let mut rebound = false;
+    visit_body(&func.body, &mut |stmt| {
+        if let Stmt::Assign(a) = stmt {
+            rebound |= a
+                .targets
+                .iter()
+                .any(|t| matches!(t, Expr::Name(t) if t.id == n.id));
+        }
+    });
+    (!rebound).then_some(i)
 }
 
 /// `self.logger = logger` in `def __init__(self, logger: Logger)`, where an import binds

@@ -583,6 +583,18 @@ impl<'a> Collector<'a, '_> {
                 };
                 format!("{class}.{}", a.attr.as_str())
             }
+            // `self.agent.replay()`: the index's key for a method of an attribute.
+            Expr::Attribute(a)
+                if matches!(&*a.value, Expr::Attribute(inner)
+                    if matches!(&*inner.value, Expr::Name(n) if n.id.as_str() == "self")) =>
+            {
+                let (Some(class), Expr::Attribute(inner)) =
+                    (self.funcs[self.current].class, &*a.value)
+                else {
+                    return false;
+                };
+                format!("{class}.{}.{}", inner.attr.as_str(), a.attr.as_str())
+            }
             func => match self.facts.imports.qualify(func) {
                 Some(q) => q,
                 None => return false,

@@ -279,10 +279,24 @@ impl SemanticModel<'_> {
                 Expr::Attribute(inner)
                     if matches!(&*inner.value, Expr::Name(n) if n.id.as_str() == "self") =>
                 {
-                    self.class()
-                        .and_then(|c| self.facts.class(c.name.as_str()))
-                        .and_then(|own| own.attrs.get(inner.attr.as_str()))
-                        .and_then(|p| p.foreign_class.clone())
+                    let own = self.class()?;
+                    let place = self
+                        .facts
+                        .class(own.name.as_str())
+                        .and_then(|c| c.attrs.get(inner.attr.as_str()));
+                    let foreign = place.and_then(|p| p.foreign_class.clone());
+                    // Bound from a parameter of `__init__`, its class unknown here: the
+                    // index tells it from what callers pass.
+                    if foreign.is_none()
+                        && place.is_some_and(|p| p.from_param.is_some() && p.class.is_none())
+                    {
+                        return Some(Callee::AttrMethod {
+                            class: own.name.to_string(),
+                            attr: inner.attr.to_string(),
+                            method: method.to_string(),
+                        });
+                    }
+                    foreign
                 }
                 _ => None,
             }
@@ -334,7 +348,23 @@ impl SemanticModel<'_> {
                 }
             }
         }
-        ArgFact::Other
+        // An object of a known class: a local bound to one (of this file or another), or one
+        // made in the argument itself.
+        let class = match arg {
+            Expr::Name(n) => self
+                .scopes
+                .iter()
+                .rev()
+                .find_map(|s| s.foreign_instances.get(n.id.as_str()).cloned())
+                .or_else(|| self.class_of(arg)),
+            Expr::Call(_) => crate::semantic::facts::foreign_class(arg, &self.facts.imports)
+                .or_else(|| self.class_of(arg)),
+            _ => None,
+        };
+        match class {
+            Some(c) => ArgFact::Instance(c),
+            None => ArgFact::Other,
+        }
     }
 
     /// The file's summary, once the walk is done.
@@ -461,6 +491,7 @@ fn class_summary(facts: &crate::semantic::facts::ClassFacts, line: u32) -> Class
             init: p.init,
             class: None,
             elem_class: None,
+            from_param: p.from_param,
         })
         .collect();
     attrs.sort_by(|a, b| a.name.cmp(&b.name));

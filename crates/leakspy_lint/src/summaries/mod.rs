@@ -95,6 +95,9 @@ pub struct AttrSummary {
     /// An instance (or a list of instances) of a class, named as the file names it.
     pub class: Option<String>,
     pub elem_class: Option<String>,
+    /// Bound in `__init__` from its positional parameter `i` (after `self`): its class is
+    /// what callers pass there.
+    pub from_param: Option<usize>,
 }
 
 /// A call that leaves the file.
@@ -123,6 +126,13 @@ pub enum Callee {
     /// `self.method(...)` in a class of this file, where the method is abstract here or
     /// inherited from a base elsewhere: the index finds what runs.
     SelfMethod { class: String, method: String },
+    /// `self.attr.method(...)` in a class of this file, where `__init__` bound `attr` from a
+    /// parameter: what runs is the method of the class of what callers pass there.
+    AttrMethod {
+        class: String,
+        attr: String,
+        method: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -131,6 +141,9 @@ pub enum ArgFact {
     Graph(OriginSummary),
     /// The argument is the caller's positional parameter `i` (after `self`), passed on.
     Param(usize),
+    /// The argument is an object of a class, by the name the caller's file gives the class
+    /// (`agent` after `agent = DQNAgent(...)`: `agents.DQNAgent`).
+    Instance(String),
     Other,
 }
 
