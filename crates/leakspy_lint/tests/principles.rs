@@ -12,7 +12,8 @@
 //! plotting method's calls are `self.plot(...)`, not `ax.plot(...)`; state set afresh at the
 //! start of a call carries that call's graph only; many figures made by a comprehension are
 //! closed one by one or all at once, not by `plt.close()`; a `deque(maxlen=...)` entry keeps a
-//! bounded number of items.
+//! bounded number of items; a list whose newest entry is backpropagated keeps every earlier
+//! one, with its graph.
 
 mod common;
 

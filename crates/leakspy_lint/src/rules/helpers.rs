@@ -22,6 +22,9 @@ pub const RETAINED_AFTER_BACKWARD: &str =
 /// what the probe saw: a framework may call backward where the file does not).
 pub const RETAINED_WITHOUT_BACKWARD: &str =
     "with every saved activation: no `.backward()` frees them";
+/// ... and when every `.backward()` of the function keeps the graph (`retain_graph=True`).
+pub const RETAINED_DESPITE_BACKWARD: &str =
+    "with every saved activation: `.backward(retain_graph=True)` frees none of them";
 /// ... and in a framework's step hook, whose returned loss the framework backpropagates.
 pub const RETAINED_UNTIL_FRAMEWORK_BACKWARD: &str =
     "every saved activation until the framework's `.backward()` frees them, its chain of \
@@ -45,7 +48,10 @@ pub(crate) fn retained(checker: &Checker, value: &Value) -> &'static str {
         }
     });
     let loop_trains = checker.loops().iter().any(|l| l.trains);
-    if backpropagated
+    let facts = &checker.scope().body_facts;
+    if facts.calls_backward && facts.every_backward_retains {
+        RETAINED_DESPITE_BACKWARD
+    } else if backpropagated
         || checker.function_trains()
         || checker.block_facts().calls_backward
         || loop_trains

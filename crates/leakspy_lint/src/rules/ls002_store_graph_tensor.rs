@@ -71,7 +71,42 @@ use crate::rules::helpers::{
 };
 use crate::semantic::mutation::stored_values;
 use crate::semantic::names::dotted;
-use crate::semantic::value::Kind;
+use crate::semantic::value::{Graph, Kind, Origin, Value};
+
+/// `losses.append(x)` where the function backpropagates an entry of `losses`
+/// (`losses[-1].backward()`): what goes in is such an entry, so it carries a graph, whatever the
+/// analysis could tell of where it came from (a loss function passed in, a callback's result).
+fn entry_of_backpropagated<'e>(
+    checker: &Checker,
+    receiver: &Expr,
+    args: &[&'e Expr],
+) -> Option<(&'e Expr, Value)> {
+    let key = dotted(receiver)?;
+    let facts = &checker.scope().body_facts;
+    if !checker.grad_enabled() || !matches!(facts.backwarded_within.get(&key), Some(None)) {
+        return None;
+    }
+    let arg = *args
+        .iter()
+        .find(|a| checker.value(a).graph == Graph::Unknown)?;
+    let origin = Origin {
+        what: short(checker, arg),
+        offset: arg.start(),
+        is_loss: true,
+        backpropagated: !facts.retained_within.contains(&key),
+        param: None,
+        site: None,
+        through: None,
+    };
+    Some((
+        arg,
+        Value {
+            graph: Graph::Yes(std::rc::Rc::new(origin)),
+            kind: Kind::Tensor,
+            ..Default::default()
+        },
+    ))
+}
 
 pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
     let Some((method, args)) = stored_values(call) else {
@@ -84,6 +119,7 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
         .iter()
         .map(|a| (*a, checker.value(a)))
         .find(|(_, v)| v.has_graph())
+        .or_else(|| entry_of_backpropagated(checker, &attr.value, &args))
     else {
         return;
     };

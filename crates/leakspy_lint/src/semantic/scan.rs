@@ -22,7 +22,13 @@ pub struct BlockFacts<'a> {
     /// Names holding what `.backward()` is called on (`out` of `out["loss"].backward()`), with
     /// the string key it is under.
     pub backwarded_within: FxHashMap<String, Option<Box<str>>>,
+    /// Of those, the names whose entry is backpropagated with `retain_graph=True`: the whole
+    /// graph stays after the backward.
+    pub retained_within: FxHashSet<String>,
     pub calls_backward: bool,
+    /// Every `.backward()` of the block passes `retain_graph=True` (meaningful only with
+    /// `calls_backward`).
+    pub every_backward_retains: bool,
     pub steps_optimizer: bool,
     /// `plt.close(...)`/`fig.clf()`-style closing happens in the block.
     pub closes_figures: FxHashSet<String>,
@@ -157,6 +163,18 @@ pub fn visit_block<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
 
 /// Every name and dotted attribute chain mentioned in an expression (`self.parts` yields both
 /// `self` and `self.parts`).
+/// `losses[-1]`, `history[0]`: one entry of a container, by a constant position.
+fn one_entry(expr: &Expr) -> bool {
+    let Expr::Subscript(s) = expr else {
+        return false;
+    };
+    match &*s.slice {
+        Expr::NumberLiteral(_) => true,
+        Expr::UnaryOp(u) => matches!(&*u.operand, Expr::NumberLiteral(_)),
+        _ => false,
+    }
+}
+
 pub fn keys_in(expr: &Expr) -> FxHashSet<String> {
     struct K {
         keys: FxHashSet<String>,
@@ -237,10 +255,23 @@ impl<'a> Visitor<'a> for CallScan<'_, 'a> {
                 let method = attr.attr.as_str();
                 match method {
                     "backward" | "manual_backward" => {
+                        let retains = call.arguments.keywords.iter().any(|k| {
+                            k.arg.as_ref().is_some_and(|a| a.as_str() == "retain_graph")
+                                && !matches!(&k.value, Expr::BooleanLiteral(b) if !b.value)
+                                && !k.value.is_none_literal_expr()
+                        });
+                        self.facts.every_backward_retains = retains
+                            && (!self.facts.calls_backward || self.facts.every_backward_retains);
                         self.facts.calls_backward = true;
                         // `loss.backward()`, `scaler.scale(loss).backward()`,
                         // `accelerator.backward(loss)`, `self.manual_backward(loss)`.
-                        let mut used = keys_in(&attr.value);
+                        // `losses[-1].backward()` backpropagates one entry: the others, each
+                        // backpropagated once before, are kept, not consumed.
+                        let mut used = if one_entry(&attr.value) {
+                            FxHashSet::default()
+                        } else {
+                            keys_in(&attr.value)
+                        };
                         // `accelerator.backward(loss)`, `self.manual_backward(loss)`: a call given
                         // a value backpropagates that value, not its receiver; a tensor's own
                         // `backward()` takes no value but a `gradient`.
@@ -269,6 +300,9 @@ impl<'a> Visitor<'a> for CallScan<'_, 'a> {
                                         Expr::StringLiteral(k) => Some(k.value.to_str().into()),
                                         _ => None,
                                     };
+                                    if retains {
+                                        self.facts.retained_within.insert(d.clone());
+                                    }
                                     self.facts.backwarded_within.insert(d, entry);
                                 }
                             }
@@ -285,6 +319,7 @@ impl<'a> Visitor<'a> for CallScan<'_, 'a> {
                     }
                     "grad" if dotted(&attr.value).is_some_and(|d| d.ends_with("autograd")) => {
                         self.facts.calls_backward = true;
+                        self.facts.every_backward_retains = false;
                         if let Some(first) = call.arguments.args.first() {
                             self.backward_exprs.push(keys_in(first));
                             if let Some(d) = dotted(first) {
