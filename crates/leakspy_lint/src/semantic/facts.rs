@@ -715,19 +715,7 @@ pub fn instance_classes(
 /// function, whose result is unknown).
 pub fn foreign_class(value: &Expr, imports: &Imports) -> Option<String> {
     let Expr::Call(call) = value else { return None };
-    let mut head = &*call.func;
-    while let Expr::Attribute(a) = head {
-        head = &a.value;
-    }
-    if !matches!(head, Expr::Name(n) if imports.binds(n.id.as_str())) {
-        return None;
-    }
-    let q = imports.qualify(&call.func)?;
-    let class_like = q
-        .rsplit('.')
-        .next()
-        .is_some_and(|l| l.starts_with(|c: char| c.is_uppercase()));
-    (class_like && crate::summaries::extract::may_be_in_project(&q)).then_some(q)
+    project_class(&call.func, imports)
 }
 
 /// `agent` in `def __init__(self, agent, env)`: 0, the index of the positional parameter (after
@@ -742,16 +730,7 @@ fn positional_param(func: &StmtFunctionDef, value: &Expr) -> Option<usize> {
         .map(|p| p.parameter.name.as_str())
         .filter(|p| !matches!(*p, "self" | "cls"))
         .position(|p| p == n.id.as_str())?;
-    let mut rebound = false;
-    visit_body(&func.body, &mut |stmt| {
-        if let Stmt::Assign(a) = stmt {
-            rebound |= a
-                .targets
-                .iter()
-                .any(|t| matches!(t, Expr::Name(t) if t.id == n.id));
-        }
-    });
-    (!rebound).then_some(i)
+    (!rebinds(func, n.id.as_str())).then_some(i)
 }
 
 /// `self.logger = logger` in `def __init__(self, logger: Logger)`, where an import binds
@@ -768,26 +747,38 @@ pub fn annotated_class(func: &StmtFunctionDef, value: &Expr, imports: &Imports) 
         .chain(&func.parameters.kwonlyargs)
         .find(|p| p.parameter.name.as_str() == n.id.as_str())?;
     let annotation = param.parameter.annotation.as_deref()?;
+    if rebinds(func, n.id.as_str()) {
+        return None;
+    }
+    project_class(annotation, imports)
+}
+
+/// Does the body assign the name anywhere (`x = ...`)?
+fn rebinds(func: &StmtFunctionDef, name: &str) -> bool {
     let mut rebound = false;
     visit_body(&func.body, &mut |stmt| {
         if let Stmt::Assign(a) = stmt {
             rebound |= a
                 .targets
                 .iter()
-                .any(|t| matches!(t, Expr::Name(t) if t.id == n.id));
+                .any(|t| matches!(t, Expr::Name(t) if t.id.as_str() == name));
         }
     });
-    if rebound {
-        return None;
-    }
-    let mut head = annotation;
+    rebound
+}
+
+/// `layers.DBN` for `DBN` (or `layers.DBN`) where an import binds its head: a class another
+/// module of the project may define. A capitalised last segment says a class
+/// (`utils.make_layer` is a function).
+fn project_class(name: &Expr, imports: &Imports) -> Option<String> {
+    let mut head = name;
     while let Expr::Attribute(a) = head {
         head = &a.value;
     }
     if !matches!(head, Expr::Name(h) if imports.binds(h.id.as_str())) {
         return None;
     }
-    let q = imports.qualify(annotation)?;
+    let q = imports.qualify(name)?;
     let class_like = q
         .rsplit('.')
         .next()
