@@ -34,7 +34,7 @@ use leakspy_lint::{check_source_as, CheckedSource, RuleSet, SourceKind};
 
 /// The least recall the tuned part must keep (marked lines found / marked lines). Raise it
 /// when the analysis finds more; never lower it to make a change pass.
-const FLOOR: f64 = 0.97;
+const FLOOR: f64 = 0.975;
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("resources/test/recall")
