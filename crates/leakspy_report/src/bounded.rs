@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use leakspy_stats::fmt_bytes;
+use leakspy_stats::{fmt_bytes, fmt_thousands as thousands};
 use leakspy_trace::{BoundedHolder, Location, Trace};
 
 use crate::extract::{Series, StepClock};
@@ -29,12 +29,25 @@ pub(crate) struct Fill {
     steps: Option<Vec<f64>>,
 }
 
+/// How fast `ys` went from its first point to its last, per unit of `xs`
+/// (0 where they are at one x): the pace a buffer filled at, by seconds or
+/// by steps.
+fn pace(xs: &[f64], ys: &[f64]) -> f64 {
+    let n = xs.len();
+    let (x0, y0, x1, y1) = (xs[0], ys[0], xs[n - 1], ys[n - 1]);
+    if x1 > x0 {
+        (y1 - y0) / (x1 - x0)
+    } else {
+        0.0
+    }
+}
+
 /// `ys` at `x` along increasing `xs`: between two points on the line
-/// between them, outside at the pace from the first point to the last.
+/// between them, outside at the [`pace`] from the first point to the last.
 fn along(xs: &[f64], ys: &[f64], x: f64) -> f64 {
     let n = xs.len();
     let (x0, y0, x1, y1) = (xs[0], ys[0], xs[n - 1], ys[n - 1]);
-    let pace = if x1 > x0 { (y1 - y0) / (x1 - x0) } else { 0.0 };
+    let pace = pace(xs, ys);
     if x <= x0 {
         y0 - pace * (x0 - x)
     } else if x >= x1 {
@@ -53,13 +66,12 @@ fn along(xs: &[f64], ys: &[f64], x: f64) -> f64 {
 impl Fill {
     /// Items per second over the censuses.
     fn rate(&self) -> f64 {
-        let (t0, l0) = self.points[0];
-        let (t1, l1) = self.points[self.points.len() - 1];
-        if t1 > t0 {
-            (l1 - l0) / (t1 - t0)
-        } else {
-            0.0
-        }
+        pace(&self.times(), &self.lens())
+    }
+
+    /// Items per step, where the censuses were taken within the steps.
+    fn rate_per_step(&self) -> Option<f64> {
+        self.steps.as_deref().map(|s| pace(s, &self.lens()))
     }
 
     /// Its length at time `t`, at step `x` when the censuses were taken
@@ -73,11 +85,12 @@ impl Fill {
             (Some(x), Some(steps)) => Some(along(steps, &self.lens(), x)),
             _ => None,
         };
-        let len = by_step.unwrap_or_else(|| {
-            let ts: Vec<f64> = self.points.iter().map(|p| p.0).collect();
-            along(&ts, &self.lens(), t)
-        });
+        let len = by_step.unwrap_or_else(|| along(&self.times(), &self.lens(), t));
         len.clamp(0.0, self.maxlen)
+    }
+
+    fn times(&self) -> Vec<f64> {
+        self.points.iter().map(|p| p.0).collect()
     }
 
     fn lens(&self) -> Vec<f64> {
@@ -95,6 +108,16 @@ impl Fill {
             Some(h) if !h.path.is_empty() => format!("{} (a deque, {bound})", h.path),
             _ => format!("a deque ({bound}; holder not named)"),
         }
+    }
+}
+
+/// `a bounded buffer`, `3 bounded buffers`: what fills, said one way in
+/// the summary, the headline and the explained series.
+pub(crate) fn buffers(n: usize) -> String {
+    if n == 1 {
+        "a bounded buffer".to_string()
+    } else {
+        format!("{n} bounded buffers")
     }
 }
 
@@ -206,11 +229,7 @@ pub(crate) fn mechanism(
     for f in fills {
         let last_t = f.points[f.points.len() - 1].0;
         // Items per step where the censuses were taken within the steps.
-        let per = f
-            .steps
-            .as_ref()
-            .filter(|_| per_step)
-            .map(|s| (f.last_len() - f.points[0].1) / (s[s.len() - 1] - s[0]));
+        let per = f.rate_per_step().filter(|_| per_step);
         let (rate, unit) = match per {
             Some(r) => (r, "step"),
             None => (f.rate(), "s"),
@@ -250,11 +269,7 @@ pub(crate) fn mechanism(
             "memory grew +{}/{unit}, and {} filling accounts for +{}/{unit} of it: bounded, \
              it stops growing when full",
             fmt_bytes(g.slope),
-            if fills.len() == 1 {
-                "a bounded buffer".to_string()
-            } else {
-                format!("{} bounded buffers", fills.len())
-            },
+            buffers(fills.len()),
             fmt_bytes(added),
         ),
         None => "bounded buffers filling: they stop growing when full".to_string(),
@@ -291,18 +306,6 @@ pub(crate) fn mechanism(
         pids,
         location,
     }
-}
-
-fn thousands(v: f64) -> String {
-    let s = format!("{:.0}", v.max(0.0));
-    let mut out = String::new();
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
 }
 
 #[cfg(test)]
@@ -359,12 +362,5 @@ mod tests {
         // Another process's buffer is not this process's memory.
         let other = without_fills(&s, &[f], &clock, Some(&[2]), 1.0);
         assert_eq!(other.y, s.y);
-    }
-
-    #[test]
-    fn numbers_get_thousands_separators() {
-        assert_eq!(thousands(75000.0), "75,000");
-        assert_eq!(thousands(999.0), "999");
-        assert_eq!(thousands(1234567.0), "1,234,567");
     }
 }

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use leakspy_stats::{fmt_bytes, theil_sen, Trend};
+use leakspy_stats::{fmt_bytes, fmt_thousands, theil_sen, Trend};
 use leakspy_trace::{Census, Suspect, Trace};
 pub use leakspy_trace::{Holder, Location, StaticMatch};
 use serde::Serialize;
@@ -158,18 +158,6 @@ fn per_scale(v: f64) -> f64 {
         scale *= 10.0;
     }
     scale
-}
-
-fn fmt_thousands(v: f64) -> String {
-    let digits = format!("{v:.0}");
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// One census series: x (step or seconds) and the value.

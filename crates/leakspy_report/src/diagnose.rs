@@ -377,18 +377,15 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
             let b = bounded.as_ref().expect("checked");
             let several = fills.len() > 1;
             format!(
-                "{}: {} grows as {}, and without what {} {}",
+                "{}: {} grows as {} {}, and without what {} {}",
                 if verdict == Verdict::NoLeak {
                     "no leak"
                 } else {
                     "inconclusive"
                 },
                 r.what,
-                if several {
-                    "bounded buffers fill"
-                } else {
-                    "a bounded buffer fills"
-                },
+                crate::bounded::buffers(fills.len()),
+                if several { "fill" } else { "fills" },
                 if several { "they hold" } else { "it holds" },
                 b.words
             )
@@ -451,11 +448,7 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
                     if memory_of(&r.key, &b.mechanism.pids) {
                         r.explained = Some(crate::model::Explained {
                             verdict: b.verdict,
-                            by: if b.buffers > 1 {
-                                "bounded buffers filling".to_string()
-                            } else {
-                                "a bounded buffer filling".to_string()
-                            },
+                            by: format!("{} filling", crate::bounded::buffers(b.buffers)),
                         });
                     }
                 }

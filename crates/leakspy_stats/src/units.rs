@@ -64,6 +64,23 @@ pub fn fmt_bytes_as(v: f64, reference: f64) -> String {
     format!("{x:.digits$} {name}")
 }
 
+/// `75000.0` -> `"75,000"`: a whole number with thousands separators.
+pub fn fmt_thousands(v: f64) -> String {
+    let digits = format!("{v:.0}");
+    let (sign, digits) = match digits.strip_prefix('-') {
+        Some(d) => ("-", d),
+        None => ("", digits.as_str()),
+    };
+    let mut out = String::from(sign);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Like [`fmt_bytes`] with an explicit `+` on growth.
 pub fn fmt_signed_bytes(b: f64) -> String {
     if b > 0.0 {
@@ -115,6 +132,14 @@ fn three_digits(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thousands() {
+        assert_eq!(fmt_thousands(75000.0), "75,000");
+        assert_eq!(fmt_thousands(999.0), "999");
+        assert_eq!(fmt_thousands(1234567.0), "1,234,567");
+        assert_eq!(fmt_thousands(-1234.0), "-1,234");
+    }
 
     #[test]
     fn bytes() {
