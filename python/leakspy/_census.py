@@ -77,6 +77,26 @@ _NOT_USER_TOP = frozenset(
 )
 
 
+def tensor_key(dev, dt, requires_grad, has_grad_fn):
+    """The series that counts tensors of this device, dtype and kind:
+    ``tensors:cpu/float32/grad`` (made by autograd: it keeps a graph),
+    ``.../leaf`` (requires grad, made by the user: parameters) or
+    ``.../plain``. One place, for the census and for what a holder reaches."""
+    kind = "grad" if has_grad_fn else ("leaf" if requires_grad else "plain")
+    return "tensors:%s/%s/%s" % (dev, str(dt).replace("torch.", ""), kind)
+
+
+def tensor_key_of(torch, t):
+    """``tensor_key`` of one tensor (read as the census reads it: outside
+    any torch-function mode, never its ``grad_fn``), or None."""
+    try:
+        with _no_torch_function(torch):
+            rg = t.requires_grad
+            return tensor_key(t.device, t.dtype, rg, rg and not t.is_leaf)
+    except Exception:
+        return None
+
+
 def type_name(t):
     try:
         mod = t.__module__
@@ -698,8 +718,7 @@ class Census(object):
         for (dev, dt, rg, has_gf), (count, nbytes) in groups.items():
             d = str(dev)
             dts = str(dt).replace("torch.", "")
-            kind = "grad" if has_gf else ("leaf" if rg else "plain")
-            key = "tensors:%s/%s/%s" % (d, dts, kind)
+            key = tensor_key(dev, dt, rg, has_gf)
             out.append({"device": d, "dtype": dts, "requires_grad": bool(rg),
                         "grad_fn": bool(has_gf), "count": count, "bytes": nbytes})
             g = info.get(key)

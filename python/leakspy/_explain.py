@@ -315,22 +315,22 @@ def open_figures():
 def tensor_filter(torch, tensors, group, graph_only, cap):
     """Tensors of one group (``[device, dtype, grad]``, or None for any), or
     only those with a graph, ``cap`` at most."""
-    from ._census import _no_torch_function
+    from ._census import _no_torch_function, tensor_key
 
+    want = None
+    if group is not None and not graph_only:
+        want = "tensors:%s/%s/%s" % tuple((list(group) + ["?", "?", "?"])[:3])
     out = []
     with _no_torch_function(torch):
         for t in tensors:
             try:
-                gf = t.requires_grad and not t.is_leaf
+                rg = t.requires_grad
+                gf = rg and not t.is_leaf
                 if graph_only:
                     if not gf:
                         continue
-                elif group is not None:
-                    dev, dt, kind = (list(group) + ["?", "?", "?"])[:3]
-                    k = "grad" if gf else ("leaf" if t.requires_grad else "plain")
-                    if (k != kind or str(t.device) != dev
-                            or str(t.dtype).replace("torch.", "") != dt):
-                        continue
+                elif want is not None and tensor_key(t.device, t.dtype, rg, gf) != want:
+                    continue
                 out.append(t)
                 if len(out) >= cap:
                     break

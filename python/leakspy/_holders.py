@@ -724,17 +724,25 @@ _CONTAINER_NAMES = frozenset(("list", "dict", "set", "deque", "OrderedDict", "de
 # this many objects at most (a figure is thousands).
 REACH_DEPTH = 16
 REACH_CAP = 50000
+# Tensors whose series a holder's walk down reads (device, dtype and kind
+# of each): a few hundred tell every kind a holder keeps.
+REACH_TENSORS = 500
 
 
 def reaches(start, rising, containers=()):
     """The series of the census that count objects ``start`` keeps, going
     down its references: ``type:<name>`` for each type of ``rising`` (the
     types whose count rose) reached, ``container:<id>`` for each of
-    ``containers`` (ids of followed containers) reached, and ``numpy`` when
-    arrays are. What a named holder keeps is its leak, whatever series
-    counts it (one leak, one group: a figure's arrays, weak references and
-    partials are the figure's)."""
-    from ._census import type_name
+    ``containers`` (ids of followed containers) reached, ``numpy`` when
+    arrays are, and the ``tensors:`` series of the tensors reached (the
+    first REACH_TENSORS of them). What a named holder keeps is its leak,
+    whatever series counts it (one leak, one group: a figure's arrays, weak
+    references and partials are the figure's)."""
+    from ._census import tensor_key_of, type_name
+
+    torch = sys.modules.get("torch")
+    tensor_type = getattr(torch, "Tensor", None) if torch is not None else None
+    tensors = []
 
     want = set(rising)
     conts = set(containers)
@@ -756,6 +764,9 @@ def reaches(start, rising, containers=()):
                     reached.add(id(o))
                 elif not arrays and t.__name__ == "ndarray":
                     arrays = True
+                if (tensor_type is not None and len(tensors) < REACH_TENSORS
+                        and isinstance(o, tensor_type)):
+                    tensors.append(o)
                 if id(o) not in seen and gc.is_tracked(o) and not isinstance(o, skip):
                     seen.add(id(o))
                     nxt.append(o)
@@ -773,6 +784,13 @@ def reaches(start, rising, containers=()):
         keys.append("container:%d" % id(start))
     if arrays:
         keys.append("numpy")
+    kinds = set()
+    for t in tensors:
+        k = tensor_key_of(torch, t)
+        if k is not None:
+            kinds.add(k)
+    tensors = None
+    keys.extend(kinds)
     return sorted(keys)
 
 

@@ -135,6 +135,31 @@ def test_a_holder_reaches_what_it_keeps_in_other_series():
                             "type:weakref.ReferenceType"], h
 
 
+class LossLog:
+    def __init__(self):
+        self.losses = []
+
+
+def test_a_holder_reaches_the_tensor_series_of_what_it_keeps():
+    model = torch.nn.Linear(4, 1)
+    log = LossLog()
+    for _ in range(3):
+        loss = model(torch.randn(8, 4)).pow(2).mean()
+        log.losses.append((loss, torch.zeros(2), torch.zeros(2, dtype=torch.float64)))
+    searcher = Searcher(Libraries(None), through=(tuple,))
+    try:
+        (h,) = searcher.search([[t[0] for t in log.losses]])
+    finally:
+        searcher.close()
+    assert h["path"] == "LossLog.losses", h
+    tensors = [k for k in h["reaches"] if k.startswith("tensors:")]
+    # Each kind it keeps by references, by the census's own keys; not the
+    # parameters the losses' graphs save (out of a walk's sight, and a
+    # model's).
+    assert tensors == ["tensors:cpu/float32/grad", "tensors:cpu/float32/plain",
+                       "tensors:cpu/float64/plain"], h
+
+
 class History:
     def __init__(self):
         self.history = {"train": [], "val": []}

@@ -310,14 +310,22 @@ pub fn growth_groups(trace: &Trace) -> Vec<GrowthGroup> {
         // list of losses held by a trainer does not hold the environment's
         // lists); what a holder does reach joins it by its references
         // (`reaches`, in `group`).
+        //
+        // Tensors of one kind are not the same objects as tensors of
+        // another: a holder the probe found for one tensor series names
+        // another only when it keeps those tensors (`keeps_tensors`).
         for g in growers.iter_mut().filter(|g| g.holder.is_none()) {
             let family = family_of(&g.key);
             if !SHARED_FAMILIES.contains(&family.as_str()) {
                 continue;
             }
-            let found = suspects
-                .iter()
-                .find(|((p, k), s)| *p == pid && family_of(k) == family && s.holder.is_some());
+            let found = suspects.iter().find(|((p, k), s)| {
+                *p == pid
+                    && family_of(k) == family
+                    && s.holder
+                        .as_ref()
+                        .is_some_and(|h| family != "tensors" || keeps_tensors(&h.reaches, &g.key))
+            });
             if let Some((_, s)) = found {
                 g.holder.clone_from(&s.holder);
                 g.created_at.clone_from(&s.created_at);
@@ -354,6 +362,25 @@ pub fn growth_groups(trace: &Trace) -> Vec<GrowthGroup> {
     }
     groups.sort_by(|a, b| importance(b).total_cmp(&importance(a)));
     groups
+}
+
+/// Whether a holder that reaches the series `reaches` (the probe's walk
+/// down from it) keeps the tensors of series `key`: it reaches them by
+/// references, or it keeps tensors made by autograd (`/grad`) and `key`'s
+/// are plain ones, which such a graph saves (its activations) out of the
+/// walk's sight. Never a leaf that requires grad: those are parameters,
+/// kept by their model, whatever graph also saves them.
+fn keeps_tensors(reaches: &[String], key: &str) -> bool {
+    if reaches.iter().any(|r| r == key) {
+        return true;
+    }
+    let Some(rest) = key.strip_prefix("tensors:") else {
+        return false;
+    };
+    rest.ends_with("/plain")
+        && reaches
+            .iter()
+            .any(|r| r.starts_with("tensors:") && r.ends_with("/grad"))
 }
 
 /// The families whose series count the same objects from different sides
@@ -1242,6 +1269,72 @@ pub(crate) mod tests {
         assert!(
             keys.contains(&"cuda.allocated") && keys.contains(&"cuda.reserved"),
             "{keys:?}"
+        );
+    }
+
+    /// Losses kept with their graphs (`/grad`, searched and held), the
+    /// activations their graphs save (`/plain`) and copies of a model's
+    /// parameters (`/leaf`) growing beside them.
+    fn tensor_kinds_with_a_holder_reaching(reaches: &str) -> Vec<GrowthGroup> {
+        let mut lines = vec![HEADER.to_string()];
+        for i in 1..=6u64 {
+            let t = |rg: bool, gf: bool, n: u64| {
+                format!(
+                    r#"{{"device":"cpu","dtype":"float32","requires_grad":{rg},"grad_fn":{gf},"count":{},"bytes":{}}}"#,
+                    i * n,
+                    i * n * 4096
+                )
+            };
+            lines.push(format!(
+                r#"{{"kind":"census","pid":7,"t":{i},"step":{},"source":"optimizer","tensors":[{},{},{}]}}"#,
+                i * 100,
+                t(true, true, 100),
+                t(false, false, 300),
+                t(true, false, 50)
+            ));
+        }
+        lines.push(format!(
+            r#"{{"kind":"suspect","pid":7,"t":9.0,"step":600,"key":"tensors:cpu/float32/grad","what":"x","holder":{{"kind":"attribute","path":"Trainer.losses","chain":["Tensor","list","Trainer"],"reaches":[{reaches}]}}}}"#
+        ));
+        growth_groups(&leakspy_trace::parse_trace(&lines.join("\n")).unwrap())
+    }
+
+    #[test]
+    fn a_tensor_series_takes_a_holder_only_that_keeps_its_tensors() {
+        let held_by = |groups: &[GrowthGroup], key: &str| {
+            groups
+                .iter()
+                .find(|g| g.growers.iter().any(|gr| gr.key == key))
+                .and_then(|g| g.holder.as_ref().map(|h| h.path.clone()))
+        };
+        // Kept through the losses' graphs: the saved activations are the
+        // holder's; the parameters, a model's, are not.
+        let groups = tensor_kinds_with_a_holder_reaching(
+            r#""tensors:cpu/float32/grad","type:torch.Tensor""#,
+        );
+        let losses = Some("Trainer.losses".to_string());
+        assert_eq!(held_by(&groups, "tensors:cpu/float32/grad"), losses);
+        assert_eq!(held_by(&groups, "tensors:cpu/float32/plain"), losses);
+        assert_eq!(
+            held_by(&groups, "tensors:cpu/float32/leaf"),
+            None,
+            "{groups:#?}"
+        );
+        // A holder known to keep only detached tensors says nothing of
+        // the others.
+        let groups = tensor_kinds_with_a_holder_reaching(r#""tensors:cpu/float32/plain""#);
+        assert_eq!(
+            held_by(&groups, "tensors:cpu/float32/leaf"),
+            None,
+            "{groups:#?}"
+        );
+        // Reached by references: held, whatever the kind.
+        let groups = tensor_kinds_with_a_holder_reaching(
+            r#""tensors:cpu/float32/grad","tensors:cpu/float32/leaf""#,
+        );
+        assert_eq!(
+            held_by(&groups, "tensors:cpu/float32/leaf"),
+            Some("Trainer.losses".into())
         );
     }
 
