@@ -320,6 +320,7 @@ class Census(object):
         self.rising_types = set()  # set by a census with suspects, for their search
         self.survivors = {}  # key -> ids of its instances at the last census
         self.survivors_old = {}  # ... and at the one before
+        self.survivors_first = {}  # ... and at the first that remembered them
         self.tensor_keys = []
         self.torch = None
         # The newest autograd node (its sequence number) seen at the last
@@ -346,9 +347,10 @@ class Census(object):
                id(self.suspect_keys), id(self.suppressed), id(self.libs._modules),
                id(self.libs._files), id(self._type_info), id(self.own_tensors),
                id(self.saved_ids), id(self.saved_root), id(self.rising_types), id(self.survivors),
-               id(self.tensor_keys), id(self.survivors_old)}
+               id(self.tensor_keys), id(self.survivors_old), id(self.survivors_first)}
         ids.update(map(id, self.survivors.values()))
         ids.update(map(id, self.survivors_old.values()))
+        ids.update(map(id, self.survivors_first.values()))
         ids.update(map(id, self.growth.runs.values()))
         return ids
 
@@ -475,6 +477,7 @@ class Census(object):
                 user_types.add(t)
 
         fields = {"objects": n_objects}
+        self._drop_remembered(counts, names, fields)
         np_mod = sys.modules.get("numpy")
         nd = getattr(np_mod, "ndarray", None) if np_mod is not None else None
         if isinstance(nd, type):
@@ -674,6 +677,8 @@ class Census(object):
                     del cands
             self.survivors_old = self.survivors
             self.survivors = survivors
+            self.survivors_first = {k: self.survivors_first.get(k, ids)
+                                    for k, ids in survivors.items()}
         del objs, tensors, roots, conts, mods, cont_objs, graph_best, type_counts, arrays
         del sel, sel_types
         self.saved_ids = set()
@@ -760,6 +765,19 @@ class Census(object):
                     g[1] += nb
                 if has_gf:
                     roots.append(t)
+
+    def _drop_remembered(self, counts, names, fields):
+        """Leaves out the sets of ids the census keeps of a series' first
+        instances (``survivors_first``) once no newer census shares them:
+        one more is kept whenever a series is first remembered, and the
+        probe's own memory is no series of the job's."""
+        newer = set(map(id, self.survivors.values()))
+        newer.update(map(id, self.survivors_old.values()))
+        kept = {id(v) for v in self.survivors_first.values()} - newer
+        name = names.get(set)
+        if kept and name in counts:
+            counts[name] -= len(kept)
+            fields["objects"] -= len(kept)
 
     def _drop_own_tensors(self, tensors, counts, names, fields):
         """Leaves out the tensors that exist only because an earlier census
@@ -1209,14 +1227,24 @@ class Census(object):
     def _survivors_first(self, key, cands):
         """Instances born between the two last censuses and still alive come
         first: a leak's increments; the step's temporaries are gone, and the
-        program's long-lived objects were there before. Else the youngest."""
+        program's long-lived objects were there before. A leak that adds a
+        few objects now and then (a model's copy each generation) may add
+        none between two censuses: then those born since the series was
+        first remembered, and not among them the program's own (a live
+        model's parameters, that an optimizer also holds). Else the
+        youngest."""
         before = self.survivors.get(key)
         older = self.survivors_old.get(key)
+        first = self.survivors_first.get(key)
         n = PICKS * CANDIDATE_FACTOR
         if before:
             born = [o for o in cands if id(o) in before and (older is None or id(o) not in older)]
             if born:
                 return _spread(born, n)
+            if first is not None and first is not before:
+                born = [o for o in cands if id(o) in before and id(o) not in first]
+                if born:
+                    return _spread(born, n)
         return cands[:n]
 
     def _picks(self, key, objs, sel, sel_types, type_counts, names, tensor_types,

@@ -131,7 +131,10 @@ def attribute(libs, suspects, through=(), containers=(), frame_locals=None):
             # Reached from the root of a graph that saved them.
             h = dict(h)
             h["chain"] = [type_of_first(info), "graph"] + list(h.get("chain") or [])
-            o = info["objects"][0] if info["objects"] else None
+            # A graph's series is told by a graph the holder keeps (that
+            # root); a tensor series by one of its own tensors.
+            if not parse(s[0]).is_graph:
+                o = info["objects"][0] if info["objects"] else None
         bounded = False
         if h is not None:
             h = dict(h)

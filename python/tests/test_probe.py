@@ -834,6 +834,32 @@ def test_a_rise_that_does_not_count_does_not_break_the_run():
         False] * 5
 
 
+def test_a_rare_leaks_instances_are_searched_before_the_programs_own():
+    from leakspy._census import Census, Libraries
+
+    class Obj:
+        pass
+
+    live = [Obj() for _ in range(40)]  # a live model's parameters
+    copies = [Obj() for _ in range(3)]  # one copy's, added a while ago
+    c = Census(Libraries(None))
+    key = "tensors:cpu/float32/leaf"
+    everything = live + copies
+    # First remembered with the live ones only; the copies came after, and
+    # nothing was born between the two last censuses.
+    c.survivors_first = {key: set(map(id, live))}
+    c.survivors_old = {key: set(map(id, everything))}
+    c.survivors = {key: set(map(id, everything))}
+    assert c._survivors_first(key, everything) == copies
+    # Born between the two last: those first.
+    newest = Obj()
+    c.survivors = {key: set(map(id, everything + [newest]))}
+    assert c._survivors_first(key, everything + [newest]) == [newest]
+    # Nothing remembered: the first candidates, as found.
+    c.survivors = c.survivors_old = c.survivors_first = {}
+    assert c._survivors_first(key, everything)[:3] == live[:3]
+
+
 def test_a_graphs_history_qualifies_after_two_rises():
     from leakspy._census import Growth
 
