@@ -366,21 +366,29 @@ pub fn growth_groups(trace: &Trace) -> Vec<GrowthGroup> {
 
 /// Whether a holder that reaches the series `reaches` (the probe's walk
 /// down from it) keeps the tensors of series `key`: it reaches them by
-/// references, or it keeps tensors made by autograd (`/grad`) and `key`'s
-/// are plain ones, which such a graph saves (its activations) out of the
-/// walk's sight. Never a leaf that requires grad: those are parameters,
-/// kept by their model, whatever graph also saves them.
+/// references, or it keeps tensors made by autograd (`/grad`) on the same
+/// device and `key`'s are plain ones, which such a graph saves (its
+/// activations) out of the walk's sight. Never a leaf that requires grad:
+/// those are parameters, kept by their model, whatever graph also saves
+/// them.
 fn keeps_tensors(reaches: &[String], key: &str) -> bool {
     if reaches.iter().any(|r| r == key) {
         return true;
     }
-    let Some(rest) = key.strip_prefix("tensors:") else {
+    // `tensors:cuda:0/float32/plain` -> (`cuda:0`, `plain`).
+    let device_and_kind = |k: &str| {
+        let rest = k.strip_prefix("tensors:")?;
+        let (device, _) = rest.split_once('/')?;
+        Some((device.to_string(), rest.rsplit('/').next()?.to_string()))
+    };
+    let Some((device, kind)) = device_and_kind(key) else {
         return false;
     };
-    rest.ends_with("/plain")
+    kind == "plain"
         && reaches
             .iter()
-            .any(|r| r.starts_with("tensors:") && r.ends_with("/grad"))
+            .filter_map(|r| device_and_kind(r))
+            .any(|(d, k)| d == device && k == "grad")
 }
 
 /// The families whose series count the same objects from different sides
@@ -1325,6 +1333,13 @@ pub(crate) mod tests {
         let groups = tensor_kinds_with_a_holder_reaching(r#""tensors:cpu/float32/plain""#);
         assert_eq!(
             held_by(&groups, "tensors:cpu/float32/leaf"),
+            None,
+            "{groups:#?}"
+        );
+        // A graph keeps the activations of its own device only.
+        let groups = tensor_kinds_with_a_holder_reaching(r#""tensors:cuda:0/float32/grad""#);
+        assert_eq!(
+            held_by(&groups, "tensors:cpu/float32/plain"),
             None,
             "{groups:#?}"
         );
