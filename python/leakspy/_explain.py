@@ -11,7 +11,8 @@ past the call that was given it.
 import gc
 import os
 import sys
-from itertools import compress, islice
+from itertools import compress, islice, repeat
+from operator import and_, gt, le
 
 from ._autograd import ALL_GRAPHS, GRAPH_KEYS, grad_fn, walk
 
@@ -284,6 +285,52 @@ def last_values(c, n):
     return []
 
 
+class _ContainersById:
+    """The containers of a heap by id, for a few wanted ids, while
+    tracemalloc runs: it records every allocation with its whole
+    traceback, and an id is a new int, so ids for every container of a big
+    heap cost seconds. A wanted container is looked for among those at
+    least half as long as it was when last seen (a comparison in C
+    allocates nothing), longest first; then among the dicts the collector
+    does not track; then among all."""
+
+    def __init__(self, census, sel, sel_types, user_types, lens):
+        from ._census import _CONTAINER_SET
+
+        self.census, self.sel, self.sel_types = census, sel, sel_types
+        self.user_types = user_types
+        self.lens = lens
+        self.conts = list(compress(sel, map(_CONTAINER_SET.__contains__, sel_types)))
+        self.sizes = list(map(len, self.conts))
+        self.by_id = {}
+        self.done = None  # every container at least this long has an id
+        self.untracked = False
+
+    def _down_to(self, floor):
+        if self.done is not None and floor >= self.done:
+            return
+        pick = map(le, repeat(floor), self.sizes)
+        if self.done is not None:
+            pick = map(and_, pick, map(gt, repeat(self.done), self.sizes))
+        conts = list(compress(self.conts, pick))
+        self.by_id.update(zip(map(id, conts), conts))
+        self.done = floor
+
+    def get(self, cid):
+        seen = self.lens.get(cid)
+        self._down_to(seen // 2 if seen is not None else 0)
+        c = self.by_id.get(cid)
+        if c is None and not self.untracked and self.census is not None:
+            self.untracked = True
+            more = self.census._untracked_dicts(self.sel, self.sel_types, self.user_types)
+            self.by_id.update(zip(map(id, more), more))
+            c = self.by_id.get(cid)
+        if c is None:
+            self._down_to(0)
+            c = self.by_id.get(cid)
+        return c
+
+
 def newest_items(c, n):
     """(level, object) for the newest elements of a container, then for what
     those hold when they are containers themselves (records, episodes): the
@@ -383,7 +430,8 @@ def biggest_graphs(tensors, n):
 # -- creation sites -------------------------------------------------------------------------
 
 
-def sites(libs, census, keys, tracemalloc, examples=None, extra=None, containers=None):
+def sites(libs, census, keys, tracemalloc, examples=None, extra=None, containers=None,
+          lens=None):
     """key -> (file, line): for each key (text), the most common line of the
     user's code among the allocation tracebacks of its newest instances (a
     few hundred at most; those made while tracemalloc ran have one); for a
@@ -392,8 +440,9 @@ def sites(libs, census, keys, tracemalloc, examples=None, extra=None, containers
     function key -> candidates or None, for keys of the caller's own;
     ``containers``: key -> id of the container its holder holds, whose
     newest items are the key's own (not the youngest instances of their
-    kind anywhere, which may be a step's temporaries). One pass over the
-    heap serves every key."""
+    kind anywhere, which may be a step's temporaries); ``lens``: container
+    id -> its length when last seen, where the census has no run of it. One
+    pass over the heap serves every key."""
     containers = containers or {}
     from ._census import _CONTAINER_SET, _CellType, _mro, type_name
     from ._holders import vote_site
@@ -438,7 +487,7 @@ def sites(libs, census, keys, tracemalloc, examples=None, extra=None, containers
     sel = list(compress(objs, map(union.__contains__, kinds)))
     del objs, kinds
     sel_types = list(map(type, sel))
-    by_id = None
+    found = None
     for key in parsed:
         cands = extra(key.text) if extra is not None else None
         ts = wanted.get(key.text)
@@ -446,13 +495,16 @@ def sites(libs, census, keys, tracemalloc, examples=None, extra=None, containers
         if cands is not None:
             pass
         elif cid is not None:
-            if by_id is None:
-                conts = list(compress(sel, map(_CONTAINER_SET.__contains__, sel_types)))
-                if census is not None:
-                    conts.extend(census._untracked_dicts(sel, sel_types, user_types))
-                by_id = dict(zip(map(id, conts), conts))
-                del conts
-            c = by_id.get(cid)
+            if found is None:
+                # Lengths last seen: the census's, else the holder's.
+                seen = dict(lens or {})
+                runs = census.growth.runs if census is not None else {}
+                for k in parsed:
+                    run = runs.get(k.text) if k.kind == "container" else None
+                    if run:
+                        seen[k.cid] = run[-1]
+                found = _ContainersById(census, sel, sel_types, user_types, seen)
+            c = found.get(cid)
             cands = newest_items(c, 20) if c is not None else []
             del c
         elif key.kind == "type" and ts:
@@ -483,7 +535,7 @@ def sites(libs, census, keys, tracemalloc, examples=None, extra=None, containers
         del cands
         if site is not None:
             out[key.text] = site
-    del sel, sel_types, by_id
+    del sel, sel_types, found
     return out
 
 

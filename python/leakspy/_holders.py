@@ -421,7 +421,15 @@ class Searcher(object):
                 h["reaches"] = reaches(h["_value"], self.through, self.containers)
         for h in out:
             if h is not None:
-                h.pop("_value", None)
+                value = h.pop("_value", None)
+                if h.get("container_id") is not None and value is not None:
+                    # (The creation-site lookup finds the container again by
+                    # its id among those at least about this long.)
+                    try:
+                        h["_len"] = len(value)
+                    except Exception:
+                        pass
+                del value
         self.close()
         return out
 

@@ -205,6 +205,7 @@ class _State(object):
         self.finder = None
         # tracemalloc for creation sites
         self.trace_pending = {}
+        self.trace_lens = {}  # container id -> its length when its holder was named
         self.trace_ours = False
         self.trace_n = 0
         self.trace_steps = TRACE_STEPS  # steps to trace for the pending keys
@@ -1139,6 +1140,8 @@ def _suspects(st, suspects, step, frame_locals=None):
             # The newest items of the container the holder holds are the
             # leak's own instances: their creation site is the leak's line.
             st.trace_pending[key] = holder["container_id"]
+            if holder.get("_len") is not None:
+                st.trace_lens[holder["container_id"]] = holder["_len"]
         elif k.kind != "numpy" and key != "graph.largest":
             # (No site for arrays, nor for the largest graph's tensor: it is
             # often made before tracing starts, a total added to in place,
@@ -1251,6 +1254,8 @@ def _clean_holder(h):
 
     out = {}
     for k, v in h.items():
+        if k.startswith("_"):
+            continue  # the probe's own notes
         if k == "file" and isinstance(v, str) and v and v[0] != "<":
             v = _explain.file_name(v)
         if isinstance(v, str):
@@ -1308,6 +1313,7 @@ def _resolve_sites(st):
     if st.step_dt is not None and window > 0:
         _charge(st, "sites", min(max(window - steps * st.step_dt, 0.0), window))
     pending, st.trace_pending = st.trace_pending, {}
+    lens, st.trace_lens = st.trace_lens, {}
     st.trace_steps = TRACE_STEPS
     from . import _explain
 
@@ -1319,7 +1325,7 @@ def _resolve_sites(st):
             containers = dict((k, v) for k, v in pending.items() if v is not None)
             with _gc_paused():
                 sites = _explain.sites(st.libs, st.census, sorted(pending), tracemalloc,
-                                       examples, None, containers)
+                                       examples, None, containers, lens)
         else:
             sites = {}
     except Exception as e:

@@ -179,3 +179,43 @@ def test_entries_of_one_holder_are_told_apart_by_their_key():
     # The holder itself has no key: the list it names is the growing object.
     (whole,) = search([[h.history["train"][0]]])
     assert whole["path"] == "History.history" and "key" not in whole, whole
+
+
+def _keep_records(store, n):
+    for i in range(n):
+        store.append([float(i), float(i) * 2.0])  # the leak's line
+
+
+def test_the_creation_site_of_a_containers_items_is_found_among_few_ids():
+    # While tracemalloc runs, an id is an allocation it records with its
+    # traceback: the lookup gives ids only to containers about as long as
+    # the wanted one was, and still finds one trimmed since it was seen.
+    import gc
+    import tracemalloc
+
+    from leakspy import _explain
+
+    line = _keep_records.__code__.co_firstlineno + 2
+    smalls = [[i] * 9 for i in range(20000)]  # a heap of short containers
+    kept, trimmed = [], []
+    tracemalloc.start(16)
+    try:
+        _keep_records(kept, 400)
+        _keep_records(trimmed, 400)
+        del trimmed[:350]  # half of what was seen, and less
+        lens = {id(kept): 400, id(trimmed): 400}
+        keys = ["container:%d" % id(kept), "container:%d" % id(trimmed)]
+        objs = gc.get_objects()
+        sel_types = list(map(type, objs))
+        found = _explain._ContainersById(None, objs, sel_types, set(), lens)
+        assert found.get(id(kept)) is kept
+        assert len(found.by_id) < 2000  # not the 20,000 short lists
+        assert found.get(id(trimmed)) is trimmed  # after a wider look
+        del found, objs, sel_types
+        sites = _explain.sites(Libraries(None), None, keys, tracemalloc, lens=lens)
+    finally:
+        tracemalloc.stop()
+    assert len(smalls) == 20000
+    for key in keys:
+        f, got = sites[key]
+        assert f == __file__ and got == line, (key, sites[key])

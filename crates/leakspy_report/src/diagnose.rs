@@ -284,13 +284,18 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
             // Said as what was measured: wall-clock steps/s also fall when
             // other programs take the machine's cores, which the trace
             // does not tell apart; only beside a leak is it one's symptom.
-            let why = if verdict == Verdict::Leak {
+            let mut why = if verdict == Verdict::Leak {
                 "with the leak (a growing list walked every step, swapping), or other programs \
                  taking the machine's cores"
             } else {
                 "other programs taking the machine's cores slow a job as much; nothing here \
                  leaks"
-            };
+            }
+            .to_string();
+            if let Some(burst) = burst_during(trace, t.t_start, t.t_end) {
+                let sep = if verdict == Verdict::Leak { "," } else { ";" };
+                why = format!("{burst}{sep} {why}");
+            }
             notes.push(format!(
                 "steps/s fell from {} to {} ({:+.0}%) over the run: {why}",
                 fmt_value(t.start_rate, ValueUnit::StepsPerSecond),
@@ -1092,6 +1097,27 @@ fn probe_info(trace: &Trace) -> ProbeInfo {
     }
 }
 
+/// The probe's bursts as a cause of slower steps, when they fell within
+/// `[t0, t1]` (the throughput fit's span): a burst spends up to half the
+/// job's time for a few seconds, and what it took is measured.
+fn burst_during(trace: &Trace, t0: f64, t1: f64) -> Option<String> {
+    let (first, last) = trace
+        .census()
+        .filter(|c| c.burst.is_some())
+        .map(|c| c.t)
+        .fold(None, |span: Option<(f64, f64)>, t| {
+            Some(span.map_or((t, t), |(a, b)| (a.min(t), b.max(t))))
+        })?;
+    let spent = probe_cost(trace).map(|c| c.burst_s).unwrap_or(0.0);
+    if last < t0 || first > t1 || spent <= 0.0 {
+        return None;
+    }
+    Some(format!(
+        "while the probe's burst looked for what grows ({first:.0} s to {last:.0} s, {spent:.2} s \
+         of probe work on the job's threads)"
+    ))
+}
+
 fn probe_cost(trace: &Trace) -> Option<crate::model::ProbeCost> {
     let mut cost = crate::model::ProbeCost {
         probe_s: 0.0,
@@ -1381,6 +1407,58 @@ mod tests {
         );
         assert_eq!(d.verdict, Verdict::Leak, "{}", d.summary);
         assert!(d.mechanisms.is_empty(), "{:?}", d.mechanisms);
+    }
+
+    /// A leaking run whose steps come ever slower, to less than half as
+    /// fast at the end, with the probe's burst in the second half or not.
+    fn slower_steps(burst: bool) -> Trace {
+        let mut lines = vec![HEADER.to_string()];
+        let mut step = 0;
+        for i in 0..600 {
+            let t = i as f64 * 0.1;
+            let r = (700.0 * MIB + t * 2.0 * MIB) as u64;
+            lines.push(format!(
+                r#"{{"kind":"sample","t":{t},"procs":[{{"pid":7,"rss":{r}}}],"total":{{"rss":{r},"anon":{r}}}}}"#
+            ));
+            step += 10 - i / 100;
+            lines.push(format!(
+                r#"{{"kind":"step","t":{},"step":{step},"source":"optimizer","pid":7}}"#,
+                t + 0.05
+            ));
+        }
+        let b = if burst { r#","burst":1"# } else { "" };
+        for (n, t) in [31.0, 36.0, 41.0, 46.0].iter().enumerate() {
+            lines.push(format!(
+                r#"{{"kind":"census","t":{t},"pid":7,"step":{},"n":{}{b}}}"#,
+                (t * 80.0) as u64,
+                n + 1
+            ));
+        }
+        let burst_s = if burst { 7.5 } else { 0.0 };
+        lines.push(format!(
+            r#"{{"kind":"cost","t":59.0,"pid":7,"probe_s":8.0,"wall_s":59.0,"censuses":4,"bursts":{},"burst_s":{burst_s}}}"#,
+            u8::from(burst)
+        ));
+        lines.push(EXIT_OK.to_string());
+        leakspy_trace::parse_trace(&lines.join("\n")).unwrap()
+    }
+
+    #[test]
+    fn slower_steps_during_the_probes_burst_name_the_burst() {
+        let d = diagnose(&slower_steps(true), &DiagnoseOptions::default());
+        assert_eq!(d.verdict, Verdict::Leak, "{}", d.summary);
+        let note = d.notes.iter().find(|n| n.starts_with("steps/s fell"));
+        let note = note.unwrap_or_else(|| panic!("{:?}", d.notes));
+        assert!(
+            note.contains("while the probe's burst looked for what grows (31 s to 46 s, 7.50 s"),
+            "{note}"
+        );
+        assert!(note.contains("with the leak"), "{note}");
+        // Without a burst, the probe is not named.
+        let d = diagnose(&slower_steps(false), &DiagnoseOptions::default());
+        let note = d.notes.iter().find(|n| n.starts_with("steps/s fell"));
+        let note = note.unwrap_or_else(|| panic!("{:?}", d.notes));
+        assert!(!note.contains("probe"), "{note}");
     }
 
     #[test]
