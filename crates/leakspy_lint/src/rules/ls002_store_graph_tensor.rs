@@ -42,9 +42,13 @@
 //! those is detached; not for a dict). It is safe only when every other use of the container is
 //! logging, printing, counting or arithmetic that ends in numbers
 //! (`print(sum(x.item() for x in losses))`, `len(...)`, an f-string): nothing that might need the
-//! graph sees the change. When the container is returned, passed to a function, fed to a loss or
-//! a module, or backpropagated, the same edit is offered as an unsafe fix. `.item()` is better
-//! still for scalars but changes the stored type, so it is only suggested.
+//! graph sees the change. An attribute read through another object elsewhere in the file
+//! (`log.losses` in `main()`) is followed there. A value a method receives as a parameter is a
+//! tensor when every call of the method in the file passes one. When the container is
+//! returned, passed to a function, fed to a loss or a module, or backpropagated, the same edit
+//! is offered as an unsafe fix. `.item()` is better still for scalars but changes the stored
+//! type (a sum of them is then a float64, not the tensors' float32) and waits for the GPU at
+//! every step, so it is only suggested.
 //!
 //! ## Stays silent on
 //! Gradient accumulation consumed by `.backward()` in the same step, or by a method of the class

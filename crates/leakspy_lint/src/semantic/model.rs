@@ -792,11 +792,13 @@ impl<'a> SemanticModel<'a> {
 
 /// What the call sites of one function pass to its parameters, by position (after `self`) and
 /// by keyword: `Some(true)` while every argument seen there is a number (`range`'s ints, a
-/// `len`, an `.item()`), `Some(false)` once one is not.
+/// `len`, an `.item()`), `Some(false)` once one is not; and by position, whether every one is a
+/// tensor.
 #[derive(Debug, Default, Clone)]
 pub struct ArgNumbers {
     pub positional: Vec<Option<bool>>,
     pub keyword: FxHashMap<String, bool>,
+    pub tensor: Vec<Option<bool>>,
 }
 
 impl ArgNumbers {
@@ -810,6 +812,12 @@ impl ArgNumbers {
         let pos = position.and_then(|i| self.positional.get(i).copied().flatten());
         let kw = self.keyword.get(name).copied();
         (pos.is_some() || kw.is_some()) && pos != Some(false) && kw != Some(false)
+    }
+
+    /// Is positional parameter `i` given a tensor at every call site in this file (and at one
+    /// at least)? Only positional calls count: a keyword use is not recorded.
+    pub fn always_tensor(&self, i: usize) -> bool {
+        self.tensor.get(i).copied().flatten() == Some(true)
     }
 }
 

@@ -85,6 +85,12 @@ impl<'a> SemanticModel<'a> {
             for (slot, a) in entry.positional.iter_mut().zip(&args) {
                 super::model::ArgNumbers::see(slot, number(a) && !starred);
             }
+            if entry.tensor.len() < args.len() {
+                entry.tensor.resize(args.len(), None);
+            }
+            for (slot, a) in entry.tensor.iter_mut().zip(&args) {
+                super::model::ArgNumbers::see(slot, a.is_tensor() && !starred);
+            }
             for (name, is_number) in keywords {
                 let slot = entry.keyword.entry(name.to_string()).or_insert(true);
                 *slot &= is_number;
@@ -301,13 +307,18 @@ impl<'a> SemanticModel<'a> {
         }
         // Parameters that callers (in this file, or elsewhere as the project index says) pass
         // graph-carrying values to. A summary that returns one stays "argument i's graph".
+        // A parameter every call site here passes a tensor is one: its fix can be `.detach()`.
         if let Some(taints) = self.param_taint.borrow().get(&key) {
-            for (pname, taint) in positional.iter().zip(taints) {
+            let numbers = self.param_numbers.borrow();
+            let tensors = numbers.get(&key);
+            for (i, (pname, taint)) in positional.iter().zip(taints).enumerate() {
                 if let Some(origin) = taint {
+                    let tensor = tensors.is_some_and(|t| t.always_tensor(i));
                     scope.env.insert(
                         (*pname).to_string(),
                         Value {
                             graph: Graph::Yes(origin.clone()),
+                            kind: if tensor { Kind::Tensor } else { Kind::Unknown },
                             ..Value::unknown()
                         },
                     );

@@ -441,28 +441,78 @@ impl SemanticModel<'_> {
         for _ in 0..2 {
             uses.body(body);
         }
-        // The attribute read through another object elsewhere in the file (`trainer.losses`).
+        // The attribute read through another object elsewhere in the file (`log.losses` in
+        // `main()`): each such name's uses in its own function must be as safe.
         if let (Some(attr), Some(class)) = (attr, self.class()) {
-            if uses.safe && read_elsewhere(self.suite(), attr, class.range()) {
+            if !uses.safe {
                 return false;
+            }
+            let Some(reads) = reads_elsewhere(self.suite(), attr, class.range()) else {
+                return false;
+            };
+            for (name, body) in reads {
+                let mut there = Uses {
+                    key: &name,
+                    skip,
+                    safe: true,
+                    derived: Vec::new(),
+                    functions: &functions,
+                    depth: 0,
+                };
+                for _ in 0..2 {
+                    there.body(body);
+                }
+                if !there.safe {
+                    return false;
+                }
             }
         }
         uses.safe
     }
 }
 
-/// Is `.attr` read outside `inside` anywhere in the file?
-fn read_elsewhere(suite: &[Stmt], attr: &str, inside: TextRange) -> bool {
-    struct R<'a> {
+/// Where `.attr` is read outside `inside` in the file: each read's dotted name
+/// (`log.losses`) with the body of the function it is in (the module's, at top level),
+/// once per pair. None when a read is not a dotted name (`make().losses`): its uses cannot
+/// be followed.
+fn reads_elsewhere<'s>(
+    suite: &'s [Stmt],
+    attr: &str,
+    inside: TextRange,
+) -> Option<Vec<(String, &'s [Stmt])>> {
+    struct R<'a, 's> {
         attr: &'a str,
         inside: TextRange,
-        found: bool,
+        scope: &'s [Stmt],
+        found: Vec<(String, &'s [Stmt])>,
+        opaque: bool,
     }
-    impl<'b> Visitor<'b> for R<'_> {
-        fn visit_expr(&mut self, expr: &'b Expr) {
+    impl<'s> Visitor<'s> for R<'_, 's> {
+        fn visit_stmt(&mut self, stmt: &'s Stmt) {
+            if let Stmt::FunctionDef(f) = stmt {
+                let outer = std::mem::replace(&mut self.scope, &f.body);
+                ruff_python_ast::visitor::walk_stmt(self, stmt);
+                self.scope = outer;
+            } else {
+                ruff_python_ast::visitor::walk_stmt(self, stmt);
+            }
+        }
+        fn visit_expr(&mut self, expr: &'s Expr) {
             if let Expr::Attribute(a) = expr {
                 if a.attr.as_str() == self.attr && !self.inside.contains_range(expr.range()) {
-                    self.found = true;
+                    match dotted(expr) {
+                        Some(d) => {
+                            let scope = self.scope;
+                            if !self
+                                .found
+                                .iter()
+                                .any(|(n, b)| *n == d && std::ptr::eq(*b, scope))
+                            {
+                                self.found.push((d, scope));
+                            }
+                        }
+                        None => self.opaque = true,
+                    }
                 }
             }
             walk_expr(self, expr);
@@ -471,10 +521,12 @@ fn read_elsewhere(suite: &[Stmt], attr: &str, inside: TextRange) -> bool {
     let mut r = R {
         attr,
         inside,
-        found: false,
+        scope: suite,
+        found: Vec::new(),
+        opaque: false,
     };
     for s in suite {
-        ruff_python_ast::visitor::walk_stmt(&mut r, s);
+        r.visit_stmt(s);
     }
-    r.found
+    (!r.opaque).then_some(r.found)
 }
