@@ -60,10 +60,10 @@ fn held_in(growth: &[GrowthGroup], pid: u32) -> bool {
 /// glibc keeps what the job freed: the memory it holds free rises while
 /// the memory in use does not.
 fn glibc(trace: &Trace, growth: &[GrowthGroup]) -> Option<Mechanism> {
-    let mut best: Option<(u32, f64, Vec<String>)> = None;
+    let mut best: Option<(u32, f64, f64, Vec<String>)> = None;
     for (pid, cs) in points(trace) {
         let m: Vec<_> = cs.iter().filter_map(|c| c.malloc).collect();
-        if m.len() < 3 || held_in(growth, pid) {
+        if m.len() < 3 {
             continue;
         }
         let (first, last) = (m[0], m[m.len() - 1]);
@@ -81,12 +81,15 @@ fn glibc(trace: &Trace, growth: &[GrowthGroup]) -> Option<Mechanism> {
             fmt_bytes(first.free),
             fmt_bytes(used_rise.max(0.0))
         )];
+        // (Arenas that did not multiply say nothing.)
         if let (Some(a0), Some(a1)) = (first.arenas, last.arenas) {
-            evidence.push(format!(
+            if a1 > a0 {
+                evidence.push(format!(
                 "malloc arenas: {a0:.0} at the first census, {a1:.0} at the last (glibc makes one \
                  per thread that finds the others busy, up to 8 per core, each keeping its own \
                  free memory)"
-            ));
+                ));
+            }
         }
         if let Some(t) = trace
             .costs()
@@ -103,24 +106,47 @@ fn glibc(trace: &Trace, growth: &[GrowthGroup]) -> Option<Mechanism> {
             ));
         }
         if best.as_ref().is_none_or(|b| free_rise > b.1) {
-            best = Some((pid, free_rise, evidence));
+            best = Some((pid, free_rise, used_rise.max(0.0), evidence));
         }
     }
-    let (pid, rise, evidence) = best?;
-    Some(Mechanism {
-        kind: MechanismKind::Allocator,
-        summary: format!(
-            "the allocator: glibc's malloc kept {} more of freed memory in {} without Python \
-             objects or tensors growing (fragmentation, and per-thread arenas)",
-            fmt_bytes(rise),
-            process_label(trace, pid)
-        ),
-        evidence,
-        fix: Some(
+    let (pid, rise, used, evidence) = best?;
+    // Objects of the user's that grow beside it: they are the leak, and
+    // the freed memory kept between them (a small object kept from each
+    // step among the step's freed temporaries) is what they cost beyond
+    // their own size.
+    let (summary, fix) = if held_in(growth, pid) {
+        (
+            format!(
+                "the allocator: glibc's malloc kept {} more of freed memory in {} beside the \
+                 objects that grow, while the memory in use rose {}: the heap keeps what each \
+                 step frees between what it keeps, so the leak costs more than its objects",
+                fmt_bytes(rise),
+                process_label(trace, pid),
+                fmt_bytes(used)
+            ),
+            "stop keeping the objects that grow (below): the freed memory kept between them \
+             goes with them; jemalloc (`LD_PRELOAD=libjemalloc.so.2`) returns freed memory to \
+             the system meanwhile"
+                .to_string(),
+        )
+    } else {
+        (
+            format!(
+                "the allocator: glibc's malloc kept {} more of freed memory in {} without Python \
+                 objects or tensors growing (fragmentation, and per-thread arenas)",
+                fmt_bytes(rise),
+                process_label(trace, pid)
+            ),
             "cap glibc's arenas (`MALLOC_ARENA_MAX=2` in the job's environment), or run with \
              jemalloc (`LD_PRELOAD=libjemalloc.so.2`), whose freed memory goes back to the system"
                 .to_string(),
-        ),
+        )
+    };
+    Some(Mechanism {
+        kind: MechanismKind::Allocator,
+        summary,
+        evidence,
+        fix: Some(fix),
         bound: None,
         pids: vec![pid],
         location: None,
@@ -325,6 +351,19 @@ mod tests {
             "{:?}",
             m[0].evidence
         );
+        // Beside a holder of the user's whose objects grow: the allocator
+        // multiplies what they cost, and stopping them is the fix.
+        let mut held =
+            crate::census::tests::group_of("attribute", "MetricLog.losses", "tensors", 0.0);
+        held.pid = 7;
+        let m = mechanisms(&t, std::slice::from_ref(&held));
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert!(
+            m[0].summary.contains("beside the objects that grow"),
+            "{}",
+            m[0].summary
+        );
+        assert!(m[0].fix.as_deref().unwrap().starts_with("stop keeping"));
         // Memory in use growing (arrays, tensors kept) is not the allocator's.
         let t = trace(&censuses(&|i| 10.0 + 40.0 * f64::from(i), &|i| {
             100.0 + 40.0 * f64::from(i)

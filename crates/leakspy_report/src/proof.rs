@@ -148,7 +148,8 @@ pub struct FixProof {
     pub after: Work,
     /// Why the runs cannot be compared (empty when they can).
     pub not_comparable: Vec<String>,
-    /// What the fixed run's diagnosis says still grows, by holder.
+    /// What the fixed run's diagnosis says still grows, by holder, and how
+    /// memory grows beyond the objects (its mechanisms).
     pub still_grows: Vec<String>,
 }
 
@@ -170,12 +171,22 @@ pub fn prove(before: &Leg<'_>, after: &Leg<'_>) -> FixProof {
     } else {
         FixVerdict::NotFixed
     };
+    // What grows by holder, then how memory grows beyond those objects
+    // (the allocator keeping what each step frees between them).
     let still_grows = after
         .diagnosis
         .growth
         .iter()
         .take(3)
         .map(GrowthGroup::headline)
+        .chain(
+            after
+                .diagnosis
+                .mechanisms
+                .iter()
+                .take(2)
+                .map(|m| m.summary.clone()),
+        )
         .collect();
     FixProof {
         verdict,
