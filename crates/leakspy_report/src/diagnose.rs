@@ -446,7 +446,7 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
         series: analysed
             .into_iter()
             .map(|(_, mut r, _)| {
-                if r.key == "total.rss" {
+                if r.key == tree {
                     r.leak_by = leak_by.map(str::to_string);
                 }
                 if let Some(b) = bounded.as_ref().filter(|_| r.verdict == Verdict::Leak) {
@@ -1407,6 +1407,43 @@ mod tests {
         );
         assert_eq!(d.verdict, Verdict::Leak, "{}", d.summary);
         assert!(d.mechanisms.is_empty(), "{:?}", d.mechanisms);
+    }
+
+    #[test]
+    fn a_leak_by_the_census_is_said_on_the_trees_pss_too() {
+        // Two processes (a notebook's kernel under its runner): the tree is
+        // fitted on PSS, which rises too little alone; the held graphs make
+        // it a leak, and the series the diff compares says by what.
+        let mut lines = vec![HEADER.to_string()];
+        for i in 0..600 {
+            let t = i as f64 * 0.1;
+            let pss = (700.0 * MIB + t * 0.1 * MIB) as u64;
+            lines.push(format!(
+                r#"{{"kind":"sample","t":{t},"procs":[{{"pid":7,"rss":{pss}}},{{"pid":8,"rss":{MIB}}}],"total":{{"rss":{},"pss":{pss},"anon":{pss}}}}}"#,
+                pss + MIB as u64
+            ));
+            if i % 2 == 0 {
+                lines.push(format!(
+                    r#"{{"kind":"step","t":{},"step":{},"source":"optimizer","pid":7}}"#,
+                    t + 0.05,
+                    i * 10
+                ));
+            }
+        }
+        lines.extend(held_graphs());
+        lines.push(EXIT_OK.to_string());
+        let d = diagnose(
+            &leakspy_trace::parse_trace(&lines.join("\n")).unwrap(),
+            &DiagnoseOptions::default(),
+        );
+        assert_eq!(d.verdict, Verdict::Leak, "{}", d.summary);
+        let pss = d.series.iter().find(|s| s.key == TREE_PSS).unwrap();
+        assert_eq!(
+            pss.leak_by.as_deref(),
+            Some("the probe's census"),
+            "{}",
+            d.summary
+        );
     }
 
     /// A leaking run whose steps come ever slower, to less than half as

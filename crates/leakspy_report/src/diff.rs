@@ -144,7 +144,7 @@ pub fn compare(
     let key = if after.series.iter().any(|s| s.key == before.headline) {
         before.headline.clone()
     } else {
-        "total.rss".to_string()
+        crate::extract::TREE_RSS.to_string()
     };
     let b = before.series.iter().find(|s| s.key == key);
     let a = after.series.iter().find(|s| s.key == key);
