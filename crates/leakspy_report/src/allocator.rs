@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use leakspy_stats::fmt_bytes;
-use leakspy_trace::{Census, Trace};
+use leakspy_trace::{Census, MallocCensus, Trace};
 
 use crate::census::GrowthGroup;
 use crate::model::{Mechanism, MechanismKind};
@@ -57,10 +57,12 @@ fn held_in(growth: &[GrowthGroup], pid: u32) -> bool {
     })
 }
 
-/// glibc keeps what the job freed: the memory it holds free rises while
-/// the memory in use does not.
-fn glibc(trace: &Trace, growth: &[GrowthGroup]) -> Option<Mechanism> {
-    let mut best: Option<(u32, f64, f64, Vec<String>)> = None;
+/// Each process whose glibc malloc came to hold much more freed memory
+/// over the run (the memory it holds free rose by MIN_RISE and
+/// MIN_RISE_REL of its level, and memory in use by at most IN_USE_SHARE of
+/// that): its pid and its first and last census readings.
+fn freed_rises(trace: &Trace) -> Vec<(u32, MallocCensus, MallocCensus)> {
+    let mut out = Vec::new();
     for (pid, cs) in points(trace) {
         let m: Vec<_> = cs.iter().filter_map(|c| c.malloc).collect();
         if m.len() < 3 {
@@ -70,9 +72,21 @@ fn glibc(trace: &Trace, growth: &[GrowthGroup]) -> Option<Mechanism> {
         let free_rise = last.free - first.free;
         let used_rise = last.in_use - first.in_use;
         let level = first.heap + first.mmapped;
-        if free_rise < MIN_RISE.max(MIN_RISE_REL * level) || used_rise > IN_USE_SHARE * free_rise {
-            continue;
+        if free_rise >= MIN_RISE.max(MIN_RISE_REL * level) && used_rise <= IN_USE_SHARE * free_rise
+        {
+            out.push((pid, first, last));
         }
+    }
+    out
+}
+
+/// glibc keeps what the job freed: the memory it holds free rises while
+/// the memory in use does not.
+fn glibc(trace: &Trace, growth: &[GrowthGroup]) -> Option<Mechanism> {
+    let mut best: Option<(u32, f64, f64, Vec<String>)> = None;
+    for (pid, first, last) in freed_rises(trace) {
+        let free_rise = last.free - first.free;
+        let used_rise = last.in_use - first.in_use;
         let mut evidence = vec![format!(
             "{}: glibc's malloc holds {} freed but not returned (mallinfo2 fordblks, {} at the \
              first census), while memory in use rose {}",

@@ -177,7 +177,15 @@ pub fn compare(
         _ => None,
     };
     let holders = holder_changes(before, after);
-    let (verdict, reason) = decide(&before_side, &after_side);
+    let (mut verdict, mut reason) = decide(&before_side, &after_side);
+    // A fix judged not to work on memory the allocator keeps: how much of
+    // what it frees a run keeps moves from run to run, so the data cannot
+    // say "not fixed" (nor "worse"). Flat or less after is as measured.
+    if matches!(verdict, DiffVerdict::NotFixed | DiffVerdict::Worse) {
+        if let Some(why) = allocator_growth(after) {
+            (verdict, reason) = (DiffVerdict::Inconclusive, why);
+        }
+    }
     Comparison {
         verdict,
         reason,
@@ -189,6 +197,22 @@ pub fn compare(
         ratio,
         holders,
     }
+}
+
+/// Why the growth of a run after a fix cannot tell whether the fix worked:
+/// the report found it is the allocator keeping freed memory (the same job
+/// grew 2.3 KiB/step in one run, 13.5 in the next).
+pub(crate) fn allocator_growth(after: &Diagnosis) -> Option<String> {
+    let m = after
+        .mechanisms
+        .iter()
+        .find(|m| m.kind == crate::model::MechanismKind::Allocator)?;
+    Some(format!(
+        "after's memory grows in what the allocator keeps ({}): how much freed memory a run \
+         keeps varies from run to run, so its growth does not tell whether the fix worked (run \
+         both with jemalloc, `LD_PRELOAD=libjemalloc.so.2`, to compare)",
+        m.summary.trim_start_matches("the allocator: ")
+    ))
 }
 
 /// The named holders of the run before, each looked up in the run after.

@@ -157,7 +157,12 @@ pub struct FixProof {
 pub fn prove(before: &Leg<'_>, after: &Leg<'_>) -> FixProof {
     let comparison = compare(before.diagnosis, before.label, after.diagnosis, after.label);
     let (wb, wa) = (Work::of(before.trace), Work::of(after.trace));
-    let not_comparable = comparability(before, after, &wb, &wa);
+    let mut not_comparable = comparability(before, after, &wb, &wa);
+    // `diff` could not tell because the fixed run's growth is the
+    // allocator's: the runs are not comparable on memory (said as such).
+    if comparison.verdict == DiffVerdict::Inconclusive {
+        not_comparable.extend(crate::diff::allocator_growth(after.diagnosis));
+    }
     let verdict = if !not_comparable.is_empty() {
         FixVerdict::NotComparable
     } else if comparison.verdict == DiffVerdict::Fixed {
@@ -310,6 +315,72 @@ mod tests {
         };
         let (wb, wa) = (Work::of(before), Work::of(after));
         comparability(&leg("b", before, &d), &leg("a", after, &d), &wb, &wa)
+    }
+
+    /// A leaking run of 3000 steps whose memory grows `per_step` bytes a
+    /// step; its censuses see malloc's freed memory rise by `freed` MiB
+    /// over the run while memory in use stays flat.
+    fn leaking(per_step: f64, freed: f64) -> Trace {
+        const MIB: f64 = 1024.0 * 1024.0;
+        let mut lines = vec![header()];
+        for i in 0..600u64 {
+            let t = i as f64 * 0.1;
+            let rss = (700.0 * MIB + per_step * 5.0 * i as f64) as u64;
+            lines.push(format!(
+                r#"{{"kind":"sample","t":{t},"procs":[{{"pid":11,"rss":{rss}}}],"total":{{"rss":{rss},"anon":{rss}}}}}"#
+            ));
+            lines.push(format!(
+                r#"{{"kind":"step","t":{t},"step":{},"source":"optimizer","pid":11}}"#,
+                5 * i
+            ));
+        }
+        for n in 1..=6u64 {
+            let free = (10.0 + freed * (n - 1) as f64 / 5.0) * MIB;
+            lines.push(format!(
+                r#"{{"kind":"census","t":{},"pid":11,"step":{},"n":{n},"warmup":false,"malloc":{{"heap":{},"mmapped":0,"in_use":{},"free":{free},"arenas":1}}}}"#,
+                n * 9,
+                n * 450,
+                free + 100.0 * MIB,
+                100.0 * MIB
+            ));
+        }
+        lines.push(r#"{"kind":"exit","t":60.0,"code":0,"status":0}"#.to_string());
+        trace(&lines)
+    }
+
+    fn proof_of(before: &Trace, after: &Trace) -> FixProof {
+        let opts = crate::DiagnoseOptions::default();
+        let (db, da) = (
+            crate::diagnose(before, &opts),
+            crate::diagnose(after, &opts),
+        );
+        let leg = |label, trace, diagnosis| Leg {
+            label,
+            trace,
+            diagnosis,
+            stopped: false,
+        };
+        prove(&leg("before", before, &db), &leg("after", after, &da))
+    }
+
+    #[test]
+    fn growth_the_allocator_keeps_does_not_say_a_fix_failed() {
+        // After grows faster, all of it freed memory malloc keeps: the
+        // runs cannot be compared on memory, and `diff` cannot tell.
+        let p = proof_of(&leaking(4096.0, 0.0), &leaking(12288.0, 100.0));
+        assert_eq!(p.verdict, FixVerdict::NotComparable, "{:?}", p.comparison);
+        assert_eq!(p.comparison.verdict, DiffVerdict::Inconclusive);
+        assert!(
+            p.not_comparable.len() == 1
+                && p.not_comparable[0].contains("what the allocator keeps")
+                && p.not_comparable[0].contains("varies from run to run"),
+            "{:?}",
+            p.not_comparable
+        );
+        // The same growth without malloc keeping it: worse, as measured.
+        let p = proof_of(&leaking(4096.0, 0.0), &leaking(12288.0, 0.0));
+        assert_eq!(p.verdict, FixVerdict::NotFixed, "{:?}", p.not_comparable);
+        assert_eq!(p.comparison.verdict, DiffVerdict::Worse);
     }
 
     #[test]
