@@ -237,6 +237,7 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     // One story: under a no-leak verdict, what the probe saw grow is not a
     // leak either (its evidence would have made it one); said as a note,
     // not listed as what grows.
+    let mut quiet = Vec::new();
     if verdict == Verdict::NoLeak && !growth.is_empty() {
         let held: Vec<String> = growth
             .iter()
@@ -251,7 +252,7 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
                 held.join("; ")
             ));
         }
-        growth.clear();
+        quiet = std::mem::take(&mut growth);
     }
     match basis {
         Basis::Step => notes.push(format!(
@@ -463,6 +464,7 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
         ranks: Vec::new(),
         no_holder: None,
         mechanisms,
+        quiet,
     };
     if d.verdict == Verdict::Leak && d.mechanisms.is_empty() {
         d.no_holder = no_holder_reason(trace, &d.growth, &d.probe);
@@ -1407,6 +1409,37 @@ mod tests {
         );
         assert_eq!(d.verdict, Verdict::Leak, "{}", d.summary);
         assert!(d.mechanisms.is_empty(), "{:?}", d.mechanisms);
+    }
+
+    #[test]
+    fn a_holder_still_growing_where_memory_does_not_is_not_gone() {
+        let before = diagnose(
+            &trace(|t| 700.0 * MIB + t * 2.0 * MIB, &held_graphs(), EXIT_OK),
+            &DiagnoseOptions::default(),
+        );
+        assert_eq!(before.verdict, Verdict::Leak, "{}", before.summary);
+        // After: memory flat, the probe still sees what the holder keeps
+        // grow (too little to matter): no leak, and the holder not gone.
+        let after = diagnose(
+            &trace(|_| 700.0 * MIB, &held_graphs(), EXIT_OK),
+            &DiagnoseOptions::default(),
+        );
+        assert_eq!(after.verdict, Verdict::NoLeak, "{}", after.summary);
+        assert!(after.growth.is_empty() && !after.quiet.is_empty());
+        let c = crate::compare(&before, "before", &after, "after");
+        let change = c
+            .holders
+            .iter()
+            .find(|h| h.holder.starts_with("Trainer.losses"));
+        let change = change.unwrap_or_else(|| panic!("{:?}", c.holders));
+        assert!(
+            change
+                .describe()
+                .contains("still grows (+2.00 autograd graph nodes"),
+            "{}",
+            change.describe()
+        );
+        assert!(change.describe().contains("memory does not grow with it"));
     }
 
     #[test]

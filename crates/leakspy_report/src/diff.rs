@@ -226,15 +226,27 @@ fn holder_changes(before: &Diagnosis, after: &Diagnosis) -> Vec<HolderChange> {
         .iter()
         .filter_map(|g| {
             let h = g.holder.as_ref().filter(|h| h.is_named())?;
-            let still = after.growth.iter().find(|a| {
+            let same = |a: &&crate::census::GrowthGroup| {
                 a.holder
                     .as_ref()
                     .is_some_and(|ah| ah.path == h.path && ah.kind == h.kind)
-            });
+            };
+            // Still growing where memory does not grow with it: not gone.
+            let still = after
+                .growth
+                .iter()
+                .find(same)
+                .map(|a| a.growers[0].describe());
+            let quiet =
+                || {
+                    after.quiet.iter().find(same).map(|a| {
+                        format!("{}; memory does not grow with it", a.growers[0].describe())
+                    })
+                };
             Some(HolderChange {
                 holder: holder_name(h),
                 before: g.growers[0].describe(),
-                after: still.map(|a| a.growers[0].describe()),
+                after: still.or_else(quiet),
             })
         })
         .collect()

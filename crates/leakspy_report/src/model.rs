@@ -413,4 +413,9 @@ pub struct Diagnosis {
     pub no_holder: Option<String>,
     /// What makes memory grow outside Python objects, by its evidence.
     pub mechanisms: Vec<Mechanism>,
+    /// What the probe saw grow under a no-leak verdict: too little for
+    /// memory to grow with it (said in `notes`, not in `growth`). `diff`
+    /// must not call such a holder gone.
+    #[serde(skip)]
+    pub quiet: Vec<crate::census::GrowthGroup>,
 }
