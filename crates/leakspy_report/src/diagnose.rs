@@ -283,16 +283,48 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
     if let Some(t) = &throughput {
         if t.falling {
             // Said as what was measured: wall-clock steps/s also fall when
-            // other programs take the machine's cores, which the trace
-            // does not tell apart; only beside a leak is it one's symptom.
-            let mut why = if verdict == Verdict::Leak {
-                "with the leak (a growing list walked every step, swapping), or other programs \
-                 taking the machine's cores"
-            } else {
-                "other programs taking the machine's cores slow a job as much; nothing here \
-                 leaks"
-            }
-            .to_string();
+            // other programs take the machine's cores. The CPU time a step
+            // costs tells the two apart where the trace has it: steps that
+            // wait cost no more; steps that work more (a growing list walked
+            // every step) do.
+            let span = (t.t_end - t.t_start) / 4.0;
+            let cpu = cpu_per_step(trace, &clock, t.t_start, t.t_start + span).zip(cpu_per_step(
+                trace,
+                &clock,
+                t.t_end - span,
+                t.t_end,
+            ));
+            let wall = t.start_rate / t.end_rate.max(1e-9);
+            let ms = |c: f64| format!("{:.2} ms", c * 1e3);
+            let mut why = match cpu {
+                Some((a, b)) if b < a * (1.0 + 0.5 * (wall - 1.0)) => format!(
+                    "the job's CPU time per step held ({} to {}): its steps waited, they did \
+                     not work more (other programs taking the machine's cores){}",
+                    ms(a),
+                    ms(b),
+                    if verdict == Verdict::Leak {
+                        ""
+                    } else {
+                        "; nothing here leaks"
+                    }
+                ),
+                Some((a, b)) => format!(
+                    "each step took more CPU time ({} to {}){}",
+                    ms(a),
+                    ms(b),
+                    if verdict == Verdict::Leak {
+                        ": with the leak (a growing list walked every step, swapping)"
+                    } else {
+                        ", with no leak: the steps themselves cost more"
+                    }
+                ),
+                None if verdict == Verdict::Leak => "with the leak (a growing list walked every \
+                     step, swapping), or other programs taking the machine's cores"
+                    .to_string(),
+                None => "other programs taking the machine's cores slow a job as much; nothing \
+                     here leaks"
+                    .to_string(),
+            };
             if let Some(burst) = burst_during(trace, t.t_start, t.t_end) {
                 let sep = if verdict == Verdict::Leak { "," } else { ";" };
                 why = format!("{burst}{sep} {why}");
@@ -1099,6 +1131,36 @@ fn probe_info(trace: &Trace) -> ProbeInfo {
     }
 }
 
+/// CPU seconds the process tree spent per step over `[t0, t1]`: the `/proc`
+/// times in the samples (each process's rises summed, so one that starts or
+/// ends meanwhile counts what it used), over the steps done between the
+/// samples nearest inside. None without CPU times or steps there.
+fn cpu_per_step(trace: &Trace, clock: &StepClock, t0: f64, t1: f64) -> Option<f64> {
+    let mut last: std::collections::HashMap<u32, f64> = std::collections::HashMap::new();
+    let mut used = 0.0;
+    // (time, CPU seconds used so far) at the first and last sample inside.
+    let mut first: Option<(f64, f64)> = None;
+    let mut end: Option<(f64, f64)> = None;
+    for s in trace.samples() {
+        let mut seen = false;
+        for p in &s.procs {
+            if let Some(c) = p.cpu_s.filter(|c| c.is_finite()) {
+                seen = true;
+                if let Some(prev) = last.insert(p.pid, c) {
+                    used += (c - prev).max(0.0);
+                }
+            }
+        }
+        if seen && s.t >= t0 && s.t <= t1 {
+            first = first.or(Some((s.t, used)));
+            end = Some((s.t, used));
+        }
+    }
+    let ((ta, ca), (tb, cb)) = (first?, end?);
+    let steps = clock.step_at(tb)? - clock.step_at(ta)?;
+    (steps > 0.0 && cb > ca).then(|| (cb - ca) / steps)
+}
+
 /// The probe's bursts as a cause of slower steps, when they fell within
 /// `[t0, t1]` (the throughput fit's span): a burst spends up to half the
 /// job's time for a few seconds, and what it took is measured.
@@ -1481,14 +1543,18 @@ mod tests {
 
     /// A leaking run whose steps come ever slower, to less than half as
     /// fast at the end, with the probe's burst in the second half or not.
-    fn slower_steps(burst: bool) -> Trace {
+    /// `cpu(t, step)`: the process's CPU seconds at a sample, if recorded.
+    fn slower_steps_cpu(burst: bool, cpu: fn(f64, u64) -> Option<f64>) -> Trace {
         let mut lines = vec![HEADER.to_string()];
         let mut step = 0;
         for i in 0..600 {
             let t = i as f64 * 0.1;
             let r = (700.0 * MIB + t * 2.0 * MIB) as u64;
+            let c = cpu(t, step)
+                .map(|c| format!(r#","cpu_s":{c}"#))
+                .unwrap_or_default();
             lines.push(format!(
-                r#"{{"kind":"sample","t":{t},"procs":[{{"pid":7,"rss":{r}}}],"total":{{"rss":{r},"anon":{r}}}}}"#
+                r#"{{"kind":"sample","t":{t},"procs":[{{"pid":7,"rss":{r}{c}}}],"total":{{"rss":{r},"anon":{r}}}}}"#
             ));
             step += 10 - i / 100;
             lines.push(format!(
@@ -1511,6 +1577,38 @@ mod tests {
         ));
         lines.push(EXIT_OK.to_string());
         leakspy_trace::parse_trace(&lines.join("\n")).unwrap()
+    }
+
+    fn slower_steps(burst: bool) -> Trace {
+        slower_steps_cpu(burst, |_, _| None)
+    }
+
+    #[test]
+    fn slower_steps_are_told_by_the_cpu_time_a_step_costs() {
+        // 1 ms of CPU a step all run long: the steps waited.
+        let d = diagnose(
+            &slower_steps_cpu(false, |_, step| Some(step as f64 * 1e-3)),
+            &DiagnoseOptions::default(),
+        );
+        let note = d.notes.iter().find(|n| n.starts_with("steps/s fell"));
+        let note = note.unwrap_or_else(|| panic!("{:?}", d.notes));
+        assert!(
+            note.contains("CPU time per step held (1.00 ms to 1.00 ms)")
+                && note.contains("other programs")
+                && !note.contains("with the leak"),
+            "{note}"
+        );
+        // A core busy all run long while the steps slow: each costs more.
+        let d = diagnose(
+            &slower_steps_cpu(false, |t, _| Some(t)),
+            &DiagnoseOptions::default(),
+        );
+        let note = d.notes.iter().find(|n| n.starts_with("steps/s fell"));
+        let note = note.unwrap_or_else(|| panic!("{:?}", d.notes));
+        assert!(
+            note.contains("each step took more CPU time") && note.contains("with the leak"),
+            "{note}"
+        );
     }
 
     #[test]
