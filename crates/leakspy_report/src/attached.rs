@@ -25,7 +25,9 @@ pub(crate) fn detach_exit(trace: &Trace) -> Option<ExitInfo> {
         "interrupted" => {
             format!("attached to pid {pid}, stopped by an interrupt to leakspy; the job goes on")
         }
-        "watched" => format!("watched from within pid {pid} (leakspy.watch()), which goes on"),
+        "watched" => format!(
+            "watched from within pid {pid} (`leakspy.watch()` or `%leakspy watch`), which goes on"
+        ),
         "ended" => format!(
             "attached to pid {pid}, which ended during the recording (its exit status goes to its parent)"
         ),
