@@ -483,7 +483,11 @@ class _TraceState(object):
         self.steps = 0
         self.rss = None
         self.rss_first = None
-        self.rss_at_step = None  # (steps, rss) when steps were first counted
+        # (steps, rss) once warm-up is over (the probe's own bound: so many
+        # steps and seconds after the first): the per-step figure leaves out
+        # imports and first-step work, as the verdict does.
+        self.rss_at_step = None
+        self.t_first_step = None
         self.censuses = 0
         self.holder = None
 
@@ -496,18 +500,26 @@ class _TraceState(object):
                 self.rss = rss
                 if self.rss_first is None:
                     self.rss_first = rss
-                if self.steps and self.rss_at_step is None:
+                if self.rss_at_step is None and self._warm(self.t):
                     self.rss_at_step = (self.steps, rss)
         elif kind == "step":
             s = ev.get("step")
             if isinstance(s, int):
                 self.steps = max(self.steps, s)
+                if self.t_first_step is None:
+                    self.t_first_step = self.t
         elif kind == "census":
             self.censuses += 1
         elif kind == "suspect":
             h = ev.get("holder") or {}
             if h.get("path"):
                 self.holder = h["path"]
+
+    def _warm(self, t):
+        from ._probe import WARMUP_S, WARMUP_STEPS
+
+        return (self.t_first_step is not None and self.steps >= WARMUP_STEPS
+                and t - self.t_first_step >= WARMUP_S)
 
     def line(self, final=False):
         parts = ["leakspy", "%s %.0f s" % ("watched" if final else "watching", self.t)]
