@@ -289,3 +289,100 @@ def main(env, given):
         vec![]
     );
 }
+
+const SAMPLER: &str = "\
+import torch
+from vocab import ALPHABET
+
+
+def sample(m, prime, length):
+    hidden = m.init_hidden(1)
+    inp = prime
+    text = ''
+    for _ in range(length):
+        output, hidden = m(inp, hidden)
+        top = torch.multinomial(output.data.view(-1).exp(), 1)[0]
+        text += ALPHABET[top]
+        inp = top.view(1, 1)
+    return text
+";
+
+const VOCAB: &str = "\
+import string
+
+ALPHABET = string.printable
+";
+
+const CHAR_MODEL: &str = "\
+import torch.nn as nn
+
+
+class CharModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(8, 8)
+
+    def forward(self, x, h):
+        return self.rnn(x, h)
+";
+
+/// A sampling loop in one file, run from another: whether the caller there has autograd on,
+/// what it passes (a module of a third file) and what the returned text is made of (a constant
+/// of a fourth) all come from other files.
+#[test]
+fn a_sampling_loop_is_judged_by_how_other_files_call_it() {
+    let with_grad = "\
+from models import CharModel
+from sampling import sample
+
+net = CharModel()
+print(sample(net, None, 500))
+";
+    let without_grad = "\
+import torch
+from models import CharModel
+from sampling import sample
+
+net = CharModel()
+with torch.no_grad():
+    print(sample(net, None, 500))
+";
+    let project = |main| {
+        findings(&[
+            ("main.py", main),
+            ("models.py", CHAR_MODEL),
+            ("sampling.py", SAMPLER),
+            ("vocab.py", VOCAB),
+        ])
+    };
+    assert_eq!(
+        project(with_grad),
+        vec![("sampling.py".to_string(), 10, "LS008".to_string())]
+    );
+    assert_eq!(project(without_grad), vec![]);
+    // Alone, nothing says how it is called, what `m` is or what `ALPHABET` holds.
+    assert_eq!(findings(&[("sampling.py", SAMPLER)]), vec![]);
+}
+
+/// Set-up code that runs a model to learn its shapes builds a graph once, when the object is
+/// made: not a state carried across steps, even when another file makes the object.
+#[test]
+fn set_up_code_run_from_another_file_is_not_a_sampling_loop() {
+    let probe = "\
+import torch
+
+
+class ShapeProbe:
+    def __init__(self, encoder, x, depth):
+        for _ in range(depth):
+            x = encoder(x)
+        self.width = x.shape[-1]
+";
+    let main = "\
+import torch
+from probe import ShapeProbe
+
+p = ShapeProbe(torch.nn.Linear(8, 8), torch.zeros(1, 8), 20)
+";
+    assert_eq!(findings(&[("main.py", main), ("probe.py", probe)]), vec![]);
+}

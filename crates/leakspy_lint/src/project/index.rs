@@ -36,6 +36,8 @@ type FuncId = (usize, String);
 
 enum Symbol {
     Module,
+    /// A module-level name bound once to a number or a string.
+    Constant,
     Class(ClassId),
     Function(FuncId),
     Method(ClassId, String),
@@ -69,6 +71,11 @@ pub struct ProjectIndex<'f> {
     resets: FxHashMap<&'f str, Vec<usize>>,
     /// Functions that train, themselves or through what they call in any file.
     trains: FxHashSet<FuncId>,
+    /// Functions that calls in other files run: `true` when one of them runs with autograd on.
+    grad_calls: FxHashMap<FuncId, bool>,
+    /// Per positional parameter (after `self`) of each function that calls in other files run:
+    /// `Some(true)` while every one of them passes an `nn.Module` of the project there.
+    module_args: FxHashMap<FuncId, Vec<Option<bool>>>,
     /// Each call that leaves a file, resolved: (file, index of the call, where it goes).
     resolved: Vec<(usize, usize, Vec<FuncId>)>,
 }
@@ -88,6 +95,8 @@ impl<'f> ProjectIndex<'f> {
             constructions: FxHashMap::default(),
             resets: FxHashMap::default(),
             trains: FxHashSet::default(),
+            grad_calls: FxHashMap::default(),
+            module_args: FxHashMap::default(),
             resolved: Vec::new(),
         };
         for (i, f) in files.iter().enumerate() {
@@ -234,6 +243,14 @@ impl<'f> ProjectIndex<'f> {
         }
         if self.functions.contains_key(&(file, name)) {
             return Some(Symbol::Function((file, name.to_string())));
+        }
+        let summary = &self.files[file].summary;
+        if summary
+            .constants
+            .binary_search_by(|c| c.as_str().cmp(name))
+            .is_ok()
+        {
+            return Some(Symbol::Constant);
         }
         let aliases = &self.files[file].summary.aliases;
         let i = aliases
@@ -481,6 +498,33 @@ impl<'f> ProjectIndex<'f> {
                 break;
             }
         }
+        for (i, k, targets) in &resolved {
+            let fact = &self.files[*i].summary.calls[*k];
+            let modules: Vec<bool> = fact
+                .args
+                .iter()
+                .map(|a| match a {
+                    ArgFact::Instance(c) => match self.resolve(*i, c) {
+                        Some(Symbol::Class(id)) => self
+                            .mro(&id)
+                            .iter()
+                            .any(|b| self.class(b).is_some_and(|s| s.is_module)),
+                        _ => false,
+                    },
+                    _ => false,
+                })
+                .collect();
+            for t in targets.iter().filter(|t| t.0 != *i) {
+                *self.grad_calls.entry(t.clone()).or_default() |= fact.grad;
+                let slots = self.module_args.entry(t.clone()).or_default();
+                if slots.len() < modules.len() {
+                    slots.resize(modules.len(), None);
+                }
+                for (slot, m) in slots.iter_mut().zip(&modules) {
+                    *slot = Some(slot.unwrap_or(true) && *m);
+                }
+            }
+        }
         self.resolved = resolved;
     }
 
@@ -605,6 +649,23 @@ impl<'f> ProjectIndex<'f> {
         for (t, taints) in &self.taints {
             if t.0 == file && taints.iter().any(Option::is_some) {
                 out.taints.insert(t.1.clone(), taints.clone());
+            }
+        }
+        // Names the file imports that stand for another file's plain constants.
+        for (local, q) in &f.summary.aliases {
+            if matches!(self.resolve(file, q), Some(Symbol::Constant)) {
+                out.constants.insert(local.clone());
+            }
+        }
+        for (t, grad) in &self.grad_calls {
+            if t.0 == file {
+                out.grad_calls.insert(t.1.clone(), *grad);
+            }
+        }
+        for (t, slots) in &self.module_args {
+            if t.0 == file && slots.contains(&Some(true)) {
+                let modules = slots.iter().map(|s| *s == Some(true)).collect();
+                out.module_params.insert(t.1.clone(), modules);
             }
         }
         // A cadence the file gives itself (its own account, or its own calls) is its business.

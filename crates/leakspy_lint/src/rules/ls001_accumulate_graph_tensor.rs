@@ -1,6 +1,6 @@
 //! ## What it does
 //! Flags a running total that adds graph-carrying tensors across iterations: `total += loss`,
-//! `total = total + loss`, `stats[k] += loss`, `self.total += loss`, where the total outlives the
+//! `total = total + loss`, `total.add_(loss)`, `stats[k] += loss`, `self.total += loss`, where the total outlives the
 //! iteration (bound before the loop, an attribute or a global) and the statement runs once per
 //! training iteration (in a loop that trains or goes through data, or in a function that runs
 //! once per step).
@@ -87,6 +87,27 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
             } else {
                 return;
             }
+        }
+        // `total.add_(loss)`, `total.sub_(x)`: an in-place `+=` on the tensor.
+        Stmt::Expr(e) => {
+            let Expr::Call(call) = &*e.value else { return };
+            let Expr::Attribute(attr) = &*call.func else {
+                return;
+            };
+            let ([added], true) = (
+                &*call.arguments.args,
+                matches!(attr.attr.as_str(), "add_" | "sub_") && dotted(&attr.value).is_some(),
+            ) else {
+                return;
+            };
+            // An in-place update of state on the object or a global is a running statistic's
+            // (LS011 names it so).
+            let state = crate::semantic::facts::self_attr(&attr.value).is_some()
+                || dotted(&attr.value).is_some_and(|k| checker.facts.globals.contains_key(&k));
+            if state && checker.enabled(Rule::LS011) {
+                return;
+            }
+            (&*attr.value, added)
         }
         _ => return,
     };

@@ -6,8 +6,12 @@
 //! method (`training_step`, `update`, ...) that backpropagates. Also a state carried across the
 //! iterations of a rollout, generation or evaluation loop with autograd on that never
 //! backpropagates (nor does its function): `logits, value, (h, c) = policy(obs, state)` then
-//! `state = (h, c)`. The callee is an `nn.Module` the analysis knows, or a callee named like a
-//! recurrent layer (`rnn`, `lstm`, `gru`, `cell`).
+//! `state = (h, c)`. Also a sampling loop anywhere (`output, hidden = decoder(inp, hidden)` in
+//! `generate()`) when its code runs with autograd on (a call in this file or another has it on)
+//! and neither backpropagates nor returns anything that carries a graph: nobody can ever use the
+//! graph it builds. The callee is an `nn.Module` the analysis knows (also a parameter every
+//! caller in the project passes a module to), or a callee named like a recurrent layer (`rnn`,
+//! `lstm`, `gru`, `cell`).
 //!
 //! ## Why is this bad?
 //! The new `h` is an output of the module, so it carries the autograd graph of this step; fed
@@ -53,8 +57,11 @@
 //! A state detached or re-created anywhere in the training loop (`h = h.detach()`,
 //! `h = repackage_hidden(h)`, `h = model.init_hidden(...)`, `h.detach_()`), including only every
 //! `k` steps; bounded full backpropagation through time (the state re-created per sequence and
-//! one `.backward()` after the time loop); loops under `torch.no_grad()`/`inference_mode()`;
-//! loops that never backpropagate.
+//! one `.backward()` after the time loop); loops under `torch.no_grad()`/`inference_mode()`,
+//! also when every caller in the project runs the function so; sampling code that returns the
+//! graph (a caller may backpropagate through it), that no call in the project runs (its callers
+//! are unknown), set-up code (`__init__` running a model to learn its shapes), a loop that
+//! makes the module it calls (a stack of layers) and a few steps written out (`range(4)`).
 
 use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::Ranged;
@@ -94,6 +101,8 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
         .map(|l| (l.stmt, l.offset));
     // What keeping every step's graph costs: with a backward, its walk; without, the activations.
     let mut cost = "every `.backward()` walks back through all of them (memory and step time grow)";
+    // What to do instead of detaching: for a loop whose graph nobody uses, not to build it.
+    let mut instead = None;
     let (leaking, context): (Vec<&String>, String) = if let Some((loop_stmt, offset)) = trainer {
         let body: &[Stmt] = match loop_stmt {
             Stmt::For(f) => &f.body,
@@ -124,6 +133,31 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
             format!(
                 "on every iteration of the loop at line {}, with autograd on and no \
                  `.backward()` to free the saved activations,",
+                checker.line(offset)
+            ),
+        )
+    } else if let Some((body, offset)) = generation_loop(checker, call) {
+        // A generation or sampling loop: its graph can never be used, and the carried state
+        // makes it longer with every step until the loop ends.
+        cost = "every step's saved activations stay until the loop ends (memory grows with \
+                every step)";
+        instead = Some(match checker.function() {
+            Some(def) => format!(
+                "run the loop under `with torch.no_grad():` (or decorate `{}` with \
+                 `@torch.no_grad()`)",
+                def.name.as_str()
+            ),
+            None => "run the loop under `with torch.no_grad():`".to_string(),
+        });
+        let leaking = carried
+            .iter()
+            .filter(|k| !reset_in(checker, body, k, &outputs))
+            .collect();
+        (
+            leaking,
+            format!(
+                "on every iteration of the loop at line {}, with autograd on, in code that \
+                 neither backpropagates nor returns a graph,",
                 checker.line(offset)
             ),
         )
@@ -181,10 +215,14 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
             ks.join(", ")
         )
     };
+    let remedy = match instead {
+        Some(i) => format!("{i}, or detach with {advice}"),
+        None => format!("detach with {advice}"),
+    };
     let message = format!(
         "{names} {verb} fed back into `{callee}(...)` {context} and never \
          detached or re-created there: each step's graph links to the previous step's, so {it} \
-         keep{s} the autograd graph of every step alive and {cost}; detach with {advice}",
+         keep{s} the autograd graph of every step alive and {cost}; {remedy}",
         s = if leaking.len() == 1 { "s" } else { "" },
     );
     checker.report(Diagnostic::new(Rule::LS008, message, stmt.range()));
@@ -225,6 +263,78 @@ fn rollout_loop<'a>(
         _ => return None,
     };
     Some((body, l.offset))
+}
+
+/// The innermost loop around the statement when it is a generation or sampling loop: code
+/// that runs with autograd on (a call of its function does, or it is the module's top level),
+/// neither backpropagates (itself or through what it calls) nor returns anything that carries a
+/// graph, and keeps nothing of the loop's on an object or a parameter. Nothing can ever
+/// backpropagate through the graph the carried state links, so it is all waste. Outside a
+/// module's own methods and set-up code (`__init__` runs a model once to learn its shapes);
+/// not a loop over a small fixed number of steps, nor one that makes the module it calls (a
+/// new layer per iteration is a stack of layers, as long as the architecture, not a state
+/// carried through one module).
+fn generation_loop<'a>(
+    checker: &Checker<'a>,
+    call: &ExprCall,
+) -> Option<(&'a [Stmt], ruff_text_size::TextSize)> {
+    if checker.in_module_class() || checker.function_trains() || !checker.runs_with_grad() {
+        return None;
+    }
+    if checker
+        .function()
+        .is_some_and(|def| def.name.as_str() == "__init__")
+    {
+        return None;
+    }
+    if checker
+        .function()
+        .is_some_and(|def| checker.training().trains(def))
+    {
+        return None;
+    }
+    let l = checker.innermost_loop()?;
+    let body: &'a [Stmt] = match l.stmt {
+        Stmt::For(f) if !few_steps(checker, &f.iter) => &f.body,
+        Stmt::While(w) => &w.body,
+        _ => return None,
+    };
+    let callee_root = dotted(&call.func).map(|d| d.split('.').next().unwrap_or("").to_string());
+    if callee_root.is_some_and(|r| l.facts.rebinds(&r)) {
+        return None;
+    }
+    let params = &checker.scope().params;
+    let keeps_outside = l.facts.changes.iter().any(|(key, changes)| {
+        let root = key.split(['.', '[']).next().unwrap_or(key);
+        (root == "self" || params.contains(root)) && changes.contains(&Mutation::Grow)
+    });
+    if keeps_outside || !checker.returns_no_graph() {
+        return None;
+    }
+    Some((body, l.offset))
+}
+
+/// `range(k)` (or a collection written out) with at most a handful of steps: the chain it
+/// builds is as short as one forward pass's.
+fn few_steps(checker: &Checker, iter: &Expr) -> bool {
+    const FEW: u64 = 16;
+    if checker.training().is_literal_collection(iter) {
+        return true;
+    }
+    let Expr::Call(call) = iter else { return false };
+    if !is_dotted(&call.func, "range") {
+        return false;
+    }
+    let args = &call.arguments.args;
+    let bound = |e: &Expr| crate::semantic::facts::int_value(e, &checker.facts.constants);
+    match args.as_ref() {
+        [stop] => bound(stop).is_some_and(|n| n <= FEW),
+        [start, stop, ..] => match (bound(start), bound(stop)) {
+            (Some(a), Some(b)) => b.saturating_sub(a) <= FEW,
+            _ => false,
+        },
+        _ => false,
+    }
 }
 
 /// The keys that are both an input and an output of a module call (`out, h = rnn(x, h)`), or an

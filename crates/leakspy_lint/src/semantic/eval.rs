@@ -64,6 +64,9 @@ impl<'a> SemanticModel<'a> {
                 if let Some(v) = self.lookup(id) {
                     return v.clone();
                 }
+                if self.facts.plain_globals.contains(id) || self.external.constants.contains(id) {
+                    return Value::plain();
+                }
                 if let Some(g) = self.facts.globals.get(id) {
                     return Value::of_kind(g.init);
                 }
@@ -682,6 +685,11 @@ impl<'a> SemanticModel<'a> {
     ) -> Value {
         let method = attr.attr.as_str();
         let recv_expr = &*attr.value;
+        // A method of a string written out (`"".join(chars)`, `"{}".format(x)`) gives a string,
+        // a number or a list of strings: never a graph.
+        if matches!(recv_expr, Expr::StringLiteral(_) | Expr::FString(_)) {
+            return Value::plain();
+        }
         // `accelerator.gather(x)`: `x`'s values from every process, with its graph on one.
         if super::hooks::accelerate_passes_value(method)
             && call.arguments.args.len() == 1

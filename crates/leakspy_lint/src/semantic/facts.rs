@@ -107,6 +107,10 @@ pub struct ModuleFacts {
     pub has_module_forward: bool,
     /// Module-level integer constants (`BATCH = 64`, `N = 2 * BATCH`).
     pub constants: FxHashMap<String, u64>,
+    /// Module-level names bound once, to a number or a string (`CHARS = string.printable`,
+    /// `N_CHARS = len(CHARS)`), and never declared `global` in a function: plain values
+    /// wherever they are read, in this file and in those that import them.
+    pub plain_globals: FxHashSet<String>,
     /// Does the file use torch at all (import or `torch.` access)? Several rules only make
     /// sense in ML code.
     pub uses_torch: bool,
@@ -211,6 +215,7 @@ impl ModuleFacts {
                 }
             }
         }
+        facts.plain_globals = plain_globals(suite, &facts.imports);
         facts.has_module_forward = facts
             .classes
             .values()
@@ -1077,4 +1082,93 @@ pub fn is_module_ctor(qualified: &str, classes: &FxHashMap<String, ClassFacts>) 
     last == "from_pretrained" && loads_model()
         || qualified.starts_with("torchvision.models.")
         || qualified == "timm.create_model"
+}
+
+/// Module-level names bound exactly once, by an assignment of a number or a string, that no
+/// function declares `global`.
+fn plain_globals(suite: &[Stmt], imports: &Imports) -> FxHashSet<String> {
+    // Per name: how many bindings, and whether each was of a plain value.
+    let mut bindings: FxHashMap<String, (usize, bool)> = FxHashMap::default();
+    crate::semantic::scan::visit_block(suite, &mut |stmt| {
+        let mut targets: Vec<(&Expr, bool)> = Vec::new();
+        match stmt {
+            Stmt::Assign(a) => {
+                let plain = |n: &str| bindings.get(n).is_some_and(|b| *b == (1, true));
+                let is_plain = is_plain_value(&a.value, imports, &plain);
+                targets.extend(a.targets.iter().map(|t| (t, is_plain)));
+            }
+            Stmt::AnnAssign(a) => targets.push((&a.target, false)),
+            Stmt::AugAssign(a) => targets.push((&a.target, false)),
+            Stmt::For(f) => targets.push((&f.target, false)),
+            Stmt::With(w) => {
+                targets.extend(
+                    w.items
+                        .iter()
+                        .filter_map(|i| i.optional_vars.as_deref())
+                        .map(|v| (v, false)),
+                );
+            }
+            _ => {}
+        }
+        for (t, is_plain) in targets {
+            // Only a bare name keeps its value: `a, b = ...` and `x[0] = ...` make it unknown.
+            let simple = matches!(t, Expr::Name(_));
+            for name in crate::semantic::scan::keys_in(t) {
+                if name.contains('.') {
+                    continue;
+                }
+                let e = bindings.entry(name).or_insert((0, true));
+                e.0 += 1;
+                e.1 &= is_plain && simple;
+            }
+        }
+    });
+    let mut declared: FxHashSet<String> = FxHashSet::default();
+    visit_body(suite, &mut |s| {
+        if let Stmt::Global(g) = s {
+            declared.extend(g.names.iter().map(|n| n.as_str().to_string()));
+        }
+    });
+    bindings
+        .into_iter()
+        .filter(|(n, b)| *b == (1, true) && !declared.contains(n))
+        .map(|(n, _)| n)
+        .collect()
+}
+
+/// A number or a string written out (`0.1`, `"abc"`, `f"{x}"`, `-1`, `2 * N`), a constant of
+/// the standard library's `string` and `math` modules, `len(...)`, or a name bound so above.
+fn is_plain_value(e: &Expr, imports: &Imports, plain: &dyn Fn(&str) -> bool) -> bool {
+    match e {
+        Expr::NumberLiteral(_)
+        | Expr::StringLiteral(_)
+        | Expr::FString(_)
+        | Expr::BooleanLiteral(_) => true,
+        Expr::UnaryOp(u) => is_plain_value(&u.operand, imports, plain),
+        Expr::BinOp(b) => {
+            is_plain_value(&b.left, imports, plain) && is_plain_value(&b.right, imports, plain)
+        }
+        Expr::Name(n) => plain(n.id.as_str()),
+        Expr::Attribute(_) => imports.qualify(e).is_some_and(|q| {
+            q.strip_prefix("string.").is_some_and(|c| {
+                matches!(
+                    c,
+                    "ascii_letters"
+                        | "ascii_lowercase"
+                        | "ascii_uppercase"
+                        | "digits"
+                        | "hexdigits"
+                        | "octdigits"
+                        | "printable"
+                        | "punctuation"
+                        | "whitespace"
+                )
+            }) || matches!(q.as_str(), "math.pi" | "math.e" | "math.tau" | "math.inf")
+        }),
+        Expr::Call(c) => {
+            matches!(&*c.func, Expr::Name(n) if n.id.as_str() == "len")
+                && imports.qualify(&c.func).is_none_or(|q| q == "len")
+        }
+        _ => false,
+    }
 }

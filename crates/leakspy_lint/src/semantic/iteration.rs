@@ -90,6 +90,9 @@ pub struct Training {
     cadence: FxHashMap<usize, Cadence>,
     /// Function definitions (by address) whose every call in this file runs with autograd off.
     called_without_grad: FxHashSet<usize>,
+    /// Function definitions (by address) that a call in this file or another runs with
+    /// autograd on.
+    called_with_grad: FxHashSet<usize>,
     /// Loops (by address) whose body backpropagates or steps an optimizer, directly or through
     /// a function of this file.
     training_loops: FxHashSet<usize>,
@@ -166,6 +169,12 @@ impl Training {
     /// function that only runs so)? Then what it computes carries no graph.
     pub fn only_called_without_grad(&self, def: &StmtFunctionDef) -> bool {
         self.called_without_grad
+            .contains(&(def as *const StmtFunctionDef as usize))
+    }
+
+    /// Does a call in this file or in another file of the project run `def` with autograd on?
+    pub fn called_with_grad(&self, def: &StmtFunctionDef) -> bool {
+        self.called_with_grad
             .contains(&(def as *const StmtFunctionDef as usize))
     }
 
@@ -759,11 +768,17 @@ impl<'a> Collector<'a, '_> {
                 break;
             }
         }
-        // Functions whose every call in this file runs without grad (and that are called).
+        // Functions whose every call in this file and in the project's other files runs without
+        // grad (and that are called).
+        let elsewhere: Vec<Option<bool>> = funcs
+            .iter()
+            .map(|f| f.def.and(external.grad_calls.get(&f.name).copied()))
+            .collect();
         let mut no_grad: Vec<bool> = funcs.iter().map(|f| f.no_grad).collect();
+        let mut with_grad = vec![false; funcs.len()];
         for _ in 0..4 {
-            let mut called = vec![false; funcs.len()];
-            let mut with_grad = vec![false; funcs.len()];
+            let mut called: Vec<bool> = elsewhere.iter().map(Option::is_some).collect();
+            with_grad = elsewhere.iter().map(|g| *g == Some(true)).collect();
             for s in &sites {
                 called[s.callee] = true;
                 if !s.no_grad && !no_grad[s.caller] {
@@ -773,17 +788,14 @@ impl<'a> Collector<'a, '_> {
             let mut changed = false;
             for i in 1..funcs.len() {
                 // A function frameworks call (a hook, a forward) may run with grad whatever
-                // this file does.
-                let external = matches!(
-                    cadence[i],
-                    Cadence::Every(
-                        _,
-                        Reason::Hook
-                            | Reason::Forward
-                            | Reason::RegisteredHook
-                            | Reason::CalledElsewhere { .. }
-                    )
-                );
+                // this file does; so may one called elsewhere where the index cannot say how.
+                let external = match &cadence[i] {
+                    Cadence::Every(_, Reason::Hook | Reason::Forward | Reason::RegisteredHook) => {
+                        true
+                    }
+                    Cadence::Every(_, Reason::CalledElsewhere { .. }) => elsewhere[i].is_none(),
+                    _ => false,
+                };
                 if !no_grad[i] && called[i] && !with_grad[i] && !external {
                     no_grad[i] = true;
                     changed = true;
@@ -828,6 +840,9 @@ impl<'a> Collector<'a, '_> {
             let key = def as *const StmtFunctionDef as usize;
             if no_grad[i] && !f.no_grad {
                 out.called_without_grad.insert(key);
+            }
+            if with_grad[i] && !no_grad[i] {
+                out.called_with_grad.insert(key);
             }
             if trains[i] {
                 out.training_functions.insert(key);

@@ -17,7 +17,7 @@ use super::facts::{self_attr, ClassFacts, ModuleFacts, PlaceFacts};
 use super::iteration::{Cadence, Grain, LoopRole, Training};
 use super::names::dotted;
 use super::scan::BlockFacts;
-use super::value::{Graph, Kind, Origin, Value};
+use super::value::{Graph, Kind, Origin, Parts, Value};
 use crate::lines::Lines;
 
 #[derive(Debug)]
@@ -529,6 +529,38 @@ impl<'a> SemanticModel<'a> {
         f.calls_backward || f.steps_optimizer
     }
 
+    /// Can nothing the current function computes reach its caller with a graph: it returns
+    /// nothing, or what the silent walks saw it return carries no graph in any element? At
+    /// module level: always.
+    pub fn returns_no_graph(&self) -> bool {
+        let ScopeKind::Function { def, class } = self.scope().kind else {
+            return true;
+        };
+        if !self.scope().body_facts.returns_value {
+            return true;
+        }
+        fn graphless(v: &Value) -> bool {
+            v.graph == Graph::No
+                && match &v.parts {
+                    Parts::Elements(e) => e.iter().all(graphless),
+                    Parts::Keys(k) => k.iter().all(|(_, v)| graphless(v)),
+                    _ => true,
+                }
+        }
+        self.summaries
+            .get(&super::summary::summary_key(def, class))
+            .is_some_and(graphless)
+    }
+
+    /// Does something run the current code with autograd on: a call of the function in this
+    /// file or another, or the module's own top level?
+    pub fn runs_with_grad(&self) -> bool {
+        match self.scope().kind {
+            ScopeKind::Function { def, .. } => self.training().called_with_grad(def),
+            ScopeKind::Module => true,
+        }
+    }
+
     /// Facts of the innermost loop's body, or of the function body outside loops.
     pub fn block_facts(&self) -> &BlockFacts<'a> {
         match self.scope().loops.last() {
@@ -799,6 +831,7 @@ pub struct ArgNumbers {
     pub positional: Vec<Option<bool>>,
     pub keyword: FxHashMap<String, bool>,
     pub tensor: Vec<Option<bool>>,
+    pub module: Vec<Option<bool>>,
 }
 
 impl ArgNumbers {
@@ -818,6 +851,12 @@ impl ArgNumbers {
     /// at least)? Only positional calls count: a keyword use is not recorded.
     pub fn always_tensor(&self, i: usize) -> bool {
         self.tensor.get(i).copied().flatten() == Some(true)
+    }
+
+    /// What the call sites in this file pass at positional parameter `i`: `Some(true)` when
+    /// every one passes an `nn.Module`, `None` when none passes it.
+    pub fn module_at(&self, i: usize) -> Option<bool> {
+        self.module.get(i).copied().flatten()
     }
 }
 

@@ -91,6 +91,12 @@ impl<'a> SemanticModel<'a> {
             for (slot, a) in entry.tensor.iter_mut().zip(&args) {
                 super::model::ArgNumbers::see(slot, a.is_tensor() && !starred);
             }
+            if entry.module.len() < args.len() {
+                entry.module.resize(args.len(), None);
+            }
+            for (slot, a) in entry.module.iter_mut().zip(&args) {
+                super::model::ArgNumbers::see(slot, a.is_module() && !starred);
+            }
             for (name, is_number) in keywords {
                 let slot = entry.keyword.entry(name.to_string()).or_insert(true);
                 *slot &= is_number;
@@ -274,6 +280,28 @@ impl<'a> SemanticModel<'a> {
                         .is_some_and(|v| v.kind == Kind::Unknown && v.graph == Graph::Unknown)
                 {
                     scope.env.insert((*pname).to_string(), Value::plain());
+                }
+            }
+        }
+        // Parameters that every call site passes a module to (in this file, and in the others
+        // the index has seen) are modules: `generate(decoder, ...)` runs the model.
+        {
+            let numbers = self.param_numbers.borrow();
+            let here = numbers.get(&key);
+            let elsewhere = self.external.module_params.get(&key);
+            for (i, pname) in positional.iter().enumerate() {
+                let here = here.and_then(|n| n.module_at(i));
+                let elsewhere = elsewhere.and_then(|m| m.get(i).copied());
+                let module = here != Some(false) && (here == Some(true) || elsewhere == Some(true));
+                if module
+                    && scope
+                        .env
+                        .get(*pname)
+                        .is_some_and(|v| v.kind == Kind::Unknown && v.graph == Graph::Unknown)
+                {
+                    scope
+                        .env
+                        .insert((*pname).to_string(), Value::no_graph(Kind::Module));
                 }
             }
         }

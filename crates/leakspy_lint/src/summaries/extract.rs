@@ -443,7 +443,10 @@ impl SemanticModel<'_> {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect();
         aliases.sort_unstable();
+        let mut constants: Vec<String> = self.facts.plain_globals.iter().cloned().collect();
+        constants.sort_unstable();
         FileSummary {
+            constants,
             aliases,
             functions,
             classes,

@@ -45,6 +45,9 @@ pub struct FileSummary {
     /// Attributes the file resets (clears, trims, rebinds) on objects other than `self`
     /// (`meter.values.clear()`, `model.cache = None`), by name.
     pub resets_attrs: Vec<String>,
+    /// Module-level names bound once to a number or a string, sorted.
+    #[serde(default)]
+    pub constants: Vec<String>,
 }
 
 /// One function or method of the file (`f`, `Class.method`).
@@ -354,6 +357,18 @@ pub struct ExternalFacts {
     /// through what they call) in another file, keyed as this file calls them
     /// (`utils.train_step`, `Class.method` for `self.method` run by overrides elsewhere).
     pub trains: BTreeSet<String>,
+    /// This file's functions that calls in other files run, by key: `true` when one of those
+    /// calls runs with autograd on, `false` when every one runs without.
+    #[serde(default)]
+    pub grad_calls: BTreeMap<String, bool>,
+    /// Positional parameters (after `self`) of this file's functions that every call in other
+    /// files passes an `nn.Module` of the project to.
+    #[serde(default)]
+    pub module_params: BTreeMap<String, Vec<bool>>,
+    /// Names this file imports that stand for plain constants of other files of the project
+    /// (`from helpers import all_characters`).
+    #[serde(default)]
+    pub constants: BTreeSet<String>,
 }
 
 impl ExternalFacts {
@@ -369,6 +384,9 @@ impl ExternalFacts {
         used_elsewhere: BTreeSet::new(),
         reset_elsewhere: BTreeSet::new(),
         trains: BTreeSet::new(),
+        grad_calls: BTreeMap::new(),
+        module_params: BTreeMap::new(),
+        constants: BTreeSet::new(),
     };
 
     pub fn is_empty(&self) -> bool {
