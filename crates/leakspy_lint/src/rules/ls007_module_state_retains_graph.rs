@@ -51,7 +51,8 @@
 //! one per step); registered buffers (`self.register_buffer(...)`); detached values and values
 //! computed under `torch.no_grad()`; state that another method of the class resets or detaches
 //! (`reset_state()`, `init_states()` called by each `forward`), or that the same method sets
-//! afresh before it carries it (`self.hidden = self.init_hidden()` as its first line).
+//! afresh before it carries it (`self.hidden = self.init_hidden()` as its first line, or in
+//! every branch of an `if` before it).
 
 use ruff_python_ast::visitor::{walk_expr, Visitor};
 use ruff_python_ast::{Expr, Stmt, StmtClassDef};
@@ -134,12 +135,9 @@ fn store(checker: &mut Checker, target: &Expr, value_expr: &Expr, fixable: bool)
         return;
     }
     // Rebound from something else earlier in the same call, on every path (`self.hidden =
-    // self.init_hidden()` as the method's first line): the value carried is this call's only.
-    if def.body.iter().any(|s| {
-        s.end() <= target.start()
-            && matches!(s, Stmt::Assign(a) if !keys_in(&a.value).contains(&key)
-                && a.targets.iter().any(|t| self_attr(t) == Some(attr)))
-    }) {
+    // self.init_hidden()` as the method's first line, or in both branches of an `if`): the
+    // value carried is this call's only.
+    if crate::semantic::scan::rebound_before(&def.body, &key, target.start()) {
         return;
     }
     let message = format!(

@@ -61,7 +61,9 @@
 //! also when every caller in the project runs the function so; sampling code that returns the
 //! graph (a caller may backpropagate through it), that no call in the project runs (its callers
 //! are unknown), set-up code (`__init__` running a model to learn its shapes), a loop that
-//! makes the module it calls (a stack of layers) and a few steps written out (`range(4)`).
+//! makes the module it calls (a stack of layers) and a few steps written out (`range(4)`); a
+//! loop over the time axis of its input (`for t in range(inputs.shape[0])`: one forward pass
+//! over a sequence, however its names read).
 
 use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::Ranged;
@@ -258,11 +260,58 @@ fn rollout_loop<'a>(
         return None;
     }
     let body: &'a [Stmt] = match l.stmt {
+        // A loop over the time axis of its input (`for t in range(inputs.shape[0])`) is one
+        // forward pass over a sequence, as long as the sequence, whatever its names say.
+        Stmt::For(f) if over_time_axis(checker, &f.iter) => return None,
         Stmt::For(f) => &f.body,
         Stmt::While(w) => &w.body,
         _ => return None,
     };
     Some((body, l.offset))
+}
+
+/// `range(x.shape[0])`, `range(x.size(1))`, or `range(len(x))` of a tensor (directly, or
+/// through a local bound once to such a count, `steps = inputs.shape[0]`).
+fn over_time_axis(checker: &Checker, iter: &Expr) -> bool {
+    let Expr::Call(call) = iter else { return false };
+    if !is_dotted(&call.func, "range") {
+        return false;
+    }
+    let [stop] = &*call.arguments.args else {
+        return false;
+    };
+    let count = match stop {
+        Expr::Name(n) => checker.function().and_then(|def| {
+            let mut found = None;
+            let mut binds = 0;
+            visit_block(&def.body, &mut |s| {
+                if let Stmt::Assign(a) = s {
+                    if a.targets.iter().any(|t| is_dotted(t, n.id.as_str())) {
+                        binds += 1;
+                        found = Some(&*a.value);
+                    }
+                }
+            });
+            (binds == 1).then_some(found).flatten()
+        }),
+        e => Some(e),
+    };
+    let Some(count) = count else { return false };
+    let tensor = |e: &Expr| checker.value(e).is_tensor_like() || checker.value(e).has_graph();
+    match count {
+        // `x.shape[0]`: an axis of a tensor or an array.
+        Expr::Subscript(s) => {
+            matches!(&*s.value, Expr::Attribute(a) if a.attr.as_str() == "shape")
+        }
+        Expr::Call(c) => match &*c.func {
+            // `x.size(0)`
+            Expr::Attribute(a) => a.attr.as_str() == "size" && !c.arguments.args.is_empty(),
+            // `len(x)`
+            Expr::Name(n) => n.id.as_str() == "len" && c.arguments.args.first().is_some_and(tensor),
+            _ => false,
+        },
+        _ => false,
+    }
 }
 
 /// The innermost loop around the statement when it is a generation or sampling loop: code

@@ -74,8 +74,9 @@
 //! Updates under `torch.no_grad()`/`inference_mode()`, from detached values (`x.detach()`,
 //! `.item()`), or from inputs the analysis cannot see carrying a graph; a conditional whose
 //! branches each take one value whole (`best = loss if loss < best else best` keeps one graph,
-//! never a chain); counters such as
-//! `self.count += x.shape[0]`. A plain `self.total += loss` is reported by LS001 instead when
+//! never a chain); an attribute set afresh earlier in the same call on every path
+//! (`self.loss = F.cross_entropy(...)` before `self.loss = (1 - w) * self.loss + w * reg`: a sum
+//! of this call's values); counters such as `self.count += x.shape[0]`. A plain `self.total += loss` is reported by LS001 instead when
 //! that rule is enabled; a statistic named as one (`mean`, `var`, `M2`, `ema`...) is reported
 //! here.
 
@@ -296,6 +297,16 @@ fn report(
     // A statistic updated once per training iteration that outlives the update: on the
     // object, global, or carried around the training loop.
     if checker.iteration().is_none() {
+        return;
+    }
+    // Set afresh earlier in the same call on every path (`self.loss = F.cross_entropy(...)`
+    // before `self.loss = (1 - w) * self.loss + w * reg`): a value of this call, not a
+    // statistic carried across calls.
+    if self_attr(target).is_some()
+        && checker
+            .function()
+            .is_some_and(|def| crate::semantic::scan::rebound_before(&def.body, key, stmt.start()))
+    {
         return;
     }
     let (holder, until_text) = match self_attr(target) {

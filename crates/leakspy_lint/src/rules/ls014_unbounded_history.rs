@@ -77,8 +77,9 @@
 //! made afresh in each epoch, evaluation or episode (a callback created per validation keeps one
 //! validation's entries); classes defined elsewhere in the project whose base may clear the list,
 //! and public attributes of classes this file never instantiates (their users may clear them);
-//! histories that grow once per epoch, generation or episode; dicts keyed by names (bounded key
-//! sets); files that do not use torch or numpy; appended values that carry an autograd graph
+//! histories that grow once per epoch, generation or episode; histories grown by loops that run
+//! a count written in the source, at most 1,000 times in all (`for r in range(N_ROUNDS + 1)`
+//! with `N_ROUNDS = 25`: the rounds of an experiment); dicts keyed by names (bounded key sets); files that do not use torch or numpy; appended values that carry an autograd graph
 //! (LS002 reports those); attributes that code elsewhere in the file resets
 //! (`agent.loss_history.clear()`).
 
@@ -129,6 +130,10 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
     }
     check(checker, name, call.start(), call.range(), false);
 }
+
+/// A history grown by loops that run at most this many times in all, as written in the source
+/// (`for _ in range(N_ROUNDS + 1)`), keeps what the author chose to keep: bounded.
+const FIXED_RUN_LIMIT: u64 = 1000;
 
 /// What is kept is more than a number: anything but a number, a 0-d tensor (a detached loss),
 /// a string or a tuple of them. A history of floats (`loss.item()`) costs bytes per step, not
@@ -201,6 +206,9 @@ fn check(
     dict: bool,
 ) {
     if !(checker.facts.uses_torch || checker.facts.imports.has_alias_for("numpy")) {
+        return;
+    }
+    if checker.runs_fixed_times(FIXED_RUN_LIMIT) {
         return;
     }
     let (Some(class), Some(place)) = (checker.class(), checker.attr_facts(name)) else {
@@ -290,6 +298,9 @@ fn check(
 /// grows once per step and nothing in the file clears it.
 fn free_history(checker: &mut Checker, container: &Expr, range: ruff_text_size::TextRange) {
     if !(checker.facts.uses_torch || checker.facts.imports.has_alias_for("numpy")) {
+        return;
+    }
+    if checker.runs_fixed_times(FIXED_RUN_LIMIT) {
         return;
     }
     if checker.iteration().map(|it| it.grain()) != Some(Grain::Step) {

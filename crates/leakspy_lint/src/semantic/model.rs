@@ -552,6 +552,50 @@ impl<'a> SemanticModel<'a> {
             .is_some_and(graphless)
     }
 
+    /// Does the current statement run a number of times written in the source, at most `limit`:
+    /// every loop around it goes through `range(K)` with `K` a constant (or a collection written
+    /// out), and its function does not itself run once per step? Then what it keeps is as much as
+    /// the author chose (26 rounds of an experiment), not growth with the length of a run.
+    pub fn runs_fixed_times(&self, limit: u64) -> bool {
+        let loops = &self.scope().loops;
+        if loops.is_empty() || self.cadence().grain().is_some() {
+            return false;
+        }
+        let mut total: u64 = 1;
+        for l in loops {
+            let Stmt::For(f) = l.stmt else { return false };
+            let n = if self.training().is_literal_collection(&f.iter) {
+                match &*f.iter {
+                    Expr::List(x) => x.elts.len() as u64,
+                    Expr::Tuple(x) => x.elts.len() as u64,
+                    Expr::Set(x) => x.elts.len() as u64,
+                    _ => return false,
+                }
+            } else {
+                let Expr::Call(c) = &*f.iter else {
+                    return false;
+                };
+                if !super::names::is_dotted(&c.func, "range") {
+                    return false;
+                }
+                let int = |e: &Expr| super::facts::int_value(e, &self.facts.constants);
+                match c.arguments.args.as_ref() {
+                    [stop] => match int(stop) {
+                        Some(n) => n,
+                        None => return false,
+                    },
+                    [start, stop, ..] => match (int(start), int(stop)) {
+                        (Some(a), Some(b)) => b.saturating_sub(a),
+                        _ => return false,
+                    },
+                    _ => return false,
+                }
+            };
+            total = total.saturating_mul(n);
+        }
+        total <= limit
+    }
+
     /// Does something run the current code with autograd on: a call of the function in this
     /// file or another, or the module's own top level?
     pub fn runs_with_grad(&self) -> bool {

@@ -365,3 +365,60 @@ impl<'a> Visitor<'a> for CallScan<'_, 'a> {
         walk_expr(self, expr);
     }
 }
+
+/// Is `key` bound afresh, from a value that does not read it, on every path from the start of
+/// `body` to the statement at `at`: a plain assignment before it in its block or in a block
+/// around it, or an `if`/`elif`/`else` whose every branch does so (`self.loss = None` in one,
+/// `self.loss = f(x)` in the other)? Then what the statement reads under `key` was made by this
+/// run of the body, not kept from an earlier one.
+pub fn rebound_before(body: &[Stmt], key: &str, at: ruff_text_size::TextSize) -> bool {
+    use ruff_text_size::Ranged;
+    for s in body {
+        if s.range().contains(at) {
+            let inner: Vec<&[Stmt]> = match s {
+                Stmt::If(i) => std::iter::once(&i.body[..])
+                    .chain(i.elif_else_clauses.iter().map(|c| &c.body[..]))
+                    .collect(),
+                Stmt::For(f) => vec![&f.body[..], &f.orelse[..]],
+                Stmt::While(w) => vec![&w.body[..], &w.orelse[..]],
+                Stmt::With(w) => vec![&w.body[..]],
+                Stmt::Try(t) => {
+                    let mut v = vec![&t.body[..], &t.orelse[..], &t.finalbody[..]];
+                    v.extend(t.handlers.iter().map(|h| {
+                        let ruff_python_ast::ExceptHandler::ExceptHandler(h) = h;
+                        &h.body[..]
+                    }));
+                    v
+                }
+                _ => return false,
+            };
+            return inner
+                .into_iter()
+                .find(|b| b.iter().any(|x| x.range().contains(at)))
+                .is_some_and(|b| rebound_before(b, key, at));
+        }
+        if s.end() <= at && rebinds_on_every_path(s, key) {
+            return true;
+        }
+    }
+    false
+}
+
+fn rebinds_on_every_path(s: &Stmt, key: &str) -> bool {
+    let fresh = |targets: &[&Expr], value: &Expr| {
+        targets.iter().any(|t| super::names::is_dotted(t, key)) && !keys_in(value).contains(key)
+    };
+    match s {
+        Stmt::Assign(a) => fresh(&a.targets.iter().collect::<Vec<_>>(), &a.value),
+        Stmt::AnnAssign(a) => a.value.as_deref().is_some_and(|v| fresh(&[&*a.target], v)),
+        Stmt::If(i) => {
+            i.elif_else_clauses.iter().any(|c| c.test.is_none())
+                && i.body.iter().any(|x| rebinds_on_every_path(x, key))
+                && i.elif_else_clauses
+                    .iter()
+                    .all(|c| c.body.iter().any(|x| rebinds_on_every_path(x, key)))
+        }
+        Stmt::With(w) => w.body.iter().any(|x| rebinds_on_every_path(x, key)),
+        _ => false,
+    }
+}
