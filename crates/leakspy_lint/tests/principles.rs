@@ -13,7 +13,9 @@
 //! start of a call carries that call's graph only; many figures made by a comprehension are
 //! closed one by one or all at once, not by `plt.close()`; a `deque(maxlen=...)` entry keeps a
 //! bounded number of items; a list whose newest entry is backpropagated keeps every earlier
-//! one, with its graph.
+//! one, with its graph; a dict's entries keep their own values when one is rebound
+//! (`out["loss"] = out["loss"] / n`) and when branches build it with different keys; code
+//! under `if not hasattr(self, "fig"):` that sets `self.fig` runs once.
 
 mod common;
 

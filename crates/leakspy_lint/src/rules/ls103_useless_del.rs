@@ -42,7 +42,9 @@
 //! data loader (it frees the batch before the next one is loaded); `del` of temporaries that
 //! nothing else holds (it lowers the peak until the name is rebound); `del` of an unused
 //! parameter (an idiom that marks it unused); a `del` after a store into a container the analysis
-//! does not know to keep the value.
+//! does not know to keep the value; a `del` before `return` inside a `with` block of a value
+//! made from what the block manages, whose exit runs before the locals are dropped (a
+//! `memoryview` of the `BytesIO` it closes must be released first).
 
 use ruff_python_ast::visitor::{walk_expr, Visitor};
 use ruff_python_ast::{Expr, Stmt, StmtDelete};
@@ -429,6 +431,22 @@ fn before_return(checker: &Checker, stmt: &Stmt, name: &str) -> Option<Why> {
         return None;
     }
     let located = locate_in_scope(checker, stmt)?;
+    // Inside a `with`, the exit runs after the `return` and before the locals are dropped: a
+    // value made from what the block manages must be gone first (a `memoryview` of the
+    // `BytesIO` the exit closes).
+    let managed: Vec<String> = located
+        .ancestors
+        .iter()
+        .filter_map(|a| match a {
+            Stmt::With(w) => Some(w),
+            _ => None,
+        })
+        .flat_map(|w| w.items.iter().filter_map(|i| i.optional_vars.as_deref()))
+        .flat_map(keys_in)
+        .collect();
+    if !managed.is_empty() && made_from(function, name, &managed) {
+        return None;
+    }
     let next = located.body.get(located.index + 1);
     let ends_function = next.is_none()
         && located.ancestors.is_empty()
@@ -441,6 +459,23 @@ fn before_return(checker: &Checker, stmt: &Stmt, name: &str) -> Option<Why> {
         _ => false,
     };
     ((ends_function || returns_plainly) && plain_local(function, name)).then_some(Why::BeforeReturn)
+}
+
+/// Is `name` bound in `function` from a value that reads one of `sources`?
+fn made_from(function: &ruff_python_ast::StmtFunctionDef, name: &str, sources: &[String]) -> bool {
+    let mut found = false;
+    crate::semantic::scan::visit_block(&function.body, &mut |s| {
+        if let Stmt::Assign(a) = s {
+            if a.targets.iter().any(|t| keys_in(t).contains(name)) {
+                let read = keys_in(&a.value);
+                found |= sources.iter().any(|src| {
+                    read.iter()
+                        .any(|r| r == src || r.starts_with(&format!("{src}.")))
+                });
+            }
+        }
+    });
+    found
 }
 
 /// A local that only holds a value: not a nested function, class or import, not captured by a

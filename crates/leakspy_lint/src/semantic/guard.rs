@@ -41,7 +41,8 @@ impl SemanticModel<'_> {
     }
 
     /// `step == 0`, `not initialized` with the body setting it, `x is None` with the body
-    /// assigning `x`, `it in {0, 2, n - 1}`.
+    /// assigning `x`, `not hasattr(self, "fig")` with the body assigning `self.fig`, `it in
+    /// {0, 2, n - 1}`.
     fn once(&self, test: &Expr, body: &[Stmt], it: super::model::Iteration) -> bool {
         match test {
             Expr::Compare(c) if c.ops.len() == 1 => {
@@ -69,6 +70,7 @@ impl SemanticModel<'_> {
             }
             Expr::UnaryOp(u) if u.op == UnaryOp::Not => {
                 dotted(&u.operand).is_some_and(|k| assigns(body, &k))
+                    || hasattr_key(&u.operand).is_some_and(|k| assigns(body, &k))
             }
             Expr::Name(_) | Expr::Attribute(_) => dotted(test).is_some_and(|k| assigns(body, &k)),
             Expr::BoolOp(b) => b.values.iter().any(|v| self.once(v, body, it)),
@@ -172,4 +174,16 @@ fn assigns(body: &[Stmt], key: &str) -> bool {
         }
     });
     found
+}
+
+/// `hasattr(obj, "name")`: the key `obj.name`.
+fn hasattr_key(e: &Expr) -> Option<String> {
+    let Expr::Call(c) = e else { return None };
+    if !matches!(&*c.func, Expr::Name(n) if n.id.as_str() == "hasattr") {
+        return None;
+    }
+    let [obj, Expr::StringLiteral(name)] = &*c.arguments.args else {
+        return None;
+    };
+    Some(format!("{}.{}", dotted(obj)?, name.value.to_str()))
 }

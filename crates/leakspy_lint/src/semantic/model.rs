@@ -752,6 +752,31 @@ impl<'a> SemanticModel<'a> {
                             return;
                         }
                     }
+                    // `out["loss"] = out["loss"] * n` in a dict whose entries are known: that
+                    // entry holds the new value, the others what they held.
+                    if let (Parts::Keys(entries), Expr::StringLiteral(k)) =
+                        (&cur.parts, &*sub.slice)
+                    {
+                        let k = k.value.to_str();
+                        let mut entries: Vec<(Box<str>, Value)> =
+                            entries.iter().filter(|(n, _)| &**n != k).cloned().collect();
+                        entries.push((Box::from(k), value));
+                        let graph = entries
+                            .iter()
+                            .find_map(|(_, v)| v.has_graph().then(|| v.graph.clone()))
+                            .unwrap_or(cur.graph.clone());
+                        let device = cur.device || entries.iter().any(|(_, v)| v.device);
+                        self.update(
+                            key,
+                            Value {
+                                graph,
+                                device,
+                                parts: Parts::Keys(entries.into()),
+                                ..cur
+                            },
+                        );
+                        return;
+                    }
                     if value.has_graph() {
                         let joined = Value {
                             graph: value.graph.clone(),

@@ -212,15 +212,17 @@ impl Value {
                     .collect(),
             ),
             (Parts::FirstOnly, Parts::FirstOnly) => Parts::FirstOnly,
-            (Parts::Keys(a), Parts::Keys(b))
-                if a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.0 == y.0) =>
-            {
-                Parts::Keys(
-                    a.iter()
-                        .zip(b.iter())
-                        .map(|(x, y)| (x.0.clone(), x.1.clone().join(y.1.clone())))
-                        .collect(),
-                )
+            // Dicts with known entries: each key's values joined; a key only one side has holds
+            // that side's value (reading it from the other would fail).
+            (Parts::Keys(a), Parts::Keys(b)) => {
+                let mut keys: Vec<(Box<str>, Value)> = a.to_vec();
+                for (n, v) in b.iter() {
+                    match keys.iter_mut().find(|(m, _)| m == n) {
+                        Some((_, w)) => *w = w.clone().join(v.clone()),
+                        None => keys.push((n.clone(), v.clone())),
+                    }
+                }
+                Parts::Keys(keys.into())
             }
             _ => Parts::Same,
         };
