@@ -1136,27 +1136,10 @@ fn probe_info(trace: &Trace) -> ProbeInfo {
 /// ends meanwhile counts what it used), over the steps done between the
 /// samples nearest inside. None without CPU times or steps there.
 fn cpu_per_step(trace: &Trace, clock: &StepClock, t0: f64, t1: f64) -> Option<f64> {
-    let mut last: std::collections::HashMap<u32, f64> = std::collections::HashMap::new();
-    let mut used = 0.0;
-    // (time, CPU seconds used so far) at the first and last sample inside.
-    let mut first: Option<(f64, f64)> = None;
-    let mut end: Option<(f64, f64)> = None;
-    for s in trace.samples() {
-        let mut seen = false;
-        for p in &s.procs {
-            if let Some(c) = p.cpu_s.filter(|c| c.is_finite()) {
-                seen = true;
-                if let Some(prev) = last.insert(p.pid, c) {
-                    used += (c - prev).max(0.0);
-                }
-            }
-        }
-        if seen && s.t >= t0 && s.t <= t1 {
-            first = first.or(Some((s.t, used)));
-            end = Some((s.t, used));
-        }
-    }
-    let ((ta, ca), (tb, cb)) = (first?, end?);
+    let used = crate::extract::tree_cpu_used(trace);
+    let mut inside = used.iter().filter(|(t, _)| *t >= t0 && *t <= t1);
+    let &(ta, ca) = inside.next()?;
+    let &(tb, cb) = inside.next_back().unwrap_or(&(ta, ca));
     let steps = clock.step_at(tb)? - clock.step_at(ta)?;
     (steps > 0.0 && cb > ca).then(|| (cb - ca) / steps)
 }

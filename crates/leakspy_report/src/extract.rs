@@ -22,6 +22,30 @@ pub(crate) const TREE_PSS: &str = "total.pss";
 /// Key of the summed RSS, the tree's memory for one process.
 pub(crate) const TREE_RSS: &str = "total.rss";
 
+/// CPU seconds the process tree had used by each sample that read any (`/proc` times): each
+/// process's rises summed, so one born or gone mid-run counts what it used while seen. The
+/// measure of what steps cost whatever else the machine ran (`diagnose`, `proof`).
+pub(crate) fn tree_cpu_used(trace: &Trace) -> Vec<(f64, f64)> {
+    let mut last: HashMap<u32, f64> = HashMap::new();
+    let mut used = 0.0;
+    let mut out = Vec::new();
+    for s in trace.samples() {
+        let mut seen = false;
+        for p in &s.procs {
+            if let Some(c) = p.cpu_s.filter(|c| c.is_finite()) {
+                seen = true;
+                if let Some(prev) = last.insert(p.pid, c) {
+                    used += (c - prev).max(0.0);
+                }
+            }
+        }
+        if seen {
+            out.push((s.t, used));
+        }
+    }
+    out
+}
+
 /// The memory series worth analysing: tree totals (RSS, anon, and PSS when
 /// the tree had several processes), the biggest processes when there are
 /// several, and GPU memory per device.

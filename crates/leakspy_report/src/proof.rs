@@ -43,23 +43,9 @@ pub struct Work {
     pub cpu_per_step: Option<f64>,
 }
 
-/// CPU seconds the tree used over the run: each process's last reading less
-/// its first (a process born mid-run starts near zero).
+/// CPU seconds the tree used over the run.
 fn tree_cpu_s(trace: &Trace) -> Option<f64> {
-    let mut first: std::collections::HashMap<u32, f64> = std::collections::HashMap::new();
-    let mut last: std::collections::HashMap<u32, f64> = std::collections::HashMap::new();
-    for s in trace.samples() {
-        for p in &s.procs {
-            if let Some(c) = p.cpu_s {
-                first.entry(p.pid).or_insert(c);
-                last.insert(p.pid, c);
-            }
-        }
-    }
-    if last.is_empty() {
-        return None;
-    }
-    Some(last.iter().map(|(pid, c)| c - first[pid]).sum())
+    crate::extract::tree_cpu_used(trace).last().map(|&(_, c)| c)
 }
 
 /// The most steps one process of the run reported (its count at its last
