@@ -15,7 +15,8 @@
 //! bounded number of items; a list whose newest entry is backpropagated keeps every earlier
 //! one, with its graph; a dict's entries keep their own values when one is rebound
 //! (`out["loss"] = out["loss"] / n`) and when branches build it with different keys; code
-//! under `if not hasattr(self, "fig"):` that sets `self.fig` runs once.
+//! under `if not hasattr(self, "fig"):` that sets `self.fig` runs once; a module-level list
+//! pushed in one hook and popped in its pair (a method's closure) is a stack.
 
 mod common;
 

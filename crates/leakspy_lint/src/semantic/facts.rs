@@ -209,10 +209,21 @@ impl ModuleFacts {
                 )
         });
         if has_state {
-            for stmt in suite {
-                if let Stmt::FunctionDef(func) = stmt {
-                    facts.collect_global_changes(func);
+            // Every function and method (with what is nested in them): a stack pushed in one
+            // hook is popped in its pair, often a method or a closure.
+            let mut funcs = Vec::new();
+            crate::semantic::scan::visit_block(suite, &mut |stmt| match stmt {
+                Stmt::FunctionDef(func) => funcs.push(func),
+                Stmt::ClassDef(class) => {
+                    funcs.extend(class.body.iter().filter_map(|s| match s {
+                        Stmt::FunctionDef(f) => Some(f),
+                        _ => None,
+                    }));
                 }
+                _ => {}
+            });
+            for func in funcs {
+                facts.collect_global_changes(func);
             }
         }
         facts.plain_globals = plain_globals(suite, &facts.imports);
