@@ -16,7 +16,8 @@
 //! one, with its graph; a dict's entries keep their own values when one is rebound
 //! (`out["loss"] = out["loss"] / n`) and when branches build it with different keys; code
 //! under `if not hasattr(self, "fig"):` that sets `self.fig` runs once; a module-level list
-//! pushed in one hook and popped in its pair (a method's closure) is a stack.
+//! pushed in one hook and popped in its pair (a method's closure) is a stack; an object made as
+//! a local of a function that drives no training, used only through its methods, is scratch.
 
 mod common;
 

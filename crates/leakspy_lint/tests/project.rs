@@ -386,3 +386,51 @@ p = ShapeProbe(torch.nn.Linear(8, 8), torch.zeros(1, 8), 20)
 ";
     assert_eq!(findings(&[("main.py", main), ("probe.py", probe)]), vec![]);
 }
+
+const SMART_MODE: &str = "\
+import torch
+
+
+def smart_inference_mode(new_torch=True):
+    def decorate(fn):
+        return (torch.inference_mode if new_torch else torch.no_grad)()(fn)
+
+    return decorate
+";
+
+/// A decorator of the project that applies `torch.inference_mode` (or `no_grad`) turns
+/// autograd off for what it wraps, as the torch one does: the validation loop keeps no graph.
+#[test]
+fn a_project_decorator_that_turns_grad_off_is_read_as_one() {
+    let val = |decorator: &str| {
+        format!(
+            "\
+import torch
+from utils import smart_inference_mode
+
+
+{decorator}
+def run(model, loader):
+    model.eval()
+    stats = []
+    for x, y in loader:
+        out = model(x)
+        stats.append(out)
+    return stats
+"
+        )
+    };
+    let with = val("@smart_inference_mode()");
+    let without = val("");
+    assert_eq!(
+        findings(&[("val.py", &with), ("utils.py", SMART_MODE)]),
+        vec![]
+    );
+    assert_eq!(
+        findings(&[("val.py", &without), ("utils.py", SMART_MODE)])
+            .into_iter()
+            .map(|f| f.2)
+            .collect::<Vec<_>>(),
+        vec!["LS009".to_string()]
+    );
+}

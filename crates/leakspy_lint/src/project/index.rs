@@ -651,10 +651,24 @@ impl<'f> ProjectIndex<'f> {
                 out.taints.insert(t.1.clone(), taints.clone());
             }
         }
-        // Names the file imports that stand for another file's plain constants.
+        // Names the file imports that stand for another file's plain constants, or for its
+        // functions that turn autograd off.
         for (local, q) in &f.summary.aliases {
-            if matches!(self.resolve(file, q), Some(Symbol::Constant)) {
-                out.constants.insert(local.clone());
+            match self.resolve(file, q) {
+                Some(Symbol::Constant) => {
+                    out.constants.insert(local.clone());
+                }
+                Some(Symbol::Function(t))
+                    if t.0 != file
+                        && self.files[t.0]
+                            .summary
+                            .grad_off
+                            .binary_search_by(|g| g.as_str().cmp(&t.1))
+                            .is_ok() =>
+                {
+                    out.grad_off.insert(local.clone());
+                }
+                _ => {}
             }
         }
         for (t, grad) in &self.grad_calls {

@@ -77,7 +77,9 @@
 //! made afresh in each epoch, evaluation or episode (a callback created per validation keeps one
 //! validation's entries); classes defined elsewhere in the project whose base may clear the list,
 //! and public attributes of classes this file never instantiates (their users may clear them);
-//! histories that grow once per epoch, generation or episode; histories grown by loops that run
+//! histories that grow once per epoch, generation or episode; objects that are all scratch (each
+//! made as a local of a function that neither trains nor runs a training loop, used there only
+//! through its methods, never handed out by them); histories grown by loops that run
 //! a count written in the source, at most 1,000 times in all (`for r in range(N_ROUNDS + 1)`
 //! with `N_ROUNDS = 25`: the rounds of an experiment); dicts keyed by names (bounded key sets); files that do not use torch or numpy; appended values that carry an autograd graph
 //! (LS002 reports those); attributes that code elsewhere in the file resets
@@ -221,6 +223,11 @@ fn check(
     }
     // An object made afresh each epoch (or evaluation, or episode) keeps one epoch's entries.
     if checker.training().made_per_iteration(class.name.as_str()) {
+        return;
+    }
+    // Every object is scratch: a local of one call of a function that drives no training (a
+    // metric made in `compute()` and stepped over one batch's items).
+    if checker.only_scratch_objects(class.name.as_str()) {
         return;
     }
     let kind_ok = if dict {

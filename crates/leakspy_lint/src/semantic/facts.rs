@@ -111,6 +111,11 @@ pub struct ModuleFacts {
     /// `N_CHARS = len(CHARS)`), and never declared `global` in a function: plain values
     /// wherever they are read, in this file and in those that import them.
     pub plain_globals: FxHashSet<String>,
+    /// Functions (of this file, or imported from another file of the project) whose body turns
+    /// autograd off (`return (torch.inference_mode if new else torch.no_grad)()(fn)`): used as
+    /// a decorator or a context manager, what they wrap runs without grad. By the name this
+    /// file calls them.
+    pub grad_off: FxHashSet<String>,
     /// Does the file use torch at all (import or `torch.` access)? Several rules only make
     /// sense in ML code.
     pub uses_torch: bool,
@@ -227,6 +232,7 @@ impl ModuleFacts {
             }
         }
         facts.plain_globals = plain_globals(suite, &facts.imports);
+        facts.grad_off = grad_off_functions(suite, &facts.imports);
         facts.has_module_forward = facts
             .classes
             .values()
@@ -376,6 +382,7 @@ impl ModuleFacts {
     /// classes this file uses from them, under the names it uses, and what its own classes
     /// inherit from bases there. Called before the walk, on a file whose facts are not empty.
     pub fn adopt(&mut self, external: &crate::summaries::ExternalFacts, suite: &[Stmt]) {
+        self.grad_off.extend(external.grad_off.iter().cloned());
         let place = |a: &crate::summaries::AttrSummary| PlaceFacts {
             init: a.init,
             class: a.class.clone(),
@@ -1182,4 +1189,42 @@ fn is_plain_value(e: &Expr, imports: &Imports, plain: &dyn Fn(&str) -> bool) -> 
         }
         _ => false,
     }
+}
+
+/// Top-level functions whose body (nested functions included) names `torch.no_grad` or
+/// `torch.inference_mode`: decorators and context managers that turn autograd off.
+fn grad_off_functions(suite: &[Stmt], imports: &Imports) -> FxHashSet<String> {
+    use ruff_python_ast::visitor::{walk_expr, walk_stmt, Visitor};
+    struct Finds<'i> {
+        imports: &'i Imports,
+        found: bool,
+    }
+    impl<'a> Visitor<'a> for Finds<'_> {
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if matches!(expr, Expr::Name(_) | Expr::Attribute(_))
+                && self
+                    .imports
+                    .qualify(expr)
+                    .is_some_and(|q| q.contains('.') && super::names::disables_grad(&q))
+            {
+                self.found = true;
+            }
+            walk_expr(self, expr);
+        }
+    }
+    let mut out = FxHashSet::default();
+    for stmt in suite {
+        let Stmt::FunctionDef(f) = stmt else { continue };
+        let mut finds = Finds {
+            imports,
+            found: false,
+        };
+        for s in &f.body {
+            walk_stmt(&mut finds, s);
+        }
+        if finds.found {
+            out.insert(f.name.as_str().to_string());
+        }
+    }
+    out
 }

@@ -341,18 +341,14 @@ impl<'a> Collector<'a, '_> {
         self.exprs(stmt);
         match stmt {
             Stmt::For(f) => {
-                let mut names: Vec<String> = keys_in(&f.target).into_iter().collect();
-                names.sort_unstable();
-                let named = loop_grain(&names, &f.iter, false);
-                self.in_loop(stmt, named, &f.body);
+                self.in_loop(stmt, named_grain(stmt), &f.body);
                 if self.is_literal_collection(&f.iter) {
                     self.loops.last_mut().expect("pushed by in_loop").fixed = true;
                 }
                 self.body(&f.orelse);
             }
             Stmt::While(w) => {
-                let named = loop_grain(&[], &w.test, true);
-                self.in_loop(stmt, named, &w.body);
+                self.in_loop(stmt, named_grain(stmt), &w.body);
                 self.body(&w.orelse);
             }
             Stmt::If(i) => {
@@ -997,6 +993,10 @@ pub fn disables_grad_expr(facts: &ModuleFacts, expr: &Expr) -> bool {
         Expr::Call(c) => &*c.func,
         e => e,
     };
+    // `@smart_inference_mode()`: a function of the project that turns grad off.
+    if matches!(callee, Expr::Name(n) if facts.grad_off.contains(n.id.as_str())) {
+        return true;
+    }
     let Some(q) = facts.imports.qualify(callee) else {
         return false;
     };
@@ -1401,6 +1401,20 @@ fn is_modulo(e: &Expr) -> bool {
 
 /// How often a loop runs by its names: the target's first, then what it iterates (or tests,
 /// for `while`: `while step < max_steps`, `while not done`).
+/// What a loop's names alone say of how often it runs (`for epoch in ...`, `for batch in
+/// loader`, `while step < total_steps`), whatever its body does.
+pub fn named_grain(stmt: &Stmt) -> Option<Grain> {
+    match stmt {
+        Stmt::For(f) => {
+            let mut names: Vec<String> = keys_in(&f.target).into_iter().collect();
+            names.sort_unstable();
+            loop_grain(&names, &f.iter, false)
+        }
+        Stmt::While(w) => loop_grain(&[], &w.test, true),
+        _ => None,
+    }
+}
+
 fn loop_grain(targets: &[String], iter: &Expr, is_while: bool) -> Option<Grain> {
     let as_grain = |coarse: bool| if coarse { Grain::Epoch } else { Grain::Step };
     for n in targets {

@@ -574,3 +574,169 @@ pub fn reset_from_outside(source: &str, name: &str) -> bool {
             || before.trim_end().ends_with("del") && after.starts_with('[')
     })
 }
+
+impl<'a> SemanticModel<'a> {
+    /// Is every object of `class` (a class of this file that no other file makes or subclasses)
+    /// scratch: made as a local of a function that neither trains nor runs a training loop,
+    /// used there only through its attributes and methods, and never handed out by its own
+    /// methods (`self` or a bound method passed to a call, as hooks are registered)? Then each
+    /// lives for one call of a function that drives no training, and what it keeps is bounded
+    /// by that call (a metric made in `compute()` for one batch).
+    pub fn only_scratch_objects(&self, class: &str) -> bool {
+        use ruff_python_ast::visitor::{walk_expr, walk_stmt, Visitor};
+        if self.external.used_elsewhere.contains(class) {
+            return false;
+        }
+        let Some(def_class) = self.suite().iter().find_map(|s| match s {
+            Stmt::ClassDef(c) if c.name.as_str() == class => Some(c),
+            _ => None,
+        }) else {
+            return false;
+        };
+        // Its methods hand it out: `register_forward_hook(self._end)`, `registry.add(self)`.
+        struct HandsOut<'m> {
+            methods: Vec<&'m str>,
+            found: bool,
+        }
+        impl<'e> Visitor<'e> for HandsOut<'_> {
+            fn visit_expr(&mut self, expr: &'e Expr) {
+                if let Expr::Call(c) = expr {
+                    let out = c
+                        .arguments
+                        .args
+                        .iter()
+                        .chain(c.arguments.keywords.iter().map(|k| &k.value))
+                        .any(|a| match a {
+                            Expr::Name(n) => n.id.as_str() == "self",
+                            Expr::Attribute(at) => {
+                                matches!(&*at.value, Expr::Name(n) if n.id.as_str() == "self")
+                                    && self.methods.contains(&at.attr.as_str())
+                            }
+                            _ => false,
+                        });
+                    self.found |= out;
+                }
+                walk_expr(self, expr);
+            }
+        }
+        let methods: Vec<&str> = def_class
+            .body
+            .iter()
+            .filter_map(|s| match s {
+                Stmt::FunctionDef(f) => Some(f.name.as_str()),
+                _ => None,
+            })
+            .collect();
+        let mut hands = HandsOut {
+            methods,
+            found: false,
+        };
+        for s in &def_class.body {
+            walk_stmt(&mut hands, s);
+        }
+        if hands.found {
+            return false;
+        }
+        // Every construction: `x = Class(...)` in a function, `x` used there only as `x.attr`.
+        struct Calls<'c> {
+            class: &'c str,
+            n: usize,
+        }
+        impl<'e> Visitor<'e> for Calls<'_> {
+            fn visit_expr(&mut self, expr: &'e Expr) {
+                if let Expr::Call(c) = expr {
+                    if matches!(&*c.func, Expr::Name(n) if n.id.as_str() == self.class) {
+                        self.n += 1;
+                    }
+                }
+                walk_expr(self, expr);
+            }
+        }
+        let mut calls = Calls { class, n: 0 };
+        for s in self.suite() {
+            walk_stmt(&mut calls, s);
+        }
+        struct Defs<'d> {
+            found: Vec<&'d ruff_python_ast::StmtFunctionDef>,
+        }
+        impl<'d> Visitor<'d> for Defs<'d> {
+            fn visit_stmt(&mut self, s: &'d Stmt) {
+                if let Stmt::FunctionDef(f) = s {
+                    self.found.push(f);
+                }
+                walk_stmt(self, s);
+            }
+        }
+        let mut defs = Defs { found: Vec::new() };
+        for s in self.suite() {
+            defs.visit_stmt(s);
+        }
+        let mut locals = 0;
+        for f in defs.found {
+            let mut made: Vec<&str> = Vec::new();
+            super::scan::visit_block(&f.body, &mut |s| {
+                if let Stmt::Assign(a) = s {
+                    if let (Expr::Call(c), [Expr::Name(t)]) = (&*a.value, &*a.targets) {
+                        if matches!(&*c.func, Expr::Name(n) if n.id.as_str() == class) {
+                            made.push(t.id.as_str());
+                        }
+                    }
+                }
+            });
+            if made.is_empty() {
+                continue;
+            }
+            let mut drives_training = self.training().trains(f);
+            super::scan::visit_block(&f.body, &mut |s| {
+                // A loop that trains, or whose names say it goes through steps, epochs or data
+                // (`for step in range(steps)`: an environment stepped for a whole run); not one
+                // that is a training loop only because it calls the object's own `step()`.
+                if self.training().loop_trains(s) || super::iteration::named_grain(s).is_some() {
+                    drives_training = true;
+                }
+            });
+            if drives_training || made.iter().any(|name| escapes(&f.body, name)) {
+                return false;
+            }
+            locals += made.len();
+        }
+        locals > 0 && locals == calls.n
+    }
+}
+
+/// Is the local `name` used in `body` other than through its attributes (`x.step(...)`), in a
+/// comparison (`x is None`) or as an assignment target: passed, returned, stored, yielded?
+fn escapes(body: &[Stmt], name: &str) -> bool {
+    use ruff_python_ast::visitor::{walk_expr, walk_stmt, Visitor};
+    struct Uses<'n> {
+        name: &'n str,
+        escaped: bool,
+    }
+    impl<'e> Visitor<'e> for Uses<'_> {
+        fn visit_expr(&mut self, expr: &'e Expr) {
+            match expr {
+                Expr::Attribute(a) if matches!(&*a.value, Expr::Name(n) if n.id.as_str() == self.name) =>
+                    {}
+                Expr::Compare(c) => {
+                    for e in std::iter::once(&*c.left).chain(c.comparators.iter()) {
+                        if !matches!(e, Expr::Name(n) if n.id.as_str() == self.name) {
+                            self.visit_expr(e);
+                        }
+                    }
+                }
+                Expr::Name(n) if n.id.as_str() == self.name && n.ctx.is_load() => {
+                    self.escaped = true;
+                }
+                _ => walk_expr(self, expr),
+            }
+        }
+    }
+    let mut uses = Uses {
+        name,
+        escaped: false,
+    };
+    for s in body {
+        walk_stmt(&mut uses, s);
+    }
+    uses.escaped
+}

@@ -445,8 +445,11 @@ impl SemanticModel<'_> {
         aliases.sort_unstable();
         let mut constants: Vec<String> = self.facts.plain_globals.iter().cloned().collect();
         constants.sort_unstable();
+        let mut grad_off: Vec<String> = self.facts.grad_off.iter().cloned().collect();
+        grad_off.sort_unstable();
         FileSummary {
             constants,
+            grad_off,
             aliases,
             functions,
             classes,

@@ -48,6 +48,10 @@ pub struct FileSummary {
     /// Module-level names bound once to a number or a string, sorted.
     #[serde(default)]
     pub constants: Vec<String>,
+    /// Top-level functions whose body turns autograd off (a decorator such as
+    /// `smart_inference_mode()`), sorted.
+    #[serde(default)]
+    pub grad_off: Vec<String>,
 }
 
 /// One function or method of the file (`f`, `Class.method`).
@@ -369,6 +373,9 @@ pub struct ExternalFacts {
     /// (`from helpers import all_characters`).
     #[serde(default)]
     pub constants: BTreeSet<String>,
+    /// Names this file imports that stand for another file's functions that turn autograd off.
+    #[serde(default)]
+    pub grad_off: BTreeSet<String>,
 }
 
 impl ExternalFacts {
@@ -387,6 +394,7 @@ impl ExternalFacts {
         grad_calls: BTreeMap::new(),
         module_params: BTreeMap::new(),
         constants: BTreeSet::new(),
+        grad_off: BTreeSet::new(),
     };
 
     pub fn is_empty(&self) -> bool {
