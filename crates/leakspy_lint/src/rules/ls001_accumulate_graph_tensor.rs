@@ -1,6 +1,7 @@
 //! ## What it does
 //! Flags a running total that adds graph-carrying tensors across iterations: `total += loss`,
-//! `total = total + loss`, `total.add_(loss)`, `stats[k] += loss`, `self.total += loss`, where the total outlives the
+//! `total = total + loss`, `total.add_(loss)` (also through a helper of the file that does it to
+//! its parameter, `accumulate(total, loss)`), `stats[k] += loss`, `self.total += loss`, where the total outlives the
 //! iteration (bound before the loop, an attribute or a global) and the statement runs once per
 //! training iteration (in a loop that trains or goes through data, or in a function that runs
 //! once per step).
@@ -64,6 +65,9 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
         return;
     }
 
+    // A helper of this file that adds one of its parameters into another in place, when the
+    // statement calls it: `accumulate(total, loss)` with `def accumulate(buf, v): buf.add_(v)`.
+    let mut through: Option<(String, usize)> = None;
     let (target, added) = match stmt {
         Stmt::AugAssign(aug)
             if matches!(
@@ -91,23 +95,35 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
         // `total.add_(loss)`, `total.sub_(x)`: an in-place `+=` on the tensor.
         Stmt::Expr(e) => {
             let Expr::Call(call) = &*e.value else { return };
-            let Expr::Attribute(attr) = &*call.func else {
-                return;
-            };
-            let ([added], true) = (
-                &*call.arguments.args,
-                matches!(attr.attr.as_str(), "add_" | "sub_") && dotted(&attr.value).is_some(),
-            ) else {
-                return;
-            };
-            // An in-place update of state on the object or a global is a running statistic's
-            // (LS011 names it so).
-            let state = crate::semantic::facts::self_attr(&attr.value).is_some()
-                || dotted(&attr.value).is_some_and(|k| checker.facts.globals.contains_key(&k));
-            if state && checker.enabled(Rule::LS011) {
-                return;
+            if let Some((i, j, line)) = in_place_helper(checker, call) {
+                let (Some(t), Some(a)) = (call.arguments.args.get(i), call.arguments.args.get(j))
+                else {
+                    return;
+                };
+                if dotted(t).is_none() {
+                    return;
+                }
+                through = Some((short(checker, &call.func), line));
+                (t, a)
+            } else {
+                let Expr::Attribute(attr) = &*call.func else {
+                    return;
+                };
+                let ([added], true) = (
+                    &*call.arguments.args,
+                    matches!(attr.attr.as_str(), "add_" | "sub_") && dotted(&attr.value).is_some(),
+                ) else {
+                    return;
+                };
+                // An in-place update of state on the object or a global is a running statistic's
+                // (LS011 names it so).
+                let state = crate::semantic::facts::self_attr(&attr.value).is_some()
+                    || dotted(&attr.value).is_some_and(|k| checker.facts.globals.contains_key(&k));
+                if state && checker.enabled(Rule::LS011) {
+                    return;
+                }
+                (&*attr.value, added)
             }
-            (&*attr.value, added)
         }
         _ => return,
     };
@@ -138,8 +154,12 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
         return;
     }
 
+    let how = match &through {
+        Some((helper, line)) => format!(" (in place, through `{helper}()` at line {line})"),
+        None => String::new(),
+    };
     let message = format!(
-        "`{}` adds `{}`, which carries {}: `{}` holds one graph per iteration ({}) {}",
+        "`{}` adds `{}`{how}, which carries {}: `{}` holds one graph per iteration ({}) {}",
         short(checker, target),
         short(checker, added),
         origin_phrase(checker, &value),
@@ -162,4 +182,47 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
         ));
     }
     checker.report(diagnostic);
+}
+
+/// A function of this file (called by name) that adds one positional parameter into another in
+/// place (`buf.add_(value)`, `buf.sub_(value)`): the positions (target, added) and the line.
+fn in_place_helper(
+    checker: &Checker,
+    call: &ruff_python_ast::ExprCall,
+) -> Option<(usize, usize, usize)> {
+    let Expr::Name(n) = &*call.func else {
+        return None;
+    };
+    if !checker.facts.functions.contains(n.id.as_str()) {
+        return None;
+    }
+    let def = checker.semantic().suite().iter().find_map(|s| match s {
+        Stmt::FunctionDef(f) if f.name.as_str() == n.id.as_str() => Some(f),
+        _ => None,
+    })?;
+    let params: Vec<&str> = def
+        .parameters
+        .posonlyargs
+        .iter()
+        .chain(def.parameters.args.iter())
+        .map(|p| p.parameter.name.as_str())
+        .collect();
+    let mut found = None;
+    crate::semantic::scan::visit_block(&def.body, &mut |s| {
+        let Stmt::Expr(e) = s else { return };
+        let Expr::Call(c) = &*e.value else { return };
+        let Expr::Attribute(a) = &*c.func else { return };
+        if !matches!(a.attr.as_str(), "add_" | "sub_") {
+            return;
+        }
+        let (Expr::Name(t), [Expr::Name(v)]) = (&*a.value, &*c.arguments.args) else {
+            return;
+        };
+        let i = params.iter().position(|p| *p == t.id.as_str());
+        let j = params.iter().position(|p| *p == v.id.as_str());
+        if let (Some(i), Some(j)) = (i, j) {
+            found = found.or(Some((i, j, checker.line(s.start()))));
+        }
+    });
+    found
 }
