@@ -200,13 +200,7 @@ fn in_place_helper(
         Stmt::FunctionDef(f) if f.name.as_str() == n.id.as_str() => Some(f),
         _ => None,
     })?;
-    let params: Vec<&str> = def
-        .parameters
-        .posonlyargs
-        .iter()
-        .chain(def.parameters.args.iter())
-        .map(|p| p.parameter.name.as_str())
-        .collect();
+    let params = crate::summaries::extract::positional_params(def);
     let mut found = None;
     crate::semantic::scan::visit_block(&def.body, &mut |s| {
         let Stmt::Expr(e) = s else { return };

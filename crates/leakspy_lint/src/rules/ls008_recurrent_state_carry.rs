@@ -105,18 +105,21 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     let mut cost = "every `.backward()` walks back through all of them (memory and step time grow)";
     // What to do instead of detaching: for a loop whose graph nobody uses, not to build it.
     let mut instead = None;
+    // The carried keys that nothing in the loop's body detaches or re-creates.
+    let not_reset = |body: &[Stmt]| -> Vec<&String> {
+        carried
+            .iter()
+            .filter(|k| !reset_in(checker, body, k, &outputs))
+            .collect()
+    };
     let (leaking, context): (Vec<&String>, String) = if let Some((loop_stmt, offset)) = trainer {
         let body: &[Stmt] = match loop_stmt {
             Stmt::For(f) => &f.body,
             Stmt::While(w) => &w.body,
             _ => return,
         };
-        let leaking = carried
-            .iter()
-            .filter(|k| !reset_in(checker, body, k, &outputs))
-            .collect();
         (
-            leaking,
+            not_reset(body),
             format!(
                 "on every iteration of the training loop at line {}, which backpropagates,",
                 checker.line(offset)
@@ -126,12 +129,8 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
         // A rollout, generation or evaluation loop with autograd on that never backpropagates
         // (nor does its function, after it): the chain grows for as long as the loop runs.
         cost = "every step's saved activations stay (memory grows with every step)";
-        let leaking = carried
-            .iter()
-            .filter(|k| !reset_in(checker, body, k, &outputs))
-            .collect();
         (
-            leaking,
+            not_reset(body),
             format!(
                 "on every iteration of the loop at line {}, with autograd on and no \
                  `.backward()` to free the saved activations,",
@@ -151,12 +150,8 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
             ),
             None => "run the loop under `with torch.no_grad():`".to_string(),
         });
-        let leaking = carried
-            .iter()
-            .filter(|k| !reset_in(checker, body, k, &outputs))
-            .collect();
         (
-            leaking,
+            not_reset(body),
             format!(
                 "on every iteration of the loop at line {}, with autograd on, in code that \
                  neither backpropagates nor returns a graph,",

@@ -514,7 +514,7 @@ fn class_summary(facts: &crate::semantic::facts::ClassFacts, line: u32) -> Class
 }
 
 /// Positional parameters after `self`/`cls`.
-fn positional_params(def: &ruff_python_ast::StmtFunctionDef) -> Vec<&str> {
+pub(crate) fn positional_params(def: &ruff_python_ast::StmtFunctionDef) -> Vec<&str> {
     def.parameters
         .posonlyargs
         .iter()
