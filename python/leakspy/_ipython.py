@@ -139,9 +139,14 @@ def _output(hist, chain):
     """The output history as a holder, named by its oldest entry of the
     kind of object found (a tensor: the oldest tensor result), so that
     every suspect it holds names the same entry and groups under it."""
+    results = [(k, type(v).__name__) for k, v in list(hist.items()) if isinstance(k, int)]
     kind = chain[0] if chain else None
-    entries = [k for k, v in list(hist.items())
-               if isinstance(k, int) and (kind is None or type(v).__name__ == kind)]
+    if kind is not None and not any(t == kind for _, t in results):
+        # The object found is the history itself (a dict of tensors): its
+        # entries of the kind it keeps most are the ones its growth is made of.
+        kinds = [t for _, t in results]
+        kind = max(set(kinds), key=kinds.count) if kinds else None
+    entries = [k for k, t in results if kind is None or t == kind]
     path = "IPython's output history Out[%d]" % min(entries) if entries else (
         "IPython's output history Out")
     return {"kind": "ipython_output", "path": path, "container": None, "file": None,

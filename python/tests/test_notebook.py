@@ -114,6 +114,20 @@ def test_the_output_history_votes_as_one_holder():
     assert "vote" not in best
 
 
+def test_the_history_itself_is_named_by_the_entries_it_keeps_most(monkeypatch):
+    class Shell(object):
+        user_ns = {"Out": {2: "text", 3: 1.5, 5: 2.5, 7: "more", 8: 3.5}}
+
+    monkeypatch.setattr(_ipython, "shell", lambda: Shell())
+    # Found as the dict itself (a dict of floats growing): named by its oldest float,
+    # the entry its floats' holder is named by, so that both group as one.
+    whole = _ipython._root(Shell(), "Out", ["dict", "module"])
+    entry = _ipython._root(Shell(), "Out", ["float", "dict", "module"])
+    assert whole["path"] == entry["path"] == "IPython's output history Out[3]"
+    empty = _ipython._output({}, ["dict", "module"])
+    assert empty["path"] == "IPython's output history Out"
+
+
 def test_a_watch_that_cannot_start_lets_the_code_run(monkeypatch, capsys):
     monkeypatch.setattr(_notebook, "find_binary", lambda: None)
     ran = []
