@@ -434,3 +434,73 @@ def run(model, loader):
         vec!["LS009".to_string()]
     );
 }
+
+#[test]
+fn parameters_passed_from_another_file_require_grad() {
+    // A weight average kept in its own file, updated from what the training script passes it:
+    // `model.parameters()` at every call. With autograd on, each in-place update records the
+    // parameters and chains the averages to every earlier step; under `torch.no_grad()`, or
+    // when a caller passes something else, nothing is said.
+    let ema = |decorator: &str| {
+        format!(
+            "\
+import torch
+
+
+class WeightAverage:
+    def __init__(self, parameters, decay=0.999):
+        self.decay = decay
+        self.shadow = [p.clone().detach() for p in parameters]
+{decorator}
+    def update(self, parameters):
+        for s, p in zip(self.shadow, parameters):
+            s.sub_((1.0 - self.decay) * (s - p))
+"
+        )
+    };
+    let train = |passed: &str| {
+        format!(
+            "\
+import torch
+from ema import WeightAverage
+
+
+def main(batches):
+    model = torch.nn.Linear(10, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    average = WeightAverage(model.parameters())
+    for x in batches:
+        loss = model(x).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        average.update({passed})
+"
+        )
+    };
+    let leak = vec![("ema.py".to_string(), 11, "LS011".to_string())];
+    assert_eq!(
+        findings(&[
+            ("ema.py", &ema("")),
+            ("train.py", &train("model.parameters()"))
+        ]),
+        leak
+    );
+    assert_eq!(
+        findings(&[
+            ("ema.py", &ema("    @torch.no_grad()")),
+            ("train.py", &train("model.parameters()"))
+        ]),
+        vec![]
+    );
+    assert_eq!(
+        findings(&[
+            ("ema.py", &ema("")),
+            (
+                "train.py",
+                &train("[p.detach() for p in model.parameters()]")
+            )
+        ]),
+        vec![]
+    );
+}

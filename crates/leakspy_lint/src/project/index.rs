@@ -14,7 +14,7 @@ use crate::semantic::iteration::Grain;
 use crate::semantic::value::Kind;
 use crate::summaries::{
     ArgFact, Callee, ClassSummary, ExternalClass, ExternalFacts, FileSummary, FunctionSummary,
-    MethodSig, OriginSummary, ValueSummary,
+    MethodSig, OriginSummary, Passed, ValueSummary,
 };
 
 /// One file of the project, as the index sees it.
@@ -75,7 +75,7 @@ pub struct ProjectIndex<'f> {
     grad_calls: FxHashMap<FuncId, bool>,
     /// Per positional parameter (after `self`) of each function that calls in other files run:
     /// `Some(true)` while every one of them passes an `nn.Module` of the project there.
-    module_args: FxHashMap<FuncId, Vec<Option<bool>>>,
+    passed_args: FxHashMap<FuncId, Vec<Option<Option<Passed>>>>,
     /// Each call that leaves a file, resolved: (file, index of the call, where it goes).
     resolved: Vec<(usize, usize, Vec<FuncId>)>,
 }
@@ -96,7 +96,7 @@ impl<'f> ProjectIndex<'f> {
             resets: FxHashMap::default(),
             trains: FxHashSet::default(),
             grad_calls: FxHashMap::default(),
-            module_args: FxHashMap::default(),
+            passed_args: FxHashMap::default(),
             resolved: Vec::new(),
         };
         for (i, f) in files.iter().enumerate() {
@@ -459,7 +459,7 @@ impl<'f> ProjectIndex<'f> {
                                 .taints
                                 .get(&caller)
                                 .and_then(|t| t.get(*j).cloned().flatten()),
-                            ArgFact::Instance(_) | ArgFact::Other => None,
+                            ArgFact::Instance(_) | ArgFact::Parameters | ArgFact::Other => None,
                         })
                         .collect()
                 } else {
@@ -500,7 +500,7 @@ impl<'f> ProjectIndex<'f> {
         }
         for (i, k, targets) in &resolved {
             let fact = &self.files[*i].summary.calls[*k];
-            let modules: Vec<bool> = fact
+            let passed: Vec<Option<Passed>> = fact
                 .args
                 .iter()
                 .map(|a| match a {
@@ -508,20 +508,22 @@ impl<'f> ProjectIndex<'f> {
                         Some(Symbol::Class(id)) => self
                             .mro(&id)
                             .iter()
-                            .any(|b| self.class(b).is_some_and(|s| s.is_module)),
-                        _ => false,
+                            .any(|b| self.class(b).is_some_and(|s| s.is_module))
+                            .then_some(Passed::Module),
+                        _ => None,
                     },
-                    _ => false,
+                    ArgFact::Parameters => Some(Passed::Parameters),
+                    _ => None,
                 })
                 .collect();
             for t in targets.iter().filter(|t| t.0 != *i) {
                 *self.grad_calls.entry(t.clone()).or_default() |= fact.grad;
-                let slots = self.module_args.entry(t.clone()).or_default();
-                if slots.len() < modules.len() {
-                    slots.resize(modules.len(), None);
+                let slots = self.passed_args.entry(t.clone()).or_default();
+                if slots.len() < passed.len() {
+                    slots.resize(passed.len(), None);
                 }
-                for (slot, m) in slots.iter_mut().zip(&modules) {
-                    *slot = Some(slot.unwrap_or(true) && *m);
+                for (slot, p) in slots.iter_mut().zip(&passed) {
+                    Passed::see(slot, *p);
                 }
             }
         }
@@ -676,10 +678,10 @@ impl<'f> ProjectIndex<'f> {
                 out.grad_calls.insert(t.1.clone(), *grad);
             }
         }
-        for (t, slots) in &self.module_args {
-            if t.0 == file && slots.contains(&Some(true)) {
-                let modules = slots.iter().map(|s| *s == Some(true)).collect();
-                out.module_params.insert(t.1.clone(), modules);
+        for (t, slots) in &self.passed_args {
+            let agreed: Vec<Option<Passed>> = slots.iter().map(|s| s.flatten()).collect();
+            if t.0 == file && agreed.iter().any(Option::is_some) {
+                out.passed_params.insert(t.1.clone(), agreed);
             }
         }
         // A cadence the file gives itself (its own account, or its own calls) is its business.

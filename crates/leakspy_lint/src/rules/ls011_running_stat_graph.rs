@@ -8,6 +8,12 @@
 //! - `self.M2 += delta * delta2`, `self.running_var += ...` on statistics;
 //! - in-place updates such as `running_mean.mul_(m).add_(x.mean(0), alpha=1 - m)` or
 //!   `ema.lerp_(x, w)`, and writes into the statistic's storage (`self.var[:] = ...`);
+//! - averages of the weights kept on the object (`self.shadow[name]`, or each entry of
+//!   `self.averaged` in a loop over `zip(self.averaged, model.parameters())`) updated in place
+//!   from a module's parameters with autograd on: a parameter requires grad, so the update is
+//!   recorded. The parameters are seen as `model.parameters()`, `model.named_parameters()`, a
+//!   list of them kept on the object, or a parameter that every caller (in any file of the
+//!   project) passes `model.parameters()` to;
 //! - statistics returned by a helper with the output and kept by tuple assignment
 //!   (`y, self.mean, self.var = batch_norm(h, self.mean, self.var)`).
 //!
@@ -117,16 +123,130 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     // Only for what already looks like a statistic: the lookup scans the function body.
     let maybe_stat = is_stat_name(last_segment(&key))
         || matches!(form, Form::Weighted | Form::InPlace)
-            && (self_attr(target).is_some() || checker.facts.globals.contains_key(&key));
+            && (self_attr(target).is_some()
+                || state_element(checker, target, stmt).is_some()
+                || checker.facts.globals.contains_key(&key));
     if inputs.is_empty() && maybe_stat {
         // The statistic is computed from a parameter: graph-carrying when a call in this file
         // passes a graph there (`normalizer.update(features)`).
         if let Some((leaf, value, note)) = from_graph_param(checker, &leaves) {
             inputs.push((leaf, value));
-            via = Some(note);
+            via = Some(Via::Argument(note));
+        } else if let Some((leaf, value)) = module_parameter(checker, &leaves, stmt) {
+            // A module's parameter requires grad: with autograd on, an update from it is
+            // recorded, and the statistic (an EMA of the weights) chains every step's update.
+            inputs.push((leaf, value));
+            via = Some(Via::Parameter);
         }
     }
-    report(checker, target, &key, &inputs, via.as_deref(), stmt, form);
+    report(checker, target, &key, &inputs, via.as_ref(), stmt, form);
+}
+
+/// How an operand without a graph of its own makes the update a graph's.
+enum Via {
+    /// A parameter of the current function that a call of this file passes a graph to: the
+    /// note says which call.
+    Argument(String),
+    /// A module's parameter, which requires grad.
+    Parameter,
+}
+
+/// What a `for` loop of the current function around `at` binds `name` to: the iterable, and
+/// whether `name` is the second of each pair it yields (`for k, v in x.items()`). Through
+/// `zip(a, b)`, the argument at `name`'s position.
+fn loop_source<'c>(checker: &'c Checker, name: &str, at: TextSize) -> Option<(&'c Expr, bool)> {
+    let def = checker.function()?;
+    let mut found = None;
+    visit_block(&def.body, &mut |s| {
+        let Stmt::For(f) = s else { return };
+        if !f.body.iter().any(|b| b.range().contains(at)) {
+            return;
+        }
+        match &*f.target {
+            Expr::Name(n) if n.id.as_str() == name => found = Some((&*f.iter, false)),
+            Expr::Tuple(t) => {
+                let Some(i) = t
+                    .elts
+                    .iter()
+                    .position(|e| matches!(e, Expr::Name(n) if n.id.as_str() == name))
+                else {
+                    return;
+                };
+                match &*f.iter {
+                    Expr::Call(c) if is_dotted(&c.func, "zip") => {
+                        if let Some(arg) = c.arguments.args.get(i) {
+                            found = Some((arg, false));
+                        }
+                    }
+                    iter if i == 1 && t.elts.len() == 2 => found = Some((iter, true)),
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    });
+    found
+}
+
+/// Does `iter` yield a module's parameters: the values of `x.named_parameters()` (when
+/// `second`), or what evaluates to them (`x.parameters()`, a parameter every caller passes them
+/// to)?
+fn yields_parameters(checker: &Checker, iter: &Expr, second: bool) -> bool {
+    if !second {
+        return checker.value(iter).kind == Kind::Parameters;
+    }
+    matches!(iter, Expr::Call(c)
+        if matches!(&*c.func, Expr::Attribute(a) if a.attr.as_str() == "named_parameters"))
+}
+
+/// The attribute of a container on the object that `target` is an element of:
+/// `self.shadow[name]`, or a loop's element of `self.avg` (`for a, p in zip(self.avg, ...)`,
+/// `for k, v in self.shadow.items()`, `self.shadow.values()`).
+fn state_element(checker: &Checker, target: &Expr, stmt: &Stmt) -> Option<String> {
+    match target {
+        Expr::Subscript(sub) => self_attr(&sub.value).map(str::to_string),
+        Expr::Name(n) => {
+            let (iter, second) = loop_source(checker, n.id.as_str(), stmt.start())?;
+            if let Some(attr) = self_attr(iter) {
+                return (!second).then(|| attr.to_string());
+            }
+            let Expr::Call(c) = iter else { return None };
+            let Expr::Attribute(a) = &*c.func else {
+                return None;
+            };
+            let wanted = if second { "items" } else { "values" };
+            (a.attr.as_str() == wanted && c.arguments.is_empty())
+                .then(|| self_attr(&a.value).map(str::to_string))
+                .flatten()
+        }
+        _ => None,
+    }
+}
+
+/// An operand that is a parameter of a module, bound by a loop over its `parameters()` (or
+/// `named_parameters()`, also through `zip`).
+fn module_parameter<'e>(
+    checker: &Checker,
+    leaves: &[&'e Expr],
+    stmt: &Stmt,
+) -> Option<(&'e Expr, Value)> {
+    leaves.iter().find_map(|leaf| {
+        let Expr::Name(n) = leaf else { return None };
+        let (iter, second) = loop_source(checker, n.id.as_str(), stmt.start())?;
+        if !yields_parameters(checker, iter, second) {
+            return None;
+        }
+        let value = Value::graph(Origin {
+            what: checker.text(iter.range()).to_string(),
+            offset: iter.start(),
+            is_loss: false,
+            backpropagated: false,
+            param: None,
+            site: None,
+            through: None,
+        });
+        Some((*leaf, value))
+    })
 }
 
 /// A statistic update: its target, key, the operands other than the statistic itself, and its
@@ -240,7 +360,13 @@ fn update<'s>(
             if !in_place {
                 return None;
             }
-            let key = dotted(cur)?;
+            let key = match cur {
+                // `self.shadow[name].mul_(d).add_(p)`: an entry of a container on the object.
+                Expr::Subscript(sub) if self_attr(&sub.value).is_some() => {
+                    checker.text(cur.range()).to_string()
+                }
+                _ => dotted(cur)?,
+            };
             Some((cur, key, leaves, Form::InPlace))
         }
         _ => None,
@@ -287,7 +413,7 @@ fn report(
     target: &Expr,
     key: &str,
     inputs: &[(&Expr, Value)],
-    via: Option<&str>,
+    via: Option<&Via>,
     stmt: &Stmt,
     form: Form,
 ) {
@@ -309,8 +435,9 @@ fn report(
     {
         return;
     }
-    let (holder, until_text) = match self_attr(target) {
-        Some(attr) => (Holder::Attribute, attr_until(checker, attr, key, stmt)),
+    let element = state_element(checker, target, stmt);
+    let (holder, until_text) = match self_attr(target).map(str::to_string).or(element.clone()) {
+        Some(attr) => (Holder::Attribute, attr_until(checker, &attr, key, stmt)),
         None => match checker.lifetime(target) {
             Some(l) => (l.holder, until(checker, &l)),
             None => match loop_carried(checker, target, key) {
@@ -327,20 +454,31 @@ fn report(
     if !is_stat {
         return;
     }
+    // A loop's element of a container on the object is named with its container.
+    let named = match (&element, target) {
+        (Some(attr), Expr::Name(_)) => format!("`{key}` (an entry of `self.{attr}`)"),
+        _ => format!("`{key}`"),
+    };
+    let carries = match via {
+        Some(Via::Parameter) => format!(
+            "is a module's parameter (from `{}`) and requires grad",
+            value.origin().map_or("", |o| o.what.as_str())
+        ),
+        Some(Via::Argument(note)) => format!("carries {}{note}", origin_phrase(checker, value)),
+        None => format!("carries {}", origin_phrase(checker, value)),
+    };
     let message = format!(
-        "`{key}` is a running statistic updated from `{}`, which carries {}{}: each update links \
+        "{named} is a running statistic updated from `{}`, which {carries}: each update links \
          `{key}` to this step's graph and, through its previous value, to every earlier one, so \
          it keeps the graph of every step it has seen alive {}; update statistics from detached \
          values or under `torch.no_grad()`",
         short(checker, first),
-        origin_phrase(checker, value),
-        via.unwrap_or(""),
         until_text,
     );
     let mut diagnostic = Diagnostic::new(Rule::LS011, message, stmt.range());
     // Through a parameter, which operands are tensors (and which are sizes computed from the
     // same input) is not known: no edit then.
-    if via.is_none() && form != Form::Returned {
+    if !matches!(via, Some(Via::Argument(_))) && form != Form::Returned {
         let mut edits: Vec<Edit> = Vec::new();
         for (e, _) in inputs {
             edits.extend(append_call(checker, e, "detach"));
@@ -353,8 +491,11 @@ fn report(
         };
         // Safe when nothing can backpropagate through the statistic: the values computed are
         // the same, and so are the gradients, since none ever flowed through it.
-        let unused = match (self_attr(target), checker.class()) {
-            (Some(attr), Some(class)) => gradient_unused(checker, class, attr),
+        let unused = match (
+            self_attr(target).map(str::to_string).or(element),
+            checker.class(),
+        ) {
+            (Some(attr), Some(class)) => gradient_unused(checker, class, &attr),
             _ => false,
         };
         diagnostic = diagnostic.with_fix(if unused {
@@ -449,8 +590,10 @@ fn ls001_reports(checker: &Checker, target: &Expr, added: &Expr, key: &str) -> b
 // ----- parameters that receive a graph at a call site of this file ---------------------------
 
 /// Calls of this file's functions and methods that pass a graph-carrying positional argument,
-/// recorded while the file is walked (the first, silent walk sees them all before the reporting
-/// walk needs them). Keyed by the callee's name and the argument's position.
+/// recorded as the reporting walk meets them (rules do not run in the silent walks), so only a
+/// call above the update is seen here; calls the summaries resolve to one callee reach its
+/// parameters through the model's taints wherever they are. Keyed by the callee's name and the
+/// argument's position.
 #[derive(Default)]
 struct GraphArgs {
     file: (usize, usize),

@@ -593,6 +593,8 @@ impl<'a> SemanticModel<'a> {
             if builtin_passes(q) {
                 let v = self.args_value(call);
                 let kind = match q {
+                    // `list(model.parameters())` is still the module's parameters.
+                    "list" | "tuple" if v.kind == Kind::Parameters => Kind::Parameters,
                     "list" | "sorted" => Kind::List,
                     "tuple" => Kind::Tuple,
                     "dict" => Kind::Dict,
@@ -750,6 +752,14 @@ impl<'a> SemanticModel<'a> {
             }
         }
         let recv = self.value_inner(recv_expr);
+        // `model.parameters()`: the module's parameters, each a leaf that requires grad.
+        if method == "parameters"
+            && call.arguments.args.is_empty()
+            && matches!(recv.kind, Kind::Module | Kind::Unknown)
+            && !recv.has_graph()
+        {
+            return Value::no_graph(Kind::Parameters);
+        }
         if recv.kind == Kind::Module || recv.kind == Kind::LossFn {
             return match method {
                 "forward" | "__call__" => self.call_of_value(call, &recv, grad),

@@ -653,6 +653,9 @@ pub fn int_value(expr: &Expr, constants: &FxHashMap<String, u64>) -> Option<u64>
 
 /// What kind of object an initialiser creates.
 pub fn init_kind(value: &Expr, imports: &Imports, classes: &FxHashMap<String, ClassFacts>) -> Kind {
+    if holds_parameters(value) {
+        return Kind::Parameters;
+    }
     match value {
         Expr::List(_) | Expr::ListComp(_) => Kind::List,
         Expr::Dict(_) | Expr::DictComp(_) => Kind::Dict,
@@ -671,6 +674,27 @@ pub fn init_kind(value: &Expr, imports: &Imports, classes: &FxHashMap<String, Cl
         // `self.model = model` where the parameter is conventionally a module.
         Expr::Name(n) if super::names::is_conventional_module_param(n.id.as_str()) => Kind::Module,
         _ => Kind::Unknown,
+    }
+}
+
+/// A module's parameters, as such: `model.parameters()`, `list(model.parameters())`,
+/// `[p for p in model.parameters() if p.requires_grad]`.
+pub fn holds_parameters(value: &Expr) -> bool {
+    match value {
+        Expr::Call(call) if call.arguments.args.is_empty() => {
+            matches!(&*call.func, Expr::Attribute(a) if a.attr.as_str() == "parameters")
+        }
+        Expr::Call(call) if call.arguments.len() == 1 => {
+            matches!(&*call.func, Expr::Name(n) if matches!(n.id.as_str(), "list" | "tuple"))
+                && call.arguments.args.first().is_some_and(holds_parameters)
+        }
+        Expr::ListComp(c) => {
+            c.generators.len() == 1
+                && matches!((&*c.elt, &c.generators[0].target),
+                    (Expr::Name(e), Expr::Name(t)) if e.id == t.id)
+                && holds_parameters(&c.generators[0].iter)
+        }
+        _ => false,
     }
 }
 

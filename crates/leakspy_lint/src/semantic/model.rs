@@ -894,13 +894,13 @@ impl<'a> SemanticModel<'a> {
 /// What the call sites of one function pass to its parameters, by position (after `self`) and
 /// by keyword: `Some(true)` while every argument seen there is a number (`range`'s ints, a
 /// `len`, an `.item()`), `Some(false)` once one is not; and by position, whether every one is a
-/// tensor.
+/// tensor, and what kind of object every one passes (a module, a module's parameters).
 #[derive(Debug, Default, Clone)]
 pub struct ArgNumbers {
     pub positional: Vec<Option<bool>>,
     pub keyword: FxHashMap<String, bool>,
     pub tensor: Vec<Option<bool>>,
-    pub module: Vec<Option<bool>>,
+    pub passed: Vec<Option<Option<crate::summaries::Passed>>>,
 }
 
 impl ArgNumbers {
@@ -922,10 +922,11 @@ impl ArgNumbers {
         self.tensor.get(i).copied().flatten() == Some(true)
     }
 
-    /// What the call sites in this file pass at positional parameter `i`: `Some(true)` when
-    /// every one passes an `nn.Module`, `None` when none passes it.
-    pub fn module_at(&self, i: usize) -> Option<bool> {
-        self.module.get(i).copied().flatten()
+    /// What the call sites in this file pass at positional parameter `i`: `Some(Some(kind))`
+    /// when every one passes that kind of object, `Some(None)` when they do not agree, `None`
+    /// when none passes it.
+    pub fn passed_at(&self, i: usize) -> Option<Option<crate::summaries::Passed>> {
+        self.passed.get(i).copied().flatten()
     }
 }
 

@@ -15,6 +15,7 @@ use super::model::{Scope, ScopeKind, SemanticModel};
 use super::names::{is_conventional_loss_param, is_conventional_module_param};
 use super::scan::BlockFacts;
 use super::value::{Graph, Kind, Origin, Value};
+use crate::summaries::Passed;
 
 impl<'a> SemanticModel<'a> {
     /// A method defined by exactly one class of this file (`agent.update(...)` when only
@@ -91,11 +92,11 @@ impl<'a> SemanticModel<'a> {
             for (slot, a) in entry.tensor.iter_mut().zip(&args) {
                 super::model::ArgNumbers::see(slot, a.is_tensor() && !starred);
             }
-            if entry.module.len() < args.len() {
-                entry.module.resize(args.len(), None);
+            if entry.passed.len() < args.len() {
+                entry.passed.resize(args.len(), None);
             }
-            for (slot, a) in entry.module.iter_mut().zip(&args) {
-                super::model::ArgNumbers::see(slot, a.is_module() && !starred);
+            for (slot, a) in entry.passed.iter_mut().zip(&args) {
+                Passed::see(slot, if starred { None } else { passed(a) });
             }
             for (name, is_number) in keywords {
                 let slot = entry.keyword.entry(name.to_string()).or_insert(true);
@@ -284,24 +285,30 @@ impl<'a> SemanticModel<'a> {
             }
         }
         // Parameters that every call site passes a module to (in this file, and in the others
-        // the index has seen) are modules: `generate(decoder, ...)` runs the model.
+        // the index has seen) are modules: `generate(decoder, ...)` runs the model; those given
+        // a module's parameters are those (`ema.update(model.parameters())`).
         {
             let numbers = self.param_numbers.borrow();
             let here = numbers.get(&key);
-            let elsewhere = self.external.module_params.get(&key);
+            let elsewhere = self.external.passed_params.get(&key);
             for (i, pname) in positional.iter().enumerate() {
-                let here = here.and_then(|n| n.module_at(i));
-                let elsewhere = elsewhere.and_then(|m| m.get(i).copied());
-                let module = here != Some(false) && (here == Some(true) || elsewhere == Some(true));
-                if module
-                    && scope
-                        .env
-                        .get(*pname)
-                        .is_some_and(|v| v.kind == Kind::Unknown && v.graph == Graph::Unknown)
+                let passed = match here.and_then(|n| n.passed_at(i)) {
+                    Some(agreed) => agreed,
+                    None => elsewhere.and_then(|m| m.get(i).copied().flatten()),
+                };
+                let Some(passed) = passed else { continue };
+                if scope
+                    .env
+                    .get(*pname)
+                    .is_some_and(|v| v.kind == Kind::Unknown && v.graph == Graph::Unknown)
                 {
+                    let kind = match passed {
+                        Passed::Module => Kind::Module,
+                        Passed::Parameters => Kind::Parameters,
+                    };
                     scope
                         .env
-                        .insert((*pname).to_string(), Value::no_graph(Kind::Module));
+                        .insert((*pname).to_string(), Value::no_graph(kind));
                 }
             }
         }
@@ -476,4 +483,13 @@ fn substitute(v: &Value, args: &[Value]) -> Value {
         }
     }
     Value { parts, ..v.clone() }
+}
+
+/// What kind of object an argument is, for the parameter that receives it.
+fn passed(v: &Value) -> Option<Passed> {
+    match v.kind {
+        Kind::Module => Some(Passed::Module),
+        Kind::Parameters => Some(Passed::Parameters),
+        _ => None,
+    }
 }

@@ -57,6 +57,9 @@ pub enum Kind {
     Array,
     /// A Python number or string.
     Plain,
+    /// The parameters of a module (`model.parameters()`): each one requires grad, so what is
+    /// computed from one with autograd on is recorded.
+    Parameters,
     List,
     Tuple,
     Dict,

@@ -348,6 +348,9 @@ impl SemanticModel<'_> {
                 }
             }
         }
+        if v.kind == crate::semantic::value::Kind::Parameters {
+            return ArgFact::Parameters;
+        }
         // An object of a known class: a local bound to one (of this file or another), or one
         // made in the argument itself.
         let class = match arg {

@@ -151,7 +151,29 @@ pub enum ArgFact {
     /// The argument is an object of a class, by the name the caller's file gives the class
     /// (`agent` after `agent = DQNAgent(...)`: `agents.DQNAgent`).
     Instance(String),
+    /// The argument is a module's parameters (`model.parameters()`).
+    Parameters,
     Other,
+}
+
+/// What every call site of a function passes at one of its parameters, when they agree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Passed {
+    /// An `nn.Module`.
+    Module,
+    /// A module's parameters (`model.parameters()`).
+    Parameters,
+}
+
+impl Passed {
+    /// Joins what one more call site passes into a slot: `None` until one is seen,
+    /// `Some(None)` once two disagree (or one passes something else).
+    pub fn see(slot: &mut Option<Option<Passed>>, this: Option<Passed>) {
+        *slot = Some(match *slot {
+            None => this,
+            Some(seen) => seen.filter(|s| Some(*s) == this),
+        });
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -366,9 +388,10 @@ pub struct ExternalFacts {
     #[serde(default)]
     pub grad_calls: BTreeMap<String, bool>,
     /// Positional parameters (after `self`) of this file's functions that every call in other
-    /// files passes an `nn.Module` of the project to.
+    /// files passes the same kind of object to (an `nn.Module` of the project, a module's
+    /// parameters).
     #[serde(default)]
-    pub module_params: BTreeMap<String, Vec<bool>>,
+    pub passed_params: BTreeMap<String, Vec<Option<Passed>>>,
     /// Names this file imports that stand for plain constants of other files of the project
     /// (`from helpers import all_characters`).
     #[serde(default)]
@@ -392,7 +415,7 @@ impl ExternalFacts {
         reset_elsewhere: BTreeSet::new(),
         trains: BTreeSet::new(),
         grad_calls: BTreeMap::new(),
-        module_params: BTreeMap::new(),
+        passed_params: BTreeMap::new(),
         constants: BTreeSet::new(),
         grad_off: BTreeSet::new(),
     };
