@@ -18,7 +18,9 @@
 //! under `if not hasattr(self, "fig"):` that sets `self.fig` runs once; a module-level list
 //! pushed in one hook and popped in its pair (a method's closure) is a stack; an object made as
 //! a local of a function that drives no training, used only through its methods, is scratch;
-//! indices drawn by `multinomial` and counts (`histc`, `count_nonzero`) carry no graph.
+//! indices drawn by `multinomial` and counts (`histc`, `count_nonzero`) carry no graph; a
+//! helper's result made from several of its parameters carries the graph of whichever argument
+//! brings one.
 
 mod common;
 

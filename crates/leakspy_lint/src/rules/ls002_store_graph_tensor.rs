@@ -101,6 +101,7 @@ fn entry_of_backpropagated<'e>(
         param: None,
         site: None,
         through: None,
+        or_params: 0,
     };
     Some((
         arg,

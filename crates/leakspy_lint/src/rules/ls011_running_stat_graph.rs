@@ -244,6 +244,7 @@ fn module_parameter<'e>(
             param: None,
             site: None,
             through: None,
+            or_params: 0,
         });
         Some((*leaf, value))
     })
@@ -752,6 +753,7 @@ fn from_graph_param<'e>(
                 param: None,
                 site: None,
                 through: None,
+                or_params: 0,
             });
             let note = format!(
                 " (through `{p}`, which the call at line {} passes in)",

@@ -54,6 +54,7 @@ impl<'a> SemanticModel<'a> {
             param: None,
             site: None,
             through: None,
+            or_params: 0,
         }
     }
 
@@ -673,6 +674,7 @@ impl<'a> SemanticModel<'a> {
                     param: None,
                     site: None,
                     through: Some(0),
+                    or_params: 0,
                 },
             ));
         }

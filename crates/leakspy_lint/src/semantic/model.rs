@@ -237,6 +237,7 @@ impl<'a> SemanticModel<'a> {
                         p.as_ref().map(|o| {
                             Rc::new(Origin {
                                 through: Some(i),
+                                or_params: 0,
                                 ..o.to_origin()
                             })
                         })
@@ -833,6 +834,7 @@ impl<'a> SemanticModel<'a> {
                 param: None,
                 site: None,
                 through: None,
+                or_params: 0,
             }));
             value.kind = Kind::Tensor;
         } else if !value.has_graph() && self.grad_enabled() {
@@ -851,6 +853,7 @@ impl<'a> SemanticModel<'a> {
                     param: None,
                     site: None,
                     through: None,
+                    or_params: 0,
                 }));
             }
         }

@@ -333,6 +333,7 @@ impl<'a> SemanticModel<'a> {
                                 param: Some(i),
                                 site: None,
                                 through: None,
+                                or_params: 0,
                             })),
                             ..Value::unknown()
                         },
@@ -467,15 +468,19 @@ fn without_graph(v: Value) -> Value {
 fn substitute(v: &Value, args: &[Value]) -> Value {
     let parts = v.parts.map(|x| substitute(x, args));
     if let Graph::Yes(o) = &v.graph {
-        if let Some(i) = o.param {
-            return match args.get(i) {
-                Some(a) if a.has_graph() => Value {
+        if o.param.is_some() {
+            // The first of the parameters it stands for whose argument carries a graph.
+            return match o
+                .params()
+                .find_map(|i| args.get(i).filter(|a| a.has_graph()))
+            {
+                Some(a) => Value {
                     graph: a.graph.clone(),
                     parts,
                     ..v.clone()
                 },
                 // What the summary knew of the result came from the placeholder.
-                _ => Value {
+                None => Value {
                     parts,
                     ..Value::unknown()
                 },

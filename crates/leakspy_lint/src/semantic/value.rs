@@ -25,6 +25,39 @@ pub struct Origin {
     /// caller passed it): a summary returning it says "returns argument `i`'s graph", so that
     /// each caller gets its own argument's.
     pub through: Option<usize>,
+    /// Set only while learning a summary, beside `param`: the graph also stands for what the
+    /// caller passes as these positional parameters (bit `i`), when graphs that several
+    /// parameters bring join into one value (`rewards[t] + gamma * R`).
+    pub or_params: u32,
+}
+
+impl Origin {
+    /// The origin of a value made from two graph-carrying ones: a graph made here (not a
+    /// placeholder) wins, since the value carries it whatever the caller passes; two
+    /// placeholders give one that stands for either parameter's graph.
+    fn joined(a: Rc<Origin>, b: Rc<Origin>) -> Rc<Origin> {
+        match (a.param, b.param) {
+            (None, _) => a,
+            (Some(_), None) => b,
+            (Some(i), Some(j)) => {
+                let bit = |k: usize| 1u32.checked_shl(k as u32).unwrap_or(0);
+                let more = (b.or_params | bit(j)) & !bit(i);
+                if (a.or_params | more) == a.or_params {
+                    return a;
+                }
+                let mut o = (*a).clone();
+                o.or_params |= more;
+                Rc::new(o)
+            }
+        }
+    }
+
+    /// The positional parameters (after `self`) whose graph this placeholder stands for.
+    pub fn params(&self) -> impl Iterator<Item = usize> + '_ {
+        self.param
+            .into_iter()
+            .chain((0..32).filter(|i| self.or_params & (1 << i) != 0))
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -194,6 +227,7 @@ impl Value {
     #[must_use]
     pub fn join(self, other: Value) -> Value {
         let graph = match (self.graph, other.graph) {
+            (Graph::Yes(a), Graph::Yes(b)) => Graph::Yes(Origin::joined(a, b)),
             (Graph::Yes(a), _) | (_, Graph::Yes(a)) => Graph::Yes(a),
             (Graph::No, Graph::No) => Graph::No,
             _ => Graph::Unknown,

@@ -183,6 +183,9 @@ pub struct OriginSummary {
     pub is_loss: bool,
     pub backpropagated: bool,
     pub param: Option<usize>,
+    /// Other parameters the graph stands for (see `Origin::or_params`).
+    #[serde(default)]
+    pub or_params: u32,
     /// `path:line` once the index knows which file it is in.
     pub site: Option<String>,
 }
@@ -220,6 +223,7 @@ impl OriginSummary {
             is_loss: o.is_loss,
             backpropagated: o.backpropagated,
             param: o.param,
+            or_params: o.or_params,
             site: o.site.as_deref().map(str::to_string),
         }
     }
@@ -242,6 +246,7 @@ impl OriginSummary {
             param: self.param,
             site: self.site.as_deref().map(Rc::from),
             through: None,
+            or_params: self.or_params,
         }
     }
 }
