@@ -1,8 +1,10 @@
 //! ## What it does
 //! Flags copies of models or agents kept in a growing collection: `copy.deepcopy(model)`,
-//! `copy.deepcopy(model.state_dict())` or `agent.clone()` (a method of a class of this file that
-//! holds modules) appended to an attribute or a long-lived list on every generation, episode or
-//! epoch, when nothing ever clears or bounds that collection.
+//! `copy.deepcopy(model.state_dict())`, `agent.clone()` (a method of a class of this file that
+//! holds modules), or what a function of this file returns when it returns such a copy on every
+//! path (`fast = adapt(model, task)` with `fast = copy.deepcopy(model)` in `adapt`) appended to
+//! an attribute or a long-lived list on every generation, episode or epoch, when nothing ever
+//! clears or bounds that collection.
 //!
 //! ## Why is this bad?
 //! A deep copy of a model duplicates every parameter and buffer: an agent with four 45 M
@@ -198,6 +200,9 @@ fn module_copy(checker: &Checker, expr: &Expr) -> Option<String> {
                 }
                 return None;
             }
+            if let Expr::Name(n) = &*call.func {
+                return helper_copy(checker, n.id.as_str(), call);
+            }
             let Expr::Attribute(attr) = &*call.func else {
                 return None;
             };
@@ -248,6 +253,81 @@ fn module_copy(checker: &Checker, expr: &Expr) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// "a deep copy of `model` (made by `adapt()`)" when `call` calls a function of this file that
+/// returns a fresh deep copy of a module on every path: of what the caller passes it
+/// (`fast = copy.deepcopy(model)` of its parameter `model`), or of a model it names.
+fn helper_copy(checker: &Checker, name: &str, call: &ExprCall) -> Option<String> {
+    let def = checker
+        .semantic()
+        .suite()
+        .iter()
+        .filter_map(|s| match s {
+            Stmt::FunctionDef(f) if f.name.as_str() == name => Some(f),
+            _ => None,
+        })
+        .last()?;
+    let params: Vec<&str> = def
+        .parameters
+        .posonlyargs
+        .iter()
+        .chain(def.parameters.args.iter())
+        .map(|p| p.parameter.name.as_str())
+        .collect();
+    // What the caller gives parameter `p`: its positional argument, or its keyword.
+    let passed = |p: &str| -> Option<&Expr> {
+        let i = params.iter().position(|q| *q == p)?;
+        call.arguments.args.get(i).or_else(|| {
+            call.arguments
+                .keywords
+                .iter()
+                .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == p))
+                .map(|k| &k.value)
+        })
+    };
+    // `copy.deepcopy(x)` of a module: the copied module, as the caller sees it.
+    let copied = |e: &Expr| -> Option<String> {
+        let Expr::Call(c) = e else { return None };
+        if checker.qualified_function(&c.func).as_deref() != Some("copy.deepcopy") {
+            return None;
+        }
+        let arg = c.arguments.args.first()?;
+        match arg {
+            Expr::Name(a) if params.contains(&a.id.as_str()) => {
+                let given = passed(a.id.as_str())?;
+                holds_module(checker, given).then(|| checker.snippet(given.range()).to_string())
+            }
+            _ => holds_module(checker, arg).then(|| checker.snippet(arg.range()).to_string()),
+        }
+    };
+    let mut bound: Vec<(&str, Option<String>)> = Vec::new();
+    let mut returns: Vec<Option<String>> = Vec::new();
+    visit_block(&def.body, &mut |s| match s {
+        Stmt::Assign(a) if a.targets.len() == 1 => {
+            if let Expr::Name(t) = &a.targets[0] {
+                bound.push((t.id.as_str(), copied(&a.value)));
+            }
+        }
+        Stmt::Return(r) => {
+            let what = match r.value.as_deref() {
+                Some(Expr::Name(v)) => bound
+                    .iter()
+                    .rev()
+                    .find(|(n, _)| *n == v.id.as_str())
+                    .and_then(|(_, c)| c.clone()),
+                Some(e) => copied(e),
+                None => None,
+            };
+            returns.push(what);
+        }
+        _ => {}
+    });
+    let first = returns.first()?.clone()?;
+    returns
+        .iter()
+        .all(Option::is_some)
+        .then(|| format!("a deep copy of `{first}` (made by `{name}()`)"))
 }
 
 /// Does copying `expr` copy module weights: a module, an agent holding modules, a state dict?
