@@ -20,7 +20,8 @@
 //! a local of a function that drives no training, used only through its methods, is scratch;
 //! indices drawn by `multinomial` and counts (`histc`, `count_nonzero`) carry no graph; a
 //! helper's result made from several of its parameters carries the graph of whichever argument
-//! brings one.
+//! brings one; a local made afresh by each call of a function that runs again and again (or by
+//! each round of an outer loop), filled for a count written in the source, is bounded.
 
 mod common;
 

@@ -85,6 +85,7 @@
 //! (LS002 reports those); attributes that code elsewhere in the file resets
 //! (`agent.loss_history.clear()`).
 
+use crate::semantic::model::FEW_ROUNDS;
 use ruff_python_ast::{Expr, ExprCall, Stmt, StmtClassDef, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};
 
@@ -132,10 +133,6 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
     }
     check(checker, name, call.start(), call.range(), false);
 }
-
-/// A history grown by loops that run at most this many times in all, as written in the source
-/// (`for _ in range(N_ROUNDS + 1)`), keeps what the author chose to keep: bounded.
-const FIXED_RUN_LIMIT: u64 = 1000;
 
 /// What is kept is more than a number: anything but a number, a 0-d tensor (a detached loss),
 /// a string or a tuple of them. A history of floats (`loss.item()`) costs bytes per step, not
@@ -210,7 +207,7 @@ fn check(
     if !(checker.facts.uses_torch || checker.facts.imports.has_alias_for("numpy")) {
         return;
     }
-    if checker.runs_fixed_times(FIXED_RUN_LIMIT) {
+    if checker.runs_fixed_times(FEW_ROUNDS) {
         return;
     }
     let (Some(class), Some(place)) = (checker.class(), checker.attr_facts(name)) else {
@@ -307,7 +304,7 @@ fn free_history(checker: &mut Checker, container: &Expr, range: ruff_text_size::
     if !(checker.facts.uses_torch || checker.facts.imports.has_alias_for("numpy")) {
         return;
     }
-    if checker.runs_fixed_times(FIXED_RUN_LIMIT) {
+    if checker.runs_fixed_times(FEW_ROUNDS) {
         return;
     }
     if checker.iteration().map(|it| it.grain()) != Some(Grain::Step) {

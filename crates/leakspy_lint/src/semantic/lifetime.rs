@@ -11,7 +11,7 @@ use rustc_hash::FxHashSet;
 
 use super::facts::{self_attr, PlaceFacts};
 use super::iteration::Grain;
-use super::model::{Iteration, ScopeKind, SemanticModel};
+use super::model::{Iteration, ScopeKind, SemanticModel, FEW_ROUNDS};
 use super::mutation::Mutation;
 use super::names::dotted;
 use super::scan::keys_in;
@@ -285,10 +285,47 @@ impl SemanticModel<'_> {
         if self.reset_in_iteration(key) || self.consumed_by_backward(key) {
             return None;
         }
+        // A local made afresh by each round of an outer loop, or by each call of a function
+        // that runs again and again (a PPO update), and filled by loops that run a count
+        // written in the source keeps as many graphs as the author chose, and lets them go with
+        // the round or the call, unless the function hands them out. (A local of a function
+        // that runs once keeps them for the whole run: `range(100)` epochs are its length.)
+        if lifetime.holder == Holder::OuterLocal {
+            let afresh = match lifetime.until {
+                Until::OuterLoop { .. } => true,
+                Until::Return { .. } => self.cadence().grain().is_some() && !self.hands_out(key),
+                _ => false,
+            };
+            let bound = self.scope().bound_depth.get(key).copied().unwrap_or(0);
+            if afresh && self.loops_run_fixed_times(bound, FEW_ROUNDS) {
+                return None;
+            }
+        }
         match lifetime.holder {
             Holder::Attribute if self.backpropagated_in_class(key) => None,
             _ => Some(lifetime),
         }
+    }
+
+    /// Does the current function return or yield what `key` names?
+    fn hands_out(&self, key: &str) -> bool {
+        let Some(def) = self.function() else {
+            return true;
+        };
+        let mut out = false;
+        super::scan::visit_block(&def.body, &mut |s| {
+            let value = match s {
+                Stmt::Return(r) => r.value.as_deref(),
+                Stmt::Expr(e) => match &*e.value {
+                    Expr::Yield(y) => y.value.as_deref(),
+                    Expr::YieldFrom(y) => Some(&*y.value),
+                    _ => None,
+                },
+                _ => None,
+            };
+            out |= value.is_some_and(|v| keys_in(v).contains(key));
+        });
+        out
     }
 
     /// Does a method of the current class backpropagate what `self.<attr>` holds?

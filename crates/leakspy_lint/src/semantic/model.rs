@@ -20,6 +20,10 @@ use super::scan::BlockFacts;
 use super::value::{Graph, Kind, Origin, Parts, Value};
 use crate::lines::Lines;
 
+/// A history grown by loops that run at most this many times in all, as written in the source
+/// (`for _ in range(N_ROUNDS + 1)`), keeps what the author chose to keep: bounded.
+pub const FEW_ROUNDS: u64 = 1000;
+
 #[derive(Debug)]
 pub enum ScopeKind<'a> {
     Module,
@@ -558,10 +562,16 @@ impl<'a> SemanticModel<'a> {
     /// out), and its function does not itself run once per step? Then what it keeps is as much as
     /// the author chose (26 rounds of an experiment), not growth with the length of a run.
     pub fn runs_fixed_times(&self, limit: u64) -> bool {
-        let loops = &self.scope().loops;
-        if loops.is_empty() || self.cadence().grain().is_some() {
-            return false;
-        }
+        !self.scope().loops.is_empty()
+            && self.cadence().grain().is_none()
+            && self.loops_run_fixed_times(0, limit)
+    }
+
+    /// Do the loops of the current function around the statement from `depth` inward run it a
+    /// number of times written in the source, at most `limit`, in all? (What a local bound at
+    /// loop depth `depth` gets before it is made afresh or its function returns.)
+    pub fn loops_run_fixed_times(&self, depth: usize, limit: u64) -> bool {
+        let loops = self.scope().loops.get(depth..).unwrap_or_default();
         let mut total: u64 = 1;
         for l in loops {
             let Stmt::For(f) = l.stmt else { return false };
