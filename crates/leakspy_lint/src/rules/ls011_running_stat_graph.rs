@@ -69,8 +69,10 @@
 //! file makes or subclasses, every read of it (and of what is computed from it: locals, other
 //! statistics, what the class's methods return) ends in `.detach()`, `.item()`, a comparison,
 //! code under `torch.no_grad()` or a result thrown away, and the class's objects are only
-//! called or have their methods called (`target = norm(feats).detach()`), never handed on.
-//! Otherwise it is unsafe. No fix is offered when the graph comes in
+//! called or have their methods called (`target = norm(feats).detach()`), never handed on; or
+//! it is a local, a global or `self.<attr>` whose every other use is logging, printing or
+//! arithmetic that ends in numbers (`running.add_(loss)` read as `running.item()`, as LS001's
+//! fix for `running += loss` is judged). Otherwise it is unsafe. No fix is offered when the graph comes in
 //! through a parameter (`normalizer.update(features)`): detach the batch statistics where they
 //! are computed (`mean_b = mean_b.detach()`), or pass `features.detach()` at the call. Nor is one
 //! offered for statistics a helper returns: detaching the helper's inputs would cut the gradient
@@ -492,13 +494,18 @@ fn report(
         };
         // Safe when nothing can backpropagate through the statistic: the values computed are
         // the same, and so are the gradients, since none ever flowed through it.
+        // The statistic named by itself (a local, a global, `self.<attr>`; not an entry of a
+        // container) whose every other use is logging or arithmetic on numbers is such a one
+        // too: `running.add_(loss)` printed as `running.item()`, as LS001 reads `running +=`.
+        let named =
+            matches!(target, Expr::Name(_)) && element.is_none() || self_attr(target).is_some();
         let unused = match (
             self_attr(target).map(str::to_string).or(element),
             checker.class(),
         ) {
             (Some(attr), Some(class)) => gradient_unused(checker, class, &attr),
             _ => false,
-        };
+        } || named && checker.only_numeric_uses(key, stmt.range());
         diagnostic = diagnostic.with_fix(if unused {
             Fix::safe(
                 format!("{title} (nothing differentiates through `{key}`)"),
