@@ -504,3 +504,52 @@ def main(batches):
         vec![]
     );
 }
+
+#[test]
+fn an_in_place_helper_of_another_file_keeps_the_total() {
+    // `accumulate(running, loss)` with `running.add_(value)` in a helpers file: the total keeps
+    // every step's graph as `running += loss` would. A helper that adds into its first
+    // parameter something else than the second (a constant) says nothing of `loss`.
+    let helpers = "\
+def accumulate(total, value):
+    total.add_(value)
+
+
+def bump(total, value):
+    total.add_(1)
+";
+    let train = |call: &str| {
+        format!(
+            "\
+import torch
+from helpers import accumulate, bump
+
+
+def train(model, loader, opt):
+    running = torch.zeros(())
+    for epoch in range(10):
+        for x, y in loader:
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            {call}
+        print(running.item())
+"
+        )
+    };
+    assert_eq!(
+        findings(&[
+            ("helpers.py", helpers),
+            ("train.py", &train("accumulate(running, loss)"))
+        ]),
+        vec![("train.py".to_string(), 13, "LS001".to_string())]
+    );
+    assert_eq!(
+        findings(&[
+            ("helpers.py", helpers),
+            ("train.py", &train("bump(running, loss)"))
+        ]),
+        vec![]
+    );
+}

@@ -672,6 +672,16 @@ impl<'f> ProjectIndex<'f> {
                 }
                 _ => {}
             }
+            if let Some(Symbol::Function(t)) = self.resolve(file, q) {
+                let adds = self
+                    .functions
+                    .get(&(t.0, t.1.as_str()))
+                    .and_then(|f| f.adds);
+                if let (Some((i, j, line)), true) = (adds, t.0 != file) {
+                    let at = format!("{}:{line}", self.files[t.0].path);
+                    out.adds.insert(local.clone(), (i, j, at));
+                }
+            }
         }
         for (t, grad) in &self.grad_calls {
             if t.0 == file {

@@ -1,8 +1,8 @@
 //! ## What it does
 //! Flags a running total that adds graph-carrying tensors across iterations: `total += loss`,
-//! `total = total + loss`, `total.add_(loss)` (also through a helper of the file that does it to
-//! its parameter, `accumulate(total, loss)`), `stats[k] += loss`, `self.total += loss`, where the total outlives the
-//! iteration (bound before the loop, an attribute or a global) and the statement runs once per
+//! `total = total + loss`, `total.add_(loss)` (also through a helper of the file, or of another
+//! file of the project, that does it to its parameter, `accumulate(total, loss)`),
+//! `stats[k] += loss`, `self.total += loss`, where the total outlives the iteration (bound before the loop, an attribute or a global) and the statement runs once per
 //! training iteration (in a loop that trains or goes through data, or in a function that runs
 //! once per step).
 //!
@@ -67,7 +67,7 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
 
     // A helper of this file that adds one of its parameters into another in place, when the
     // statement calls it: `accumulate(total, loss)` with `def accumulate(buf, v): buf.add_(v)`.
-    let mut through: Option<(String, usize)> = None;
+    let mut through: Option<(String, String)> = None;
     let (target, added) = match stmt {
         Stmt::AugAssign(aug)
             if matches!(
@@ -145,8 +145,10 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     let Some(container_key) = container_key else {
         return;
     };
-    // Running statistics (`self.mean`, `M2`, `ema`) have their own rule, LS011.
+    // Running statistics (`self.mean`, `M2`, `ema`) have their own rule, LS011, unless a helper
+    // updates them (LS011 reads the update where it is written).
     if checker.enabled(Rule::LS011)
+        && through.is_none()
         && crate::semantic::names::is_stat_name(
             container_key.rsplit('.').next().unwrap_or(&container_key),
         )
@@ -155,7 +157,7 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     }
 
     let how = match &through {
-        Some((helper, line)) => format!(" (in place, through `{helper}()` at line {line})"),
+        Some((helper, at)) => format!(" (in place, through `{helper}()` at {at})"),
         None => String::new(),
     };
     let message = format!(
@@ -184,39 +186,24 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     checker.report(diagnostic);
 }
 
-/// A function of this file (called by name) that adds one positional parameter into another in
-/// place (`buf.add_(value)`, `buf.sub_(value)`): the positions (target, added) and the line.
+/// A function of this file or another of the project (called by name) that adds one
+/// positional parameter into another in place (`buf.add_(value)`, `buf.sub_(value)`): the
+/// positions (target, added) and where ("line 6", or "utils.py:6").
 fn in_place_helper(
     checker: &Checker,
     call: &ruff_python_ast::ExprCall,
-) -> Option<(usize, usize, usize)> {
+) -> Option<(usize, usize, String)> {
     let Expr::Name(n) = &*call.func else {
         return None;
     };
     if !checker.facts.functions.contains(n.id.as_str()) {
-        return None;
+        let (i, j, at) = checker.semantic().external.adds.get(n.id.as_str())?;
+        return Some((*i, *j, at.clone()));
     }
     let def = checker.semantic().suite().iter().find_map(|s| match s {
         Stmt::FunctionDef(f) if f.name.as_str() == n.id.as_str() => Some(f),
         _ => None,
     })?;
-    let params = crate::summaries::extract::positional_params(def);
-    let mut found = None;
-    crate::semantic::scan::visit_block(&def.body, &mut |s| {
-        let Stmt::Expr(e) = s else { return };
-        let Expr::Call(c) = &*e.value else { return };
-        let Expr::Attribute(a) = &*c.func else { return };
-        if !matches!(a.attr.as_str(), "add_" | "sub_") {
-            return;
-        }
-        let (Expr::Name(t), [Expr::Name(v)]) = (&*a.value, &*c.arguments.args) else {
-            return;
-        };
-        let i = params.iter().position(|p| *p == t.id.as_str());
-        let j = params.iter().position(|p| *p == v.id.as_str());
-        if let (Some(i), Some(j)) = (i, j) {
-            found = found.or(Some((i, j, checker.line(s.start()))));
-        }
-    });
-    found
+    let (i, j, at) = crate::semantic::scan::in_place_add(def)?;
+    Some((i, j, format!("line {}", checker.line(at))))
 }

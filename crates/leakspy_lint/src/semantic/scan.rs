@@ -422,3 +422,29 @@ fn rebinds_on_every_path(s: &Stmt, key: &str) -> bool {
         _ => false,
     }
 }
+
+/// Does `def` add one of its positional parameters (after `self`) into another in place
+/// (`buf.add_(value)`, `buf.sub_(value)`)? The positions (target, added) and where.
+pub fn in_place_add(
+    def: &ruff_python_ast::StmtFunctionDef,
+) -> Option<(usize, usize, ruff_text_size::TextSize)> {
+    let params = crate::summaries::extract::positional_params(def);
+    let mut found = None;
+    visit_block(&def.body, &mut |s| {
+        let Stmt::Expr(e) = s else { return };
+        let Expr::Call(c) = &*e.value else { return };
+        let Expr::Attribute(a) = &*c.func else { return };
+        if !matches!(a.attr.as_str(), "add_" | "sub_") {
+            return;
+        }
+        let (Expr::Name(t), [Expr::Name(v)]) = (&*a.value, &*c.arguments.args) else {
+            return;
+        };
+        let i = params.iter().position(|p| *p == t.id.as_str());
+        let j = params.iter().position(|p| *p == v.id.as_str());
+        if let (Some(i), Some(j)) = (i, j) {
+            found = found.or(Some((i, j, ruff_text_size::Ranged::start(s))));
+        }
+    });
+    found
+}

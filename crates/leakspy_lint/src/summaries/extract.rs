@@ -402,6 +402,7 @@ impl SemanticModel<'_> {
                 returns,
                 cadence: training.cadence(def).grain(),
                 trains: training.trains(def),
+                adds: crate::semantic::scan::in_place_add(def).map(|(i, j, at)| (i, j, line(at))),
             });
         };
         let mut classes = Vec::new();

@@ -65,6 +65,10 @@ pub struct FunctionSummary {
     pub cadence: Option<Grain>,
     /// It backpropagates or steps an optimizer, itself or through a function of its file.
     pub trains: bool,
+    /// It adds its positional parameter `.1` into its parameter `.0` in place
+    /// (`buf.add_(value)`), at line `.2`.
+    #[serde(default)]
+    pub adds: Option<(usize, usize, u32)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -404,6 +408,10 @@ pub struct ExternalFacts {
     /// Names this file imports that stand for another file's functions that turn autograd off.
     #[serde(default)]
     pub grad_off: BTreeSet<String>,
+    /// Names this file imports that stand for another file's functions that add one of their
+    /// parameters into another in place: (target, added, where: `utils.py:6`).
+    #[serde(default)]
+    pub adds: BTreeMap<String, (usize, usize, String)>,
 }
 
 impl ExternalFacts {
@@ -423,6 +431,7 @@ impl ExternalFacts {
         passed_params: BTreeMap::new(),
         constants: BTreeSet::new(),
         grad_off: BTreeSet::new(),
+        adds: BTreeMap::new(),
     };
 
     pub fn is_empty(&self) -> bool {
