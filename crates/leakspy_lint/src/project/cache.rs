@@ -7,7 +7,7 @@
 //! facts the project gave it; the key hashes all of them with the analysis's, so an entry
 //! is never stale: a changed file, or a file whose facts changed, has a new key. What a run
 //! used is what the next run finds; entries no run asks for again are dropped when the cache
-//! is written.
+//! is written, and so are the folders of other analyses no run has written to for two weeks.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -151,6 +151,67 @@ impl SummaryCache {
         .map_err(std::io::Error::other)?;
         let tmp = file.with_extension(format!("{}.tmp", std::process::id()));
         std::fs::write(&tmp, data)?;
-        std::fs::rename(&tmp, file)
+        std::fs::rename(&tmp, file)?;
+        prune(top, STALE_AFTER);
+        Ok(())
+    }
+}
+
+/// How long the folder of another analysis (an older leakspy, or another install used beside
+/// this one) is kept after its last write: without this, every upgrade would leave its
+/// summaries on disk for good.
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(14 * 24 * 3600);
+
+/// Removes the folders of other analyses in the cache folder `top` that no run has written to
+/// for `stale`: best effort, since a cache that cannot be tidied is still a cache.
+fn prune(top: &Path, stale: std::time::Duration) {
+    let Ok(entries) = std::fs::read_dir(top) else {
+        return;
+    };
+    let now = std::time::SystemTime::now();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if !path.is_dir() || entry.file_name() == ANALYSIS {
+            continue;
+        }
+        // Its newest file: the folder's own time moves only when a file is added or removed.
+        let newest = std::fs::read_dir(&path)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|f| f.metadata().ok()?.modified().ok())
+            .max();
+        if newest.is_some_and(|t| now.duration_since(t).is_ok_and(|age| age > stale)) {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn folder_written(top: &Path, name: &str, age: std::time::Duration) -> PathBuf {
+        let dir = top.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("0.json");
+        std::fs::write(&file, b"{}").unwrap();
+        let f = std::fs::File::options().write(true).open(&file).unwrap();
+        f.set_modified(std::time::SystemTime::now() - age).unwrap();
+        dir
+    }
+
+    #[test]
+    fn another_analysis_left_alone_for_long_is_removed_and_nothing_else() {
+        let top = tempfile::tempdir().unwrap();
+        let day = std::time::Duration::from_secs(24 * 3600);
+        let old = folder_written(top.path(), "0.0.9-0123", day * 30);
+        let recent = folder_written(top.path(), "0.0.9-4567", day);
+        let ours = folder_written(top.path(), ANALYSIS, day * 30);
+        let tag = top.path().join("CACHEDIR.TAG");
+        std::fs::write(&tag, b"Signature").unwrap();
+        prune(top.path(), STALE_AFTER);
+        assert!(!old.exists());
+        assert!(recent.exists() && ours.exists() && tag.exists());
     }
 }
