@@ -94,14 +94,9 @@ fn entry_of_backpropagated<'e>(
         .iter()
         .find(|a| checker.value(a).graph == Graph::Unknown)?;
     let origin = Origin {
-        what: short(checker, arg),
-        offset: arg.start(),
         is_loss: true,
         backpropagated: !facts.retained_within.contains(&key),
-        param: None,
-        site: None,
-        through: None,
-        or_params: 0,
+        ..Origin::new(short(checker, arg), arg.start())
     };
     Some((
         arg,

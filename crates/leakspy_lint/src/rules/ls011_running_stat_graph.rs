@@ -238,16 +238,10 @@ fn module_parameter<'e>(
         if !yields_parameters(checker, iter, second) {
             return None;
         }
-        let value = Value::graph(Origin {
-            what: checker.text(iter.range()).to_string(),
-            offset: iter.start(),
-            is_loss: false,
-            backpropagated: false,
-            param: None,
-            site: None,
-            through: None,
-            or_params: 0,
-        });
+        let value = Value::graph(Origin::new(
+            checker.text(iter.range()).to_string(),
+            iter.start(),
+        ));
         Some((*leaf, value))
     })
 }
@@ -752,16 +746,7 @@ fn from_graph_param<'e>(
             if text.map(text_hash) != Some(arg.text_hash) {
                 continue;
             }
-            let value = Value::graph(Origin {
-                what: arg.origin_what.clone(),
-                offset: arg.origin_offset,
-                is_loss: false,
-                backpropagated: false,
-                param: None,
-                site: None,
-                through: None,
-                or_params: 0,
-            });
+            let value = Value::graph(Origin::new(arg.origin_what.clone(), arg.origin_offset));
             let note = format!(
                 " (through `{p}`, which the call at line {} passes in)",
                 checker.line(arg.call.start())

@@ -268,13 +268,7 @@ fn helper_copy(checker: &Checker, name: &str, call: &ExprCall) -> Option<String>
             _ => None,
         })
         .last()?;
-    let params: Vec<&str> = def
-        .parameters
-        .posonlyargs
-        .iter()
-        .chain(def.parameters.args.iter())
-        .map(|p| p.parameter.name.as_str())
-        .collect();
+    let params = crate::summaries::extract::positional_params(def);
     // What the caller gives parameter `p`: its positional argument, or its keyword.
     let passed = |p: &str| -> Option<&Expr> {
         let i = params.iter().position(|q| *q == p)?;

@@ -47,14 +47,11 @@ impl<'a> SemanticModel<'a> {
 
     fn origin_of_call(&self, call: &ExprCall, is_loss: bool) -> Origin {
         Origin {
-            what: format!("{}(...)", shorten(&self.source[call.func.range()])),
-            offset: call.start(),
             is_loss,
-            backpropagated: false,
-            param: None,
-            site: None,
-            through: None,
-            or_params: 0,
+            ..Origin::new(
+                format!("{}(...)", shorten(&self.source[call.func.range()])),
+                call.start(),
+            )
         }
     }
 
@@ -667,14 +664,11 @@ impl<'a> SemanticModel<'a> {
             out.push((
                 layer,
                 Origin {
-                    what: format!("{}(...)", shorten(&self.source[prev.func.range()])),
-                    offset: prev.start(),
-                    is_loss: false,
-                    backpropagated: false,
-                    param: None,
-                    site: None,
                     through: Some(0),
-                    or_params: 0,
+                    ..Origin::new(
+                        format!("{}(...)", shorten(&self.source[prev.func.range()])),
+                        prev.start(),
+                    )
                 },
             ));
         }

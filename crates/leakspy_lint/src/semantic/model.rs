@@ -837,14 +837,9 @@ impl<'a> SemanticModel<'a> {
             && self.scope().body_facts.backwarded.contains(&key)
         {
             value.graph = Graph::Yes(Rc::new(Origin {
-                what: key.clone(),
-                offset: target.start(),
                 is_loss: true,
                 backpropagated: true,
-                param: None,
-                site: None,
-                through: None,
-                or_params: 0,
+                ..Origin::new(key.clone(), target.start())
             }));
             value.kind = Kind::Tensor;
         } else if !value.has_graph() && self.grad_enabled() {
@@ -856,14 +851,9 @@ impl<'a> SemanticModel<'a> {
                     None => key.clone(),
                 };
                 value.graph = Graph::Yes(Rc::new(Origin {
-                    what,
-                    offset: target.start(),
                     is_loss: true,
                     backpropagated: true,
-                    param: None,
-                    site: None,
-                    through: None,
-                    or_params: 0,
+                    ..Origin::new(what, target.start())
                 }));
             }
         }

@@ -326,14 +326,8 @@ impl<'a> SemanticModel<'a> {
                         (*pname).to_string(),
                         Value {
                             graph: Graph::Yes(Rc::new(Origin {
-                                what: (*pname).to_string(),
-                                offset: def.start(),
-                                is_loss: false,
-                                backpropagated: false,
                                 param: Some(i),
-                                site: None,
-                                through: None,
-                                or_params: 0,
+                                ..Origin::new((*pname).to_string(), def.start())
                             })),
                             ..Value::unknown()
                         },

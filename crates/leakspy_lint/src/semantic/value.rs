@@ -32,6 +32,21 @@ pub struct Origin {
 }
 
 impl Origin {
+    /// A graph made in this file by `what` at `offset`: not a loss, not backpropagated, not
+    /// standing for a parameter's.
+    pub fn new(what: String, offset: TextSize) -> Self {
+        Origin {
+            what,
+            offset,
+            is_loss: false,
+            backpropagated: false,
+            param: None,
+            site: None,
+            through: None,
+            or_params: 0,
+        }
+    }
+
     /// The origin of a value made from two graph-carrying ones: a graph made here (not a
     /// placeholder) wins, since the value carries it whatever the caller passes; two
     /// placeholders give one that stands for either parameter's graph.
