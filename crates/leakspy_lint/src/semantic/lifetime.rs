@@ -291,13 +291,14 @@ impl SemanticModel<'_> {
         // the round or the call, unless the function hands them out. (A local of a function
         // that runs once keeps them for the whole run: `range(100)` epochs are its length.)
         if lifetime.holder == Holder::OuterLocal {
-            let afresh = match lifetime.until {
+            let bound = self.scope().bound_depth.get(key).copied().unwrap_or(0);
+            // The loop test first: it is cheap, and rarely passes.
+            let afresh = || match lifetime.until {
                 Until::OuterLoop { .. } => true,
                 Until::Return { .. } => self.cadence().grain().is_some() && !self.hands_out(key),
                 _ => false,
             };
-            let bound = self.scope().bound_depth.get(key).copied().unwrap_or(0);
-            if afresh && self.loops_run_fixed_times(bound, FEW_ROUNDS) {
+            if self.loops_run_fixed_times(bound, FEW_ROUNDS) && afresh() {
                 return None;
             }
         }
