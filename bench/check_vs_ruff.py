@@ -7,7 +7,8 @@ CORPUS defaults to the Python sources of the torch package in the project's venv
 (scripts/venv.sh). Each round runs both tools back to back, in alternating order, so drift of
 the machine's load hits both alike; the ratio reported is the median of per-round ratios.
 Peak memory is each process's maximum resident set size (getrusage of the child).
-Neither tool uses a cache: ruff runs with --no-cache, leakspy has none.
+Neither tool uses a cache: both run with --no-cache (leakspy keeps project summaries between
+runs otherwise, which would let its later rounds read what the first one wrote).
 """
 
 import argparse
@@ -61,7 +62,7 @@ def main():
                 with open(os.path.join(d, f), "rb") as fh:
                     lines += fh.read().count(b"\n")
     cmds = {
-        "leakspy": [leakspy, "check", corpus, "--exit-zero", "--quiet"],
+        "leakspy": [leakspy, "check", "--no-cache", corpus, "--exit-zero", "--quiet"],
         "ruff": [ruff, "check", "--no-cache", "--isolated", "--select", "B,F,PLW", "--exit-zero", "--quiet", corpus],
     }
     for c in cmds.values():  # warm the page cache
