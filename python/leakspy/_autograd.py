@@ -1,6 +1,8 @@
 """The one walk over an autograd graph that the census, suspects and
 examples share."""
 
+from ._steps import run
+
 # The census's series of the autograd graphs alive at a step boundary: their
 # nodes, and the history they keep (Census._history), either of which names
 # the same leak; and the nodes of the largest one graph, which grows where
@@ -9,6 +11,11 @@ examples share."""
 GRAPH_KEYS = ("graph", "graph.history", "graph.largest")
 # The series of all graphs together: one suspect for both is enough.
 ALL_GRAPHS = ("graph", "graph.history")
+# The series that a chain grows (`total = total + loss`): its head is a new
+# tensor every step, rebound to the same name.
+CHAIN_KEYS = ("graph.history", "graph.largest")
+# Nodes walked between two pauses of a census's walk (some 5-10 ms).
+STEP_NODES = 5000
 
 
 def grad_fn(t):
@@ -25,13 +32,24 @@ def walk(root, seen, cap, order=None):
     included) through ``next_functions`` (and to ``order``, when given, in
     the order found); returns True when it stopped because ``seen`` reached
     ``cap`` nodes."""
+    return run(walk_steps(root, seen, cap, order))
+
+
+def walk_steps(root, seen, cap, order=None, every=STEP_NODES):
+    """``walk`` as a generator that pauses (yields) every ``every`` nodes,
+    so that a census can let the job run between pieces of a long graph (a
+    graph is not changed once made: the walk resumes where it was)."""
     seen.add(root)
     if order is not None:
         order.append(root)
     stack = [root]
+    done = 0
     while stack:
         if len(seen) >= cap:
             return True
+        done += 1
+        if done % every == 0:
+            yield
         node = stack.pop()
         try:
             nexts = node.next_functions
@@ -53,6 +71,11 @@ _NO_SEQ = 1 << 62
 
 
 def oldest(root, cap):
+    """``oldest_steps`` in one piece."""
+    return run(oldest_steps(root, cap))
+
+
+def oldest_steps(root, cap, every=STEP_NODES):
     """Sequence numbers (the per-thread counter torch stamps on each node it
     makes) of ``root`` and of the oldest node found by following, from it,
     the oldest input at each node, for at most ``cap`` hops; None when this
@@ -68,6 +91,8 @@ def oldest(root, cap):
     node = root
     hops = 0
     while hops < cap:
+        if hops and hops % every == 0:
+            yield
         best = None
         best_seq = 0
         try:

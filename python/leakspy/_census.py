@@ -18,8 +18,9 @@ from itertools import compress, filterfalse, islice
 
 from ._autograd import ALL_GRAPHS, GRAPH_KEYS, grad_fn
 from ._explain import parse
-from ._autograd import oldest as oldest_node
-from ._autograd import walk as walk_graph
+from ._autograd import STEP_NODES, oldest_steps, walk_steps
+from . import _steps
+from ._steps import is_ours
 
 
 class GcPaused(object):
@@ -66,6 +67,10 @@ NUMPY_LEVEL_CAP = 50000
 NUMPY_PROBE_EVERY = 5
 # Tensors looked at between two pauses of a census (some 10-40 ms).
 TENSOR_SLICE = 4000
+# Graph nodes whose saved tensors are read between two pauses.
+SAVED_STEP = 1000
+# Referrers of a census's picks looked into between two pauses.
+PREFER_STEP = 200
 
 CONTAINER_TYPES = (list, dict, set, deque, OrderedDict, defaultdict, Counter)
 _CONTAINER_SET = frozenset(CONTAINER_TYPES)
@@ -402,18 +407,13 @@ class Census(object):
 
     def run(self, *args, **kwargs):
         """One census in one piece: ``slices``, run to its end."""
-        gen = self.slices(*args, **kwargs)
-        while True:
-            try:
-                next(gen)
-            except StopIteration as e:
-                return e.value
+        return _steps.run(self.slices(*args, **kwargs))
 
     def slices(self, want_picks, keys=None, track=None, rises=None, warmup=True, last=False):
         """One census, as a generator that pauses (yields) between pieces of
         its work, so that the probe can let the job run a step between them
         (no piece takes much more than a few tens of milliseconds but the
-        first: listing and counting every object). What is counted is what
+        first: listing every object and counting their types). What is counted is what
         was alive when it started: the objects listed then are kept until it
         ends. Its value (``StopIteration.value``, what ``run`` returns) is
         (message fields, suspects), where suspects is a
@@ -447,6 +447,7 @@ class Census(object):
         self.last_objects = n_objects
         kinds = list(map(type, objs))
         type_counts = Counter(kinds)
+        yield  # (the listing, the one piece that cannot be cut, is about half of it)
 
         names = {}
         counts = {}
@@ -500,7 +501,8 @@ class Census(object):
             if self.own_tensors:
                 tensors = self._drop_own_tensors(tensors, counts, names, fields)
             fields["tensors"], roots, tensor_groups = yield from self._tensors(torch, tensors)
-            fields["graph"], graph_best = self._graph(torch, roots, tensor_types, tensors)
+            fields["graph"], graph_best = yield from self._graph(torch, roots, tensor_types,
+                                                                 tensors)
             yield
             mods = list(compress(sel, map(module_types.__contains__, sel_types)))
             fields["modules"], module_by_class = self._modules(torch, mods)
@@ -617,11 +619,13 @@ class Census(object):
                 info["saved_by_graph"] = any(id(o) in saved for o in info["objects"])
                 info["graph_roots"], info["graph_saved"] = self._graph_roots(info["objects"])
                 suspects.append((key, 0.0, self.values.get(key, 0) if self.values else 0, info))
+                yield
             if suspects:
                 up = {parse(k).name for k in keys if parse(k).kind == "type"}
                 self.rising_types = {t for t, n in names.items() if n in up}
-                _prefer_held(suspects, (objs, sel, sel_types, tensors, roots, mods, arrays,
-                                        graph_best, conts, suspects))
+                yield
+                yield from _prefer_held(suspects, (objs, sel, sel_types, tensors, roots, mods,
+                                                   arrays, graph_best, conts, suspects))
         elif want_picks:
             rising = self.growth.rising(rises)
             tensor_names = {names[t] for t in tensor_types}
@@ -654,11 +658,13 @@ class Census(object):
                 info["saved_by_graph"] = any(id(o) in saved for o in info["objects"])
                 info["graph_roots"], info["graph_saved"] = self._graph_roots(info["objects"])
                 suspects.append((key, per, count, info))
+                yield
             if suspects:
                 up = {parse(k).name for k in self.growth.runs if parse(k).kind == "type"}
                 self.rising_types = {t for t, n in names.items() if n in up}
-                _prefer_held(suspects, (objs, sel, sel_types, tensors, roots, mods, arrays,
-                                        graph_best, conts, suspects))
+                yield
+                yield from _prefer_held(suspects, (objs, sel, sel_types, tensors, roots, mods,
+                                                   arrays, graph_best, conts, suspects))
         yield
         if track is not None or (want_picks and keys is None):
             # Remember which instances of the telling series that rise exist
@@ -801,6 +807,8 @@ class Census(object):
         return list(compress(tensors, mask)) if still else tensors
 
     def _graph(self, torch, roots, tensor_types, tensors):
+        """(fields, largest roots) of the autograd graphs of ``roots``, as a
+        generator that pauses every few thousand nodes."""
         if not roots:
             return {"roots": 0, "nodes": 0, "saved_bytes": 0, "largest": 0}, []
         # Newest node first (torch's per-thread sequence numbers): the head
@@ -824,18 +832,24 @@ class Census(object):
         starts = []  # (where a root's nodes start in order, the root)
         per_root = []
         capped = False
+        paused_at = 0
         for _, _, gf, t in heads:
             if capped:
                 break
             if gf in visited:
                 continue
+            if len(visited) - paused_at >= STEP_NODES:
+                # (Many small graphs: a pause between them, as within a big one.)
+                yield
+                paused_at = len(visited)
             n0 = len(visited)
             starts.append((len(order), t))
-            if walk_graph(gf, visited, GRAPH_NODE_CAP, order):
+            if (yield from walk_steps(gf, visited, GRAPH_NODE_CAP, order)):
                 capped = True
             per_root.append((len(visited) - n0, t))
         del heads
-        saved, partial = self._saved_bytes(torch, order, starts, tensor_types, tensors)
+        saved, partial = yield from self._saved_bytes(torch, order, starts, tensor_types,
+                                                      tensors)
         del order, starts
         out = {"roots": len(roots), "nodes": len(visited), "saved_bytes": saved}
         if capped:
@@ -851,7 +865,7 @@ class Census(object):
         if capped:
             heads = best if newest is None or any(t is newest for t in best) else (
                 best + [newest])
-            history = self._history(heads)
+            history = yield from self._history(heads)
             if history is not None:
                 out["history"] = history
         del newest
@@ -875,7 +889,7 @@ class Census(object):
             gf = grad_fn(t)
             if gf is None:
                 continue
-            r = oldest_node(gf, HISTORY_HOP_CAP)
+            r = yield from oldest_steps(gf, HISTORY_HOP_CAP)
             if r is None:
                 continue
             lo, hi = r
@@ -901,57 +915,66 @@ class Census(object):
         partial = False
         cache = self.saved_names
         ttypes = tensor_types or {torch.Tensor}
-        with _no_torch_function(torch):
-            for i, node in enumerate(nodes):
-                while next_start < len(starts) and starts[next_start][0] <= i:
-                    root = starts[next_start][1]
-                    next_start += 1
-                if inspected >= SAVED_NODE_CAP or freed_streak >= SAVED_FREED_STREAK:
-                    partial = True
-                    break
-                nt = type(node)
-                attrs = cache.get(nt)
-                if attrs is None:
-                    try:
-                        attrs = tuple(a for a in dir(node) if a.startswith("_saved_"))
-                    except Exception:
-                        attrs = ()
-                    if len(cache) < 5000:
-                        cache[nt] = attrs
-                if not attrs:
-                    continue
-                inspected += 1
-                freed = False
-                for a in attrs:
-                    try:
-                        v = getattr(node, a)
-                    except Exception:
-                        freed = True
+        i = 0
+        while i < len(nodes) and not partial:
+            if i:
+                # (Outside torch's function-mode guard, which must not stay
+                # on while the job runs. Saved tensors the job's backward
+                # frees meanwhile read as freed: the step's own graph.)
+                yield
+            end = i + SAVED_STEP
+            with _no_torch_function(torch):
+                for j, node in enumerate(nodes[i:end], i):
+                    while next_start < len(starts) and starts[next_start][0] <= j:
+                        root = starts[next_start][1]
+                        next_start += 1
+                    if inspected >= SAVED_NODE_CAP or freed_streak >= SAVED_FREED_STREAK:
+                        partial = True
                         break
-                    if type(v) in ttypes:
-                        vals = (v,)
-                    elif type(v) in (list, tuple):
-                        vals = v
-                    else:
-                        continue
-                    for x in vals:
-                        if type(x) not in ttypes:
-                            continue
-                        saved_ids.add(id(x))
-                        if id(x) not in saved_root:
-                            saved_root[id(x)] = root
-                        if id(x) not in known and id(x) not in own:
-                            fp = _fingerprint(x)
-                            if fp is not None:
-                                own[id(x)] = fp
+                    nt = type(node)
+                    attrs = cache.get(nt)
+                    if attrs is None:
                         try:
-                            sk, nb = _storage(x, x.device)
+                            attrs = tuple(a for a in dir(node) if a.startswith("_saved_"))
                         except Exception:
+                            attrs = ()
+                        if len(cache) < 5000:
+                            cache[nt] = attrs
+                    if not attrs:
+                        continue
+                    inspected += 1
+                    freed = False
+                    for a in attrs:
+                        try:
+                            v = getattr(node, a)
+                        except Exception:
+                            freed = True
+                            break
+                        if type(v) in ttypes:
+                            vals = (v,)
+                        elif type(v) in (list, tuple):
+                            vals = v
+                        else:
                             continue
-                        if sk not in seen:
-                            seen.add(sk)
-                            total += nb
-                freed_streak = freed_streak + 1 if freed else 0
+                        for x in vals:
+                            if type(x) not in ttypes:
+                                continue
+                            saved_ids.add(id(x))
+                            if id(x) not in saved_root:
+                                saved_root[id(x)] = root
+                            if id(x) not in known and id(x) not in own:
+                                fp = _fingerprint(x)
+                                if fp is not None:
+                                    own[id(x)] = fp
+                            try:
+                                sk, nb = _storage(x, x.device)
+                            except Exception:
+                                continue
+                            if sk not in seen:
+                                seen.add(sk)
+                                total += nb
+                    freed_streak = freed_streak + 1 if freed else 0
+            i = end
         return total, partial
 
     def _modules(self, torch, mods):
@@ -1299,7 +1322,8 @@ def _prefer_held(suspects, ours):
     """Among each suspect's candidates, those that something in Python holds
     come first (one heap pass for all): the others are held from C (a
     tensor kept only by an autograd graph) or by a running frame only, and
-    name no holder, or a worse one."""
+    name no holder, or a worse one. A generator that pauses between pieces
+    of its referrers."""
     cands = []
     for s in suspects:
         if s[3]["kind"] == "instances":
@@ -1313,14 +1337,20 @@ def _prefer_held(suspects, ours):
         skip.add(id(s[3]["objects"]))
     held = set()
     frame = type(sys._getframe())
-    for r in gc.get_referrers(*cands):
-        if id(r) in skip or type(r) is frame:
+    del cands
+    # (What was listed when the census started: the picks are from there.)
+    refs = yield from _steps.referrers(ours[0], ids, skip)
+    r = None
+    for i, r in enumerate(refs):
+        if i % PREFER_STEP == PREFER_STEP - 1:
+            yield  # (a referrer may be a container of a million items)
+        if type(r) is frame or is_ours(r):
             continue
         try:
-            held.update(set(map(id, gc.get_referents(r))) & ids)
+            held.update(ids.intersection(map(id, gc.get_referents(r))))
         except Exception:
             continue
-    del cands
+    del refs, r
     for s in suspects:
         info = s[3]
         if info["kind"] != "instances":
@@ -1330,6 +1360,9 @@ def _prefer_held(suspects, ours):
         rest = [o for o in objs if id(o) not in held]
         picks = info.get("picks", PICKS)
         info["objects"] = first[:picks] if first else rest[:picks]
+        # (None held in Python now: a search that finds no holder later is
+        # no sign that the job let them go meanwhile.)
+        info["held"] = bool(first)
 
 
 def _rank(key, user_names, tensor_names):

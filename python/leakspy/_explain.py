@@ -15,6 +15,7 @@ from itertools import compress, islice, repeat
 from operator import and_, gt, le
 
 from ._autograd import ALL_GRAPHS, GRAPH_KEYS, grad_fn, walk
+from ._steps import run
 
 EXAMPLE_NODE_CAP = 100000  # nodes counted in an example's graph
 SITE_CANDIDATES = 400  # instances whose allocation tracebacks vote for a site
@@ -83,6 +84,12 @@ def container_key(cid):
 
 
 def attribute(libs, suspects, through=(), containers=(), frame_locals=None):
+    """``attribute_steps`` in one piece."""
+    return run(attribute_steps(libs, suspects, through, containers, frame_locals))
+
+
+def attribute_steps(libs, suspects, through=(), containers=(), frame_locals=None,
+                    sliced=False):
     """Who holds each suspect's instances: a list, per suspect, of
     ``(holder or None, bounded, picked)``. ``suspects`` are
     ``(key, per, count, info)`` with ``info["objects"]`` the instances to
@@ -95,7 +102,8 @@ def attribute(libs, suspects, through=(), containers=(), frame_locals=None):
     Open figures are held by pyplot. ``bounded``: the holder is a deque
     with a ``maxlen`` (what it holds fills, then stays flat). ``picked``:
     the instance whose walk reached the holder (the one to describe); the
-    caller drops it."""
+    caller drops it. A generator that pauses between passes over the heap,
+    and within them when ``sliced`` (``_holders.Searcher.search_steps``)."""
     from ._holders import Searcher
 
     searcher = Searcher(libs, through, containers, frame_locals)
@@ -118,8 +126,17 @@ def attribute(libs, suspects, through=(), containers=(), frame_locals=None):
     try:
         from ._census import GcPaused
 
-        with GcPaused():
-            holders = searcher.search(groups)
+        gen = searcher.search_steps(groups, sliced)
+        holders = None
+        while holders is None:
+            with GcPaused():
+                try:
+                    next(gen)
+                except StopIteration as e:
+                    holders = e.value
+            if holders is None:
+                yield
+        del gen
         picked = searcher.picked
     finally:
         searcher.picked = None

@@ -14,6 +14,8 @@ import sys
 import types
 from collections import deque
 
+from ._steps import is_ours, referrers, run
+
 MAX_DEPTH = 8  # references from the object to its root (an object's __dict__ is no step)
 MAX_PASSES = 12  # heap passes
 MAX_FRONTIER = 60  # per source and level
@@ -65,7 +67,6 @@ def snapshot_locals(libs):
     while its object lives)."""
     s = Searcher.__new__(Searcher)
     s.libs = libs
-    s.probe_dir = libs.probe_dir or "\0"
     s.current_frames = set()
     s.running_frames = set()
     s.locals = {}
@@ -107,7 +108,6 @@ class Searcher(object):
 
     def __init__(self, libs, through=(), containers=(), frame_locals=None):
         self.libs = libs
-        self.probe_dir = libs.probe_dir or "\0"
         self.through = set(through)
         self.containers = set(containers)  # ids of the containers the census follows
         self.model_types = {}  # type -> whether it is a torch module or optimizer
@@ -141,10 +141,6 @@ class Searcher(object):
         self.keep.append(o)
         self.ignore.add(id(o))
         return o
-
-    def _is_probe_code(self, code):
-        f = code.co_filename
-        return isinstance(f, str) and f.startswith(self.probe_dir)
 
     # -- frames ----------------------------------------------------------
 
@@ -187,7 +183,7 @@ class Searcher(object):
                         break
                     seen.add(id(f))
                     code = f.f_code
-                    if self._is_probe_code(code) or not self.libs.is_user_file(code.co_filename):
+                    if is_ours(f) or not self.libs.is_user_file(code.co_filename):
                         f = f.f_back
                         continue
                     items = self._frame_items(f)
@@ -245,6 +241,16 @@ class Searcher(object):
     def search(self, groups):
         """groups: list of lists of objects (the instances of one key). Returns
         one holder dict per group (None where nothing was found)."""
+        return run(self.search_steps(groups))
+
+    def search_steps(self, groups, sliced=False):
+        """``search`` as a generator that pauses (yields) after each pass
+        over the heap, so that the job can run a step between two. What the
+        job lets go of meanwhile has no referrer left: a walk from it names
+        nothing, never a holder it no longer has. ``sliced``: the job runs
+        between the pieces; each pass then lists the heap afresh and looks
+        into it a chunk at a time (``_steps.referrers``), which takes longer
+        in all than one ``gc.get_referrers`` but never long at once."""
         nodes = self._mine([])
         childs = self._mine([])
         srcs = []
@@ -299,7 +305,17 @@ class Searcher(object):
             if all(done) or depth == MAX_PASSES:
                 break
             depth += 1
-            refs = self._mine(gc.get_referrers(*nodes))
+            if depth > 1:
+                yield
+            if sliced:
+                pool = gc.get_objects()
+                self.ignore.add(id(pool))
+                refs = self._mine((yield from referrers(pool, set(map(id, nodes)),
+                                                        self.ignore)))
+                self.ignore.discard(id(pool))
+                pool = None
+            else:
+                refs = self._mine(gc.get_referrers(*nodes))
             by_id = {}
             for i, n in enumerate(nodes):
                 if not done[srcs[i][1]]:
@@ -316,8 +332,7 @@ class Searcher(object):
             for r in refs:
                 if id(r) in self.ignore:
                     continue
-                tr = type(r)
-                if tr is _FrameType and self._is_probe_code(r.f_code):
+                if is_ours(r):
                     continue
                 try:
                     kids = gc.get_referents(r)
@@ -408,7 +423,9 @@ class Searcher(object):
             self.picked.append(next((o for r, o in pairs if r is h or (
                 h is not None and (r["kind"], r["path"]) == (h["kind"], h["path"]))), None))
         del per_group
+        yield
         self._reach(groups, out)
+        yield
         for g, h in enumerate(out):
             sub = _subscript(h.get("_value"), self.picked[g]) if h is not None else None
             if sub is not None:
@@ -419,6 +436,7 @@ class Searcher(object):
         for h in out:
             if h is not None and h.get("_value") is not None and not h.get("library"):
                 h["reaches"] = reaches(h["_value"], self.through, self.containers)
+                yield
         for h in out:
             if h is not None:
                 value = h.pop("_value", None)
@@ -903,6 +921,12 @@ def _source_lines(filename):
         return []
 
 
+# One pattern each, compiled once: a pattern per name would add to `re`'s
+# cache as the search runs, objects of the probe's that a census counts.
+_CLASS_LINE = re.compile(r"^(\s*)class\s+(\w+)\b")
+_ASSIGNMENT = re.compile(r"^(\s*)([A-Za-z_][\w.]*)\s*(:[^=]*)?(=|\+=)(?!=)")
+
+
 def _class_location(cls, assigned):
     """File of ``cls`` and the line where ``assigned`` (``self.x`` or ``x``) is
     first assigned in its body, else the ``class`` line."""
@@ -914,12 +938,12 @@ def _class_location(cls, assigned):
     if not isinstance(f, str):
         return None, None
     lines = _source_lines(f)
-    pat = re.compile(r"^(\s*)class\s+%s\b" % re.escape(_short(cls)))
+    name = _short(cls)
     start = None
     indent = 0
     for i, text in enumerate(lines):
-        mt = pat.match(text)
-        if mt:
+        mt = _CLASS_LINE.match(text)
+        if mt and mt.group(2) == name:
             start = i
             indent = len(mt.group(1))
             break
@@ -936,12 +960,9 @@ def _assignment_line(filename, name, block, lines=None):
         lines = _source_lines(filename)
     if not lines:
         return None
-    esc = re.escape(name)
     if block is None:
-        pat = re.compile(r"^%s\s*(:[^=]*)?(=|\+=)(?!=)" % esc)
         rng = range(len(lines))
     else:
-        pat = re.compile(r"^\s+%s\s*(:[^=]*)?(=|\+=)(?!=)" % esc)
         start, indent = block
         end = len(lines)
         for j in range(start + 1, len(lines)):
@@ -953,7 +974,8 @@ def _assignment_line(filename, name, block, lines=None):
                     break
         rng = range(start + 1, end)
     for i in rng:
-        if pat.match(lines[i]):
+        m = _ASSIGNMENT.match(lines[i])
+        if m and m.group(2) == name and bool(m.group(1)) == (block is not None):
             return i + 1
     return None
 

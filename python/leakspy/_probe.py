@@ -193,6 +193,7 @@ class _State(object):
         self.pyplot_checked = set()  # series looked for under pyplot's figures
         self.census_job = None  # the census under way, between its slices
         self.whole_next = False  # the next census in one piece (it has suspects to search)
+        self.longest_pause = 0.0  # the longest the job waited for one slice of probe work
         self.attached = False
         self.busy = _thread.allocate_lock()
         self.connect_lock = _thread.allocate_lock()
@@ -731,7 +732,7 @@ def _send_cost(st, now):
            "steps": round((st.opt.n + st.man.n) * STEP_COST_S, 6),
            "bursts": st.bursts, "burst_s": round(st.burst_spent, 6),
            "burst_budget": BURST_BUDGET, "optimizers": st.optimizers,
-           "malloc_trim": st.malloc_trim})
+           "malloc_trim": st.malloc_trim, "pause_s": round(st.longest_pause, 6)})
 
 
 def _set_due(st):
@@ -861,6 +862,11 @@ def _ensure_census(st):
     if st.census is None:
         try:
             from ._census import Census, Libraries
+            # What the holder search and the census's message use, imported
+            # now: objects made by an import in the middle of the run (the
+            # tuples of `re`'s cache for a module's patterns) would be the
+            # newest of their kind at the next census, and its picks.
+            from . import _explain, _holders, _ipython, _malloc  # noqa: F401
 
             here = os.path.dirname(os.path.abspath(__file__)) + os.sep
             st.libs = Libraries(here)
@@ -898,7 +904,7 @@ def _census(st, source, step, rises=None, look=None):
     gen = st.census.slices(want_picks=True, rises=rises, warmup=warm, last=look is not None)
     st.census_job = {"gen": gen, "source": source, "step": step, "look": look, "wall": 0.0,
                      "cpu": 0.0, "pause": 0.0, "slices": 0, "done": None, "locals": None,
-                     "values": None}
+                     "values": None, "holders": None, "held": 0.0, "whole": whole}
     if not whole:
         # The locals as they are now, when the objects are listed: by the
         # census's last slice the loop has rebound its variables.
@@ -914,7 +920,8 @@ def _census(st, source, step, rises=None, look=None):
 def _census_slice(st, whole=False):
     """The next piece of the census under way: slices of it until SLICE_S of
     wall time has passed (the job's pause), then back to the job; once it
-    is counted, its message and its holder search."""
+    is counted, its message, then its holder search in slices the same
+    way (``_holder_steps``), then its bookkeeping (``_census_done``)."""
     job = st.census_job
     t0 = _perf()
     c0 = _cpu()
@@ -942,24 +949,55 @@ def _census_slice(st, whole=False):
         _charge(st, "census", _cpu() - c0)
         _census_failed(st, e)
         return
-    wall = _perf() - t0
     # Charged in the thread's CPU time: on a starved machine a census of
     # 0.4 s of CPU can take seconds of wall time waiting for a core, which
     # every other thread of the job waits for too; charged in wall time it
     # used up a burst before it could name anything.
     cpu = _cpu() - c0
-    _charge(st, "census", cpu)
-    job["wall"] += wall
-    job["cpu"] += cpu
+    if job["holders"] is None:
+        _charge(st, "census", cpu)
+        job["wall"] += _perf() - t0
+        job["cpu"] += cpu
+        job["slices"] += 1
+        _paused(st, job, t0)
+        if job["done"] is None:
+            return
+        _census_message(st, job)
+        job["holders"] = _holder_steps(st, job, job["whole"])
+    h0 = _cpu()
+    finished = False
+    try:
+        while True:
+            try:
+                next(job["holders"])
+            except StopIteration:
+                finished = True
+                break
+            if not whole and _perf() - t0 >= SLICE_S:
+                break
+    except Exception as e:
+        finished = True
+        _note("warn", "holder search failed: %s" % _describe(e))
+    job["held"] += _cpu() - h0
+    _paused(st, job, t0)
+    if finished:
+        _census_done(st, job)
+
+
+def _paused(st, job, t0):
+    """Counts the job's pause for this slice (wall time)."""
+    wall = _perf() - t0
     job["pause"] = max(job["pause"], wall)
-    job["slices"] += 1
-    if job["done"] is None:
-        return
+    st.longest_pause = max(st.longest_pause, wall)
+
+
+def _census_message(st, job):
+    """The census's message, once it is counted."""
     fields = job["done"][0]
     msg = {"kind": "census", "pid": st.pid, "step": job["step"], "source": job["source"],
            "cost_s": round(job["wall"], 6), "cpu_s": round(job["cpu"], 6),
-           "pause_s": round(job["pause"], 6), "slices": job["slices"], "n": st.census.n,
-           "dropped": st.channel.take_dropped(),
+           "pause_s": round(job["pause"], 6),
+           "slices": job["slices"], "n": st.census.n, "dropped": st.channel.take_dropped(),
            "warmup": st.census.n <= st.census.warm_n}
     if st.burst_until:
         msg["burst"] = st.bursts
@@ -976,43 +1014,38 @@ def _census_slice(st, whole=False):
     # the steps after the last one lost.
     st.census_s = max(job["cpu"], 1e-4)
     st.expected = st.census_s + st.after_cost
-    # The holder search comes in the same pause: at the next step the
-    # loop's locals (`total` in `total = total + loss`) hold other objects.
-    _census_holders(st, job)
 
 
-def _census_holders(st, job):
-    """The end of a census: its holder search (when something qualified)
-    and the budget's bookkeeping."""
-    st.census_job = None
+def _holder_steps(st, job, whole):
+    """The end of a census as pieces of work: its holder search (when
+    something qualified), the holders of filling buffers, and the open
+    figures' series. ``whole``: the census runs in one piece, with its
+    search (nothing the job does comes between)."""
     suspects = job["done"][1]
-    step = job["step"]
-    job["done"] = None
-    if suspects and job["slices"] > 1:
-        # Found over several steps: the objects it picked may have been let
-        # go of meanwhile (`self.total = self.total + loss` rebinds every
-        # step), and a search from them would name what is there now. The
-        # next census, which finds them again, runs whole and searches
-        # at once; it comes as soon as the budget allows.
-        st.whole_next = True
-        suspects = None
-    h0 = _cpu()
+    job["done"] = (job["done"][0], None)
     if suspects:
         try:
-            _suspects(st, suspects, step, job.get("locals"))
+            yield from _suspects_steps(st, suspects, job["step"], job.get("locals"),
+                                       sliced=not whole)
         except Exception as e:
             _note("warn", "suspect search failed: %s" % _describe(e))
     del suspects
-    job["values"] = job["locals"] = None
     try:
-        _name_bounded(st, job.get("locals"))
+        yield from _name_bounded_steps(st, job.get("locals"), not whole)
     except Exception as e:
         _note("warn", "bounded buffer holder search failed: %s" % _describe(e))
+    job["values"] = job["locals"] = None
     try:
         _refresh_pyplot(st)
     except Exception as e:
         _note("warn", "figure holder refresh failed: %s" % _describe(e))
-    held = _cpu() - h0
+
+
+def _census_done(st, job):
+    """The census and its holder search are over: the budget's bookkeeping."""
+    st.census_job = None
+    job["holders"] = job["done"] = None
+    held = job["held"]
     _charge(st, "holders", held)
     total = job["cpu"] + held
     if total / st.budget > MAX_GAP_S:
@@ -1039,7 +1072,7 @@ def _census_holders(st, job):
         # for the steps after it.
         st.trace_t = st.step_t
         st.trace_wall = now
-    elif step is not None and st.step_dt is not None:
+    elif job["step"] is not None and st.step_dt is not None:
         st.after_t, st.after_left, st.after_excess = st.step_t, AFTER_STEPS, 0.0
     _send_cost(st, now)
 
@@ -1103,19 +1136,41 @@ def _census_failed(st, e):
     st.next_census = _monotonic() + 5.0
 
 
-def _suspects(st, suspects, step, frame_locals=None):
+def _suspects_steps(st, suspects, step, frame_locals=None, sliced=False):
+    """Searches the holders of a census's suspects, in pieces, and sends
+    them. ``sliced``: the census ran over several steps, and the search
+    too: an instance that the job let go of meanwhile has no referrer left.
+    A suspect whose holder is not found is not sent (unless its instances
+    had no referrer in Python when they were picked), nor a chain's (its
+    head is rebound every step, `self.total = self.total + loss`: the head
+    listed is not the one held now, and the step's loss, which the chain
+    feeds, is no holder); the next census, which finds them again, runs in
+    one piece and searches at once."""
     from . import _explain
+    from ._autograd import CHAIN_KEYS
 
     census = st.census
+    if sliced and any(s[0] in CHAIN_KEYS for s in suspects):
+        st.whole_next = True
+        for s in suspects:
+            if s[0] in CHAIN_KEYS:
+                s[3]["objects"] = []
+        suspects = [s for s in suspects if s[0] not in CHAIN_KEYS]
+        if not suspects:
+            return
     # Instances of types whose count rises (records, copies of an agent, its
     # optimizer) are passed through on the way up, not taken for roots.
     through_types = census.rising_types
     census.rising_types = set()
-    found = _explain.attribute(st.libs, suspects, through_types, _rising_containers(census),
-                               frame_locals)
+    found = yield from _explain.attribute_steps(st.libs, suspects, through_types,
+                                                _rising_containers(census), frame_locals,
+                                                sliced)
     for (key, per, count, info), (holder, bounded, picked) in zip(suspects, found):
         if bounded:
             census.suppressed[key] = census.n + 10
+            continue
+        if sliced and holder is None and info.get("held", True):
+            st.whole_next = True
             continue
         if holder is None:
             holder = {"kind": "unknown", "path": None, "container": None, "file": None,
@@ -1134,6 +1189,7 @@ def _suspects(st, suspects, step, frame_locals=None):
             st.burst_named = True
         st.sent[key] = msg
         _send(msg)
+        yield
         if holder.get("library"):
             pass  # an installed package's own bookkeeping: not the user's line
         elif holder.get("container_id") and k.kind != "figures":
@@ -1169,7 +1225,7 @@ def _suspects(st, suspects, step, frame_locals=None):
         _start_tracing(st)
 
 
-def _name_bounded(st, frame_locals=None):
+def _name_bounded_steps(st, frame_locals=None, sliced=False):
     """The holders of the bounded deques the census found filling with a
     MiB or more (`ReplayBuffer.memory`), looked for once each: the report
     tells memory that grows while one fills as that buffer filling. The
@@ -1186,7 +1242,8 @@ def _name_bounded(st, frame_locals=None):
     ids = [id(c) for c in todo]
     del todo
     try:
-        found = _explain.attribute(st.libs, suspects, (), (), frame_locals)
+        found = yield from _explain.attribute_steps(st.libs, suspects, (), (), frame_locals,
+                                                    sliced)
     finally:
         for s in suspects:
             s[3]["objects"] = []

@@ -1357,11 +1357,46 @@ def test_a_census_of_many_tensors_is_done_in_slices_between_steps(monitor):
     censuses = points(monitor)
     assert censuses, monitor.messages()
     # Tens of thousands of tensors are looked at a few thousand at a time,
-    # the job stepping in between (but for a census that searches holders
-    # for what the one before it found: that one runs whole); what is
-    # counted is what was alive when the census started.
+    # the job stepping in between; what is counted is what was alive when
+    # the census started.
     slices = [c["slices"] for c in censuses]
     assert sum(n >= 2 for n in slices) >= len(slices) - 1, slices
     assert all(c["pause_s"] <= c["cost_s"] for c in censuses)
     counts = [sum(g["count"] for g in c["tensors"]) for c in censuses]
     assert counts == sorted(counts) and counts[0] >= 30000, counts
+
+
+@needs_torch
+def test_a_leak_found_over_slices_is_named_without_a_whole_census(monitor):
+    # Enough tensors that every census takes several slices; the holder
+    # search of the census that finds the leak runs in slices too, between
+    # steps, instead of a census in one piece after it.
+    p = monitor.run("""
+        import time
+        import torch
+        import leakspy
+
+        ballast = [torch.zeros(2) for _ in range(30000)]
+        w = torch.ones(4, requires_grad=True)
+
+        class Trainer:
+            def __init__(self):
+                self.losses = []
+
+        trainer = Trainer()
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 6.0:
+            trainer.losses.append((w * 2.0).sum())  # kept with its graph
+            leakspy.step()
+            time.sleep(0.002)
+        print(len(ballast) > 0)
+    """)
+    check_ok(p)
+    sus = suspects_by_key(monitor)
+    held = {k: m["holder"]["path"] for k, m in sus.items()}
+    assert "Trainer.losses" in held.values(), held
+    assert all(path in ("Trainer.losses", None) for path in held.values()), held
+    slices = [c["slices"] for c in points(monitor)]
+    assert len(slices) >= 4 and all(n >= 2 for n in slices), slices
+    costs = monitor.messages("cost")
+    assert costs and all("pause_s" in c for c in costs), costs

@@ -412,6 +412,10 @@ pub struct Cost {
     /// `malloc_trim(0)` gave back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub malloc_trim: Option<MallocTrim>,
+    /// The longest the job has waited for one slice of probe work so far
+    /// (wall seconds): a piece of a census or of its holder search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_s: Option<f64>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
