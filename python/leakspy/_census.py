@@ -409,7 +409,8 @@ class Census(object):
         """One census in one piece: ``slices``, run to its end."""
         return _steps.run(self.slices(*args, **kwargs))
 
-    def slices(self, want_picks, keys=None, track=None, rises=None, warmup=True, last=False):
+    def slices(self, want_picks, keys=None, track=None, rises=None, warmup=True, last=False,
+               also=None):
         """One census, as a generator that pauses (yields) between pieces of
         its work, so that the probe can let the job run a step between them
         (no piece takes much more than a few tens of milliseconds but the
@@ -431,7 +432,9 @@ class Census(object):
         compared with; one taken well into the job is a baseline. ``last``:
         a last look, which counts every rise (at exit the interpreter may be
         importing as it prints a traceback; the holder search tells a
-        library's own growth from the user's)."""
+        library's own growth from the user's). ``also``: keys a census
+        before it qualified and left to this one, picked even where they
+        did not rise this time."""
         self.n += 1
         if self.n == 1:
             self.warm_n = 1 if warmup else 0
@@ -636,6 +639,11 @@ class Census(object):
                 _rank(k, user_names, tensor_names) < 2
                 for k in self.suspect_keys if k in self.growth.rose)
             order = sorted(rising, key=lambda k: (rank[k], -rising[k][0], k))
+            # Suspects a census in slices found and left to this one (it
+            # runs whole): searched whether or not they rose again (a
+            # chain's largest graph may dip as its head moves on).
+            order[:0] = [k for k in (also or ()) if k not in rising and k in values]
+            rank.update((k, _rank(k, user_names, tensor_names)) for k in order if k not in rank)
             for key in order:
                 if len(suspects) >= MAX_NEW_SUSPECTS:
                     break
@@ -644,7 +652,8 @@ class Census(object):
                 if key in ALL_GRAPHS and (self.suspect_keys.intersection(ALL_GRAPHS) or any(
                         s[0] in ALL_GRAPHS for s in suspects)):
                     continue  # the other series of all graphs named it
-                per, count, streak = rising[key]
+                per, count, streak = rising.get(key) or (_rate(self.growth.runs.get(key)),
+                                                         values[key], RISES)
                 # ... and they wait two more censuses, for what holds them to
                 # qualify first (a list reaches the followed length later).
                 if rank[key] == 2 and (explained or streak < RISES + 2):
@@ -1308,6 +1317,13 @@ class Census(object):
         if kind == "numpy":
             return {"key": key, "objects": list(arrays), "kind": "numpy"}
         return None
+
+
+def _rate(run):
+    """Mean rise per census of a series' run of values (0 without one)."""
+    if not run or len(run) < 2:
+        return 0.0
+    return (run[-1] - run[0]) / float(len(run) - 1)
 
 
 def _spread(items, n):

@@ -194,6 +194,7 @@ class _State(object):
         self.census_job = None  # the census under way, between its slices
         self.whole_next = False  # the next census in one piece (it has suspects to search)
         self.longest_pause = 0.0  # the longest the job waited for one slice of probe work
+        self.deferred = set()  # suspects left to the next census, run whole
         self.attached = False
         self.busy = _thread.allocate_lock()
         self.connect_lock = _thread.allocate_lock()
@@ -900,8 +901,11 @@ def _census(st, source, step, rises=None, look=None):
     warm = st.census.n == 0 and (
         st.loop_t is None or n - st.step_n < WARMUP_STEPS or _monotonic() - st.loop_t < WARMUP_S)
     whole = look is not None or st.whole_next
+    also = st.deferred if whole else None
     st.whole_next = False
-    gen = st.census.slices(want_picks=True, rises=rises, warmup=warm, last=look is not None)
+    st.deferred = set()
+    gen = st.census.slices(want_picks=True, rises=rises, warmup=warm, last=look is not None,
+                           also=also)
     st.census_job = {"gen": gen, "source": source, "step": step, "look": look, "wall": 0.0,
                      "cpu": 0.0, "pause": 0.0, "slices": 0, "done": None, "locals": None,
                      "values": None, "holders": None, "held": 0.0, "whole": whole}
@@ -1144,8 +1148,8 @@ def _suspects_steps(st, suspects, step, frame_locals=None, sliced=False):
     had no referrer in Python when they were picked), nor a chain's (its
     head is rebound every step, `self.total = self.total + loss`: the head
     listed is not the one held now, and the step's loss, which the chain
-    feeds, is no holder); the next census, which finds them again, runs in
-    one piece and searches at once."""
+    feeds, is no holder); the next census runs in one piece and searches
+    them at once (``st.deferred``), whether or not they rose again."""
     from . import _explain
     from ._autograd import CHAIN_KEYS
 
@@ -1154,6 +1158,7 @@ def _suspects_steps(st, suspects, step, frame_locals=None, sliced=False):
         st.whole_next = True
         for s in suspects:
             if s[0] in CHAIN_KEYS:
+                st.deferred.add(s[0])
                 s[3]["objects"] = []
         suspects = [s for s in suspects if s[0] not in CHAIN_KEYS]
         if not suspects:
@@ -1171,6 +1176,7 @@ def _suspects_steps(st, suspects, step, frame_locals=None, sliced=False):
             continue
         if sliced and holder is None and info.get("held", True):
             st.whole_next = True
+            st.deferred.add(key)
             continue
         if holder is None:
             holder = {"kind": "unknown", "path": None, "container": None, "file": None,

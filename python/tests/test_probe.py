@@ -1400,3 +1400,37 @@ def test_a_leak_found_over_slices_is_named_without_a_whole_census(monitor):
     assert len(slices) >= 4 and all(n >= 2 for n in slices), slices
     costs = monitor.messages("cost")
     assert costs and all("pause_s" in c for c in costs), costs
+
+
+@needs_torch
+def test_a_chain_left_to_a_whole_census_is_searched_there_though_it_dipped():
+    # A census in slices leaves a chain's series to the next one, run
+    # whole (its head is rebound every step); that one searches it even
+    # where the largest graph came out smaller this time.
+    import torch
+    from leakspy._census import Census, Libraries
+
+    w = torch.ones(3, requires_grad=True)
+    c = Census(Libraries(None))
+    c.run(want_picks=True, warmup=False)  # a baseline
+    # (Hundreds of steps: larger than any graph another test left alive.)
+    chain = w.sum()
+    for n in (300, 300, 300, 300):
+        for _ in range(n):
+            chain = chain + (w * 2.0).sum()
+        c.run(want_picks=True)
+    assert "graph.largest" in c.growth.rising()
+    chain = w.sum()
+    for _ in range(1100):  # smaller than at the census before
+        chain = chain + (w * 2.0).sum()
+    keys = [s[0] for s in c.run(want_picks=True)[1]]
+    assert "graph.largest" not in keys, keys
+    c.growth.runs["graph.largest"] = [10.0, 20.0, 30.0, 40.0]  # rose again, then dipped
+    chain = w.sum()
+    for _ in range(1000):
+        chain = chain + (w * 2.0).sum()
+    found = c.run(want_picks=True, also={"graph.largest"})[1]
+    picked = {s[0]: s[3]["objects"] for s in found}
+    assert "graph.largest" in picked, sorted(picked)
+    assert any(o is chain for o in picked["graph.largest"]), picked["graph.largest"]
+    del chain
