@@ -153,6 +153,12 @@ def attribute_steps(libs, suspects, through=(), containers=(), frame_locals=None
             # root); a tensor series by one of its own tensors.
             if not parse(s[0]).is_graph:
                 o = info["objects"][0] if info["objects"] else None
+        if (h is not None and h.get("kind") == "local" and not h.get("container")
+                and parse(s[0]).kind in ("type", "tensors")):
+            # A frame's variable holding one instance itself (the step's
+            # batch, its loss, the root of the graph that saved them) holds
+            # one of a series that counts instances, not its growth.
+            h = None
         bounded = False
         if h is not None:
             h = dict(h)

@@ -219,3 +219,27 @@ def test_the_creation_site_of_a_containers_items_is_found_among_few_ids():
     for key in keys:
         f, got = sites[key]
         assert f == __file__ and got == line, (key, sites[key])
+
+
+def test_a_variable_holding_one_instance_is_no_holder_of_a_count_but_of_a_chain():
+    from leakspy import _explain
+
+    def run_step(w):
+        # The step's batch, and its loss whose graph saved the batch: each
+        # is one instance, held by a variable of the running step.
+        batch = torch.randn(8, 4)
+        loss = (batch * w).sum()
+        found = _explain.attribute(Libraries(None), [
+            ("tensors:cpu/float32/plain", 1.0, 10, {"objects": [batch], "kind": "instances"}),
+            ("tensors:cpu/float32/grad", 1.0, 10, {"objects": [loss], "kind": "instances"}),
+            ("graph.largest", 5.0, 50, {"objects": [loss], "kind": "graph"}),
+        ])
+        return [h and (h["kind"], h["path"]) for h, _bounded, _picked in found]
+
+    w = torch.ones(4, requires_grad=True)
+    holders = run_step(w)
+    # Counts of instances: one in a variable is not their growth. The
+    # largest graph: the variable holding its root holds all of it.
+    assert holders[:2] == [None, None], holders
+    assert holders[2] == ("local", "test_a_variable_holding_one_instance_is_no_holder_of_a_"
+                          "count_but_of_a_chain.<locals>.run_step:loss"), holders
