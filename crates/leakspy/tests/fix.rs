@@ -175,10 +175,12 @@ impl Fixed {
         self.stderr
             .lines()
             .find(|l| {
-                l.starts_with("FIXED: ")
-                    || l.starts_with("IMPROVED: ")
-                    || l.starts_with("NOT FIXED: ")
-                    || l.starts_with("NOT PROVEN: ")
+                ["FIXED", "IMPROVED", "NOT FIXED", "NOT PROVEN"]
+                    .iter()
+                    .any(|v| {
+                        l.strip_prefix(v)
+                            .is_some_and(|r| r.starts_with(": ") || r.starts_with(" (on "))
+                    })
             })
             .unwrap_or_else(|| panic!("no proof line:\n{}", self.stderr))
     }
@@ -413,6 +415,54 @@ fn a_fix_that_leaves_the_growth_is_not_fixed_and_writes_no_patch() {
     assert_eq!(p.traces().1.len(), 1, "the fixed run was recorded");
     assert_eq!(p.files(), original);
     p.assert_clean("not fixed");
+}
+
+#[test]
+fn a_leak_the_allocator_multiplies_is_proven_on_memory_in_use() {
+    let _turn = turn();
+    let p = Project::new(&[(
+        "crates/leakspy/tests/fixtures/fix/metric_log.py",
+        "metric_log.py",
+    )]);
+    let original = p.files();
+    let out = p.fix(&[], &["metric_log.py"]);
+    // The detached losses the log still keeps: less, still growing.
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("fix: LS002 metric_log.py:24 Store `loss.detach()`"),
+        "{}",
+        out.stderr
+    );
+    let proof = out.proof();
+    assert!(
+        proof.starts_with("IMPROVED (on malloc's memory in use): +"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        proof.contains("held by MetricLog.train_loss (list): still grows"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("the freed memory malloc keeps, which resident memory counts"),
+        "{}",
+        out.stderr
+    );
+    let patch = p.root().join("leakspy-fix.patch");
+    let patched = assert_applies(&patch, &original);
+    let was = String::from_utf8(original[Path::new("metric_log.py")].clone()).unwrap();
+    assert_eq!(
+        String::from_utf8(patched[Path::new("metric_log.py")].clone()).unwrap(),
+        was.replace(
+            "self.train_loss.append(loss)\n",
+            "self.train_loss.append(loss.detach())\n"
+        )
+    );
+    assert_eq!(p.files(), original);
+    p.assert_clean("memory in use");
 }
 
 #[test]

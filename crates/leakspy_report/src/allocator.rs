@@ -7,11 +7,11 @@
 
 use std::collections::BTreeMap;
 
-use leakspy_stats::fmt_bytes;
+use leakspy_stats::{fmt_bytes, theil_sen};
 use leakspy_trace::{Census, MallocCensus, Trace};
 
 use crate::census::GrowthGroup;
-use crate::model::{Mechanism, MechanismKind};
+use crate::model::{Growth, InUse, Mechanism, MechanismKind};
 use crate::processes::process_label;
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -44,6 +44,58 @@ fn points(trace: &Trace) -> BTreeMap<u32, Vec<&Census>> {
         }
     }
     out
+}
+
+/// Least census points of one process that a fit of its memory in use takes.
+const IN_USE_POINTS: usize = 4;
+
+/// What glibc's malloc holds allocated and not freed (`uordblks`, and the chunks it `mmap`s
+/// apart, `hblkhd`) in the process with the most census readings of it, fitted over them: per
+/// step where every reading has the process's step count, else per second. The memory malloc
+/// keeps free does not move it, so it tells a fix apart from the allocator's noise.
+pub(crate) fn in_use(trace: &Trace) -> Option<InUse> {
+    let (pid, readings) = points(trace)
+        .into_iter()
+        .map(|(pid, cs)| {
+            let m: Vec<(&Census, MallocCensus)> = cs
+                .into_iter()
+                .filter_map(|c| Some((c, c.malloc?)))
+                .collect();
+            (pid, m)
+        })
+        .filter(|(_, m)| m.len() >= IN_USE_POINTS)
+        // The most readings; of equals, the process read first (the job's own).
+        .min_by(|a, b| {
+            b.1.len()
+                .cmp(&a.1.len())
+                .then(a.1[0].0.t.total_cmp(&b.1[0].0.t))
+        })?;
+    let per_step = readings.iter().all(|(c, _)| c.step.is_some());
+    let x: Vec<f64> = readings
+        .iter()
+        .map(|(c, _)| match (per_step, c.step) {
+            (true, Some(s)) => s as f64,
+            _ => c.t,
+        })
+        .collect();
+    let y: Vec<f64> = readings.iter().map(|(_, m)| m.in_use + m.mmapped).collect();
+    let t = theil_sen(&x, &y, 0.95)?;
+    let unit = if per_step { "step" } else { "s" };
+    Some(InUse {
+        pid,
+        growth: Growth {
+            slope: t.slope,
+            lo: t.lo,
+            hi: t.hi,
+            unit: format!("bytes/{unit}"),
+            confidence: t.confidence,
+            r2: t.r2,
+            n: t.n,
+        },
+        points: readings.len(),
+        readings: x.iter().copied().zip(y.iter().copied()).collect(),
+        intercept: t.intercept,
+    })
 }
 
 /// A held group of the user's in this process that grows: Python objects

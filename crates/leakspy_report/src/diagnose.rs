@@ -497,6 +497,7 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
         no_holder: None,
         mechanisms,
         quiet,
+        in_use: crate::allocator::in_use(trace),
     };
     if d.verdict == Verdict::Leak && d.mechanisms.is_empty() {
         d.no_holder = no_holder_reason(trace, &d.growth, &d.probe);

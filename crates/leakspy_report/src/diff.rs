@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::census::Describe;
 use crate::diagnose::fmt_rate_value;
-use crate::model::{Basis, Diagnosis, Growth};
+use crate::model::{Basis, Diagnosis, Growth, InUse};
 
 /// The answer of `leakspy diff`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -177,16 +177,8 @@ pub fn compare(
         _ => None,
     };
     let holders = holder_changes(before, after);
-    let (mut verdict, mut reason) = decide(&before_side, &after_side);
-    // A fix judged not to work on memory the allocator keeps: how much of
-    // what it frees a run keeps moves from run to run, so the data cannot
-    // say "not fixed" (nor "worse"). Flat or less after is as measured.
-    if matches!(verdict, DiffVerdict::NotFixed | DiffVerdict::Worse) {
-        if let Some(why) = allocator_growth(after) {
-            (verdict, reason) = (DiffVerdict::Inconclusive, why);
-        }
-    }
-    Comparison {
+    let (verdict, reason) = decide(&before_side, &after_side);
+    let mut c = Comparison {
         verdict,
         reason,
         what,
@@ -196,7 +188,135 @@ pub fn compare(
         after: after_side,
         ratio,
         holders,
+    };
+    // Resident memory that grows in what malloc keeps free, in either
+    // run: how much of what a step frees a run keeps moves from run to
+    // run (and can dwarf the leak itself), so resident memory cannot tell
+    // whether the fix worked. What malloc holds in use can, where both
+    // runs' censuses read it and before's leak shows there.
+    let kept_after = allocator_growth(after);
+    if kept_after.is_some() || allocator_growth(before).is_some() {
+        if let Some(decided) = on_memory_in_use(before, after) {
+            return decided.applied_to(c);
+        }
     }
+    // Else a fix judged not to work on memory the allocator keeps is not
+    // judged: the data cannot say "not fixed" (nor "worse"). Flat or less
+    // after is as measured.
+    if matches!(c.verdict, DiffVerdict::NotFixed | DiffVerdict::Worse) {
+        if let Some(why) = kept_after {
+            (c.verdict, c.reason) = (DiffVerdict::Inconclusive, why);
+        }
+    }
+    c
+}
+
+/// Series key of glibc malloc's memory in use, when a comparison is made on it.
+pub const IN_USE_SERIES: &str = "malloc.in_use";
+
+/// The most memory in use may still grow after a fix, as a share of before's rate, for the
+/// fix to count as removing the leak.
+const IN_USE_REMAINDER: f64 = 0.01;
+
+/// A comparison decided on what malloc holds in use.
+struct InUseDecision<'a> {
+    verdict: DiffVerdict,
+    reason: String,
+    before: &'a InUse,
+    after: &'a InUse,
+}
+
+impl InUseDecision<'_> {
+    /// `c` compared on memory in use: its verdict, its series and both sides' growth.
+    fn applied_to(self, mut c: Comparison) -> Comparison {
+        c.verdict = self.verdict;
+        c.reason = self.reason;
+        c.what = "memory in use by glibc's malloc (allocated, not freed) in the process its \
+                  censuses read most"
+            .to_string();
+        c.series = IN_USE_SERIES.to_string();
+        c.basis = if self.before.growth.unit.ends_with("/step") {
+            Basis::Step
+        } else {
+            Basis::Second
+        };
+        c.before.growth = Some(self.before.growth.clone());
+        c.after.growth = Some(self.after.growth.clone());
+        c.ratio = (self.before.growth.slope > 0.0)
+            .then(|| self.after.growth.slope / self.before.growth.slope);
+        c
+    }
+}
+
+/// Whether the fix worked, told by malloc's memory in use (allocated and not freed), which the
+/// memory it keeps free does not move, as `decide` tells it on resident memory: fixed when
+/// after's whole interval lies below before's and after does not grow significantly (or by
+/// under `IN_USE_REMAINDER` of before's rate);
+/// improved when it still grows at most `IMPROVED_RATIO` as fast; worse when its interval lies
+/// above; not fixed when it grows less but not half as fast; inconclusive when the intervals
+/// overlap (a few censuses may not tell). Not decided here (`None`): a run before that did
+/// not leak, or whose leak does not show in its memory in use (another process's, say), or
+/// runs without such readings.
+fn on_memory_in_use<'a>(before: &'a Diagnosis, after: &'a Diagnosis) -> Option<InUseDecision<'a>> {
+    if before.verdict != Verdict::Leak {
+        return None;
+    }
+    let (b, a) = (before.in_use.as_ref()?, after.in_use.as_ref()?);
+    let (bg, ag) = (&b.growth, &a.growth);
+    if bg.unit != ag.unit || bg.lo <= 0.0 {
+        return None;
+    }
+    let figures = format!(
+        "memory in use by malloc grew {} (95% {} … {}) before and {} (95% {} … {}) after, over \
+         {} and {} censuses; the freed memory malloc keeps, which resident memory counts, does \
+         not count there",
+        fmt_rate_value(bg.slope, bg),
+        fmt_rate_value(bg.lo, bg),
+        fmt_rate_value(bg.hi, bg),
+        fmt_rate_value(ag.slope, ag),
+        fmt_rate_value(ag.lo, ag),
+        fmt_rate_value(ag.hi, ag),
+        b.points,
+        a.points
+    );
+    // A remainder two orders of magnitude below the leak (a float kept per step where a
+    // graph was) is not what the fix left of it.
+    let flat = ag.lo <= 0.0 || ag.slope < IN_USE_REMAINDER * bg.slope;
+    let (verdict, reason) = if ag.hi < bg.lo && flat {
+        (
+            DiffVerdict::Fixed,
+            format!("before leaked; after does not: {figures}"),
+        )
+    } else if ag.hi < bg.lo && ag.slope <= IMPROVED_RATIO * bg.slope {
+        (
+            DiffVerdict::Improved,
+            format!("before leaked; after grows significantly less but still grows: {figures}"),
+        )
+    } else if ag.hi < bg.lo {
+        (
+            DiffVerdict::NotFixed,
+            format!(
+                "both grow; after grows less ({:.0} % of before), but not half as fast: {figures}",
+                100.0 * ag.slope / bg.slope
+            ),
+        )
+    } else if ag.lo > bg.hi {
+        (
+            DiffVerdict::Worse,
+            format!("after grows significantly faster: {figures}"),
+        )
+    } else {
+        (
+            DiffVerdict::Inconclusive,
+            format!("the intervals overlap, so the censuses cannot tell the runs apart: {figures}"),
+        )
+    };
+    Some(InUseDecision {
+        verdict,
+        reason,
+        before: b,
+        after: a,
+    })
 }
 
 /// Why the growth of a run after a fix cannot tell whether the fix worked:

@@ -32,8 +32,8 @@ pub use html::{render_html, render_ranks_html};
 pub use join::{attach_static_findings, modules_beside};
 pub use json::{render_diff_json, render_json, render_ranks_json, report_kind};
 pub use model::{
-    Basis, DiagnoseOptions, Diagnosis, ExitInfo, Finding, Fit, Growth, Mechanism, MechanismKind,
-    ProbeInfo, RunInfo, SeriesReport, ThroughputReport,
+    Basis, DiagnoseOptions, Diagnosis, ExitInfo, Finding, Fit, Growth, InUse, Mechanism,
+    MechanismKind, ProbeInfo, RunInfo, SeriesReport, ThroughputReport,
 };
 pub use paths::resolve as resolve_source;
 pub use proof::{burst_step, prove, steps_done, FixProof, FixVerdict, Leg, Work};

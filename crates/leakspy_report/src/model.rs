@@ -418,4 +418,22 @@ pub struct Diagnosis {
     /// must not call such a holder gone.
     #[serde(skip)]
     pub quiet: Vec<crate::census::GrowthGroup>,
+    /// glibc malloc's memory in use, fitted over the probe's censuses: what `diff` compares
+    /// when the run after grows in memory the allocator keeps free.
+    #[serde(skip)]
+    pub in_use: Option<InUse>,
+}
+
+/// The memory glibc's malloc holds allocated in one process (`mallinfo2`: `uordblks` and
+/// `hblkhd`), fitted over the census readings of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InUse {
+    pub pid: u32,
+    pub growth: Growth,
+    /// Census readings fitted.
+    pub points: usize,
+    /// The readings: (step, or seconds since the start; bytes).
+    pub readings: Vec<(f64, f64)>,
+    /// The fitted line's value at x = 0, bytes.
+    pub intercept: f64,
 }

@@ -305,8 +305,8 @@ mod tests {
 
     /// A leaking run of 3000 steps whose memory grows `per_step` bytes a
     /// step; its censuses see malloc's freed memory rise by `freed` MiB
-    /// over the run while memory in use stays flat.
-    fn leaking(per_step: f64, freed: f64) -> Trace {
+    /// over the run, and its memory in use by `used` bytes a step.
+    fn leaking(per_step: f64, freed: f64, used: f64) -> Trace {
         const MIB: f64 = 1024.0 * 1024.0;
         let mut lines = vec![header()];
         for i in 0..600u64 {
@@ -327,7 +327,7 @@ mod tests {
                 n * 9,
                 n * 450,
                 free + 100.0 * MIB,
-                100.0 * MIB
+                100.0 * MIB + used * (n * 450) as f64
             ));
         }
         lines.push(r#"{"kind":"exit","t":60.0,"code":0,"status":0}"#.to_string());
@@ -353,7 +353,7 @@ mod tests {
     fn growth_the_allocator_keeps_does_not_say_a_fix_failed() {
         // After grows faster, all of it freed memory malloc keeps: the
         // runs cannot be compared on memory, and `diff` cannot tell.
-        let p = proof_of(&leaking(4096.0, 0.0), &leaking(12288.0, 100.0));
+        let p = proof_of(&leaking(4096.0, 0.0, 0.0), &leaking(12288.0, 100.0, 0.0));
         assert_eq!(p.verdict, FixVerdict::NotComparable, "{:?}", p.comparison);
         assert_eq!(p.comparison.verdict, DiffVerdict::Inconclusive);
         assert!(
@@ -364,9 +364,70 @@ mod tests {
             p.not_comparable
         );
         // The same growth without malloc keeping it: worse, as measured.
-        let p = proof_of(&leaking(4096.0, 0.0), &leaking(12288.0, 0.0));
+        let p = proof_of(&leaking(4096.0, 0.0, 0.0), &leaking(12288.0, 0.0, 0.0));
         assert_eq!(p.verdict, FixVerdict::NotFixed, "{:?}", p.not_comparable);
         assert_eq!(p.comparison.verdict, DiffVerdict::Worse);
+    }
+
+    #[test]
+    fn memory_in_use_tells_a_fix_from_what_the_allocator_keeps() {
+        // Before's leak shows in malloc's memory in use; after's resident
+        // memory grows faster, all of it freed memory malloc keeps, while
+        // its memory in use is flat: fixed, told on memory in use.
+        let before = leaking(8192.0, 0.0, 8192.0);
+        let p = proof_of(&before, &leaking(24576.0, 100.0, 0.0));
+        assert_eq!(p.verdict, FixVerdict::Fixed, "{:?}", p.comparison);
+        assert_eq!(p.comparison.series, crate::diff::IN_USE_SERIES);
+        assert!(p.not_comparable.is_empty(), "{:?}", p.not_comparable);
+        assert!(
+            p.comparison
+                .reason
+                .contains("memory in use by malloc grew +8.00 KiB/step")
+                && p.comparison.after.growth.as_ref().unwrap().slope.abs() < 1.0,
+            "{:?}",
+            p.comparison
+        );
+        // The report's chart is of what the proof was told on: the
+        // censuses' readings of memory in use, and their fitted lines.
+        let after = leaking(24576.0, 100.0, 0.0);
+        let opts = crate::DiagnoseOptions::default();
+        let (db, da) = (
+            crate::diagnose(&before, &opts),
+            crate::diagnose(&after, &opts),
+        );
+        let html = crate::render_fix_html(&p, (&before, &db), (&after, &da), "");
+        assert!(
+            html.contains("Memory in use by malloc before and after the fixes")
+                && html.contains("on malloc&#39;s memory in use: +8.00 KiB/step")
+                && html.contains("fitted trend after the fixes")
+                && !html.contains("no data"),
+            "{html}"
+        );
+        // A float kept per step where a graph was: fixed.
+        let p = proof_of(&before, &leaking(24576.0, 100.0, 32.0));
+        assert_eq!(p.verdict, FixVerdict::Fixed, "{:?}", p.comparison);
+        // In use still grows, at a quarter of before's rate: improved.
+        let p = proof_of(&before, &leaking(24576.0, 100.0, 2048.0));
+        assert_eq!(p.verdict, FixVerdict::Improved, "{:?}", p.comparison);
+        assert!((p.comparison.ratio.unwrap() - 0.25).abs() < 0.01);
+        // In use grows at 85 % of before's rate: not fixed, whatever
+        // resident memory says.
+        let p = proof_of(&before, &leaking(24576.0, 100.0, 7000.0));
+        assert_eq!(p.verdict, FixVerdict::NotFixed, "{:?}", p.comparison);
+        assert_eq!(p.comparison.verdict, DiffVerdict::NotFixed);
+        // As fast as before: the censuses cannot tell the runs apart.
+        let p = proof_of(&before, &leaking(24576.0, 100.0, 8192.0));
+        assert_eq!(p.verdict, FixVerdict::NotComparable, "{:?}", p.comparison);
+        assert_eq!(p.comparison.verdict, DiffVerdict::Inconclusive);
+        // Before's resident memory grew mostly in what malloc kept free;
+        // after's is flat, and would say fixed, but its memory in use still
+        // grows at half before's rate: improved.
+        let p = proof_of(&leaking(8192.0, 100.0, 2048.0), &leaking(0.0, 0.0, 1024.0));
+        assert_eq!(p.verdict, FixVerdict::Improved, "{:?}", p.comparison);
+        assert_eq!(p.comparison.series, crate::diff::IN_USE_SERIES);
+        // A run before that did not leak: nothing to call fixed.
+        let p = proof_of(&leaking(4096.0, 0.0, 4096.0), &leaking(24576.0, 100.0, 0.0));
+        assert_eq!(p.verdict, FixVerdict::NotComparable, "{:?}", p.comparison);
     }
 
     #[test]

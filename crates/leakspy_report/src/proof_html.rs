@@ -43,12 +43,19 @@ pub fn render_fix_html(
     );
     let proof_text = render_proof_text(proof);
     let headline = proof_text.lines().next().unwrap_or_default();
-    let headline = headline.split_once(": ").map_or(headline, |(_, r)| r);
+    // The badge says the verdict; what it was told on stays with the figures.
+    let headline = match headline.split_once(": ") {
+        Some((verdict, rest)) => match verdict.split_once(" (on ") {
+            Some((_, on)) => format!("on {}: {rest}", on.trim_end_matches(')')),
+            None => rest.to_string(),
+        },
+        None => headline.to_string(),
+    };
     let _ = writeln!(
         out,
         "<header class=\"verdict {class}\"><span class=\"badge\">{badge}</span><h1>{}</h1>\
          <p class=\"cmd\"><code>{}</code></p></header>",
-        escape(headline),
+        escape(&headline),
         escape(&cmd)
     );
     chart(&mut out, proof, before, after);
@@ -136,6 +143,30 @@ fn chart(
             &proof.comparison.after,
         ),
     ] {
+        let rate = side.growth.as_ref().map(fmt_rate).unwrap_or_default();
+        // Told on malloc's memory in use: its census readings, and the line fitted to them.
+        if key == crate::diff::IN_USE_SERIES {
+            let Some(u) = &d.in_use else { continue };
+            let (Some(first), Some(last)) = (u.readings.first(), u.readings.last()) else {
+                continue;
+            };
+            let at = |x: f64| (x, u.intercept + u.growth.slope * x);
+            lines.push(Line {
+                label: format!("memory in use by malloc {label}, at each census ({rate})"),
+                color,
+                points: u.readings.clone(),
+                width: 2.0,
+                dashed: false,
+            });
+            lines.push(Line {
+                label: format!("fitted trend {label}: {rate}"),
+                color,
+                points: vec![at(first.0), at(last.0)],
+                width: 2.2,
+                dashed: true,
+            });
+            continue;
+        }
         let Some(series) = memory_series(trace, 0).into_iter().find(|s| &s.key == key) else {
             continue;
         };
@@ -151,7 +182,6 @@ fn chart(
                 .zip(series.y.iter().copied())
                 .collect(),
         };
-        let rate = side.growth.as_ref().map(fmt_rate).unwrap_or_default();
         lines.push(Line {
             label: format!("{} {label} ({rate})", series.what),
             color,
@@ -177,9 +207,13 @@ fn chart(
             });
         }
     }
-    let title = match basis {
-        Basis::Step => "Memory before and after the fixes, over training steps",
-        Basis::Second => "Memory before and after the fixes, over time",
+    let title = match (basis, key == crate::diff::IN_USE_SERIES) {
+        (Basis::Step, false) => "Memory before and after the fixes, over training steps",
+        (Basis::Second, false) => "Memory before and after the fixes, over time",
+        (Basis::Step, true) => {
+            "Memory in use by malloc before and after the fixes, over training steps"
+        }
+        (Basis::Second, true) => "Memory in use by malloc before and after the fixes, over time",
     };
     let chart = Chart {
         title: title.to_string(),
@@ -196,12 +230,18 @@ fn chart(
         out,
         "<section id=\"before-after\"><h2>{}</h2>{}<div class=\"chart-box\">{}</div>\
          <p class=\"caption\">Both runs of the same command for as many steps: solid lines are \
-         samples, dashed the robust trends the verdicts rest on.</p>\
+         {}, dashed the robust trends the verdicts rest on.</p>\
          <table class=\"facts\"><tr><td>before</td><td>{} steps in {:.1} s: {}</td></tr>\
          <tr><td>after</td><td>{} steps in {:.1} s: {}</td></tr></table></section>",
         escape(title),
         chart.legend(),
         chart.svg(),
+        if key == crate::diff::IN_USE_SERIES {
+            "the probe's readings of malloc at each census (resident memory grew in what \
+             malloc keeps free, which varies from run to run)"
+        } else {
+            "samples"
+        },
         proof.before.steps,
         proof.before.duration_s,
         escape(&proof.comparison.before.shape_text),

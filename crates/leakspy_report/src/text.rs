@@ -346,9 +346,15 @@ pub fn render_proof_text(p: &FixProof) -> String {
         Some(g) => format!("{} ({})", fmt_rate(g), interval(g)),
         None => s.shape_text.clone(),
     };
+    // Told on what malloc holds in use, not resident memory: said first.
+    let on = if c.series == crate::diff::IN_USE_SERIES {
+        " (on malloc's memory in use)"
+    } else {
+        ""
+    };
     let _ = write!(
         out,
-        "{}: {} → {}",
+        "{}{on}: {} → {}",
         p.verdict.as_str(),
         side(&c.before),
         side(&c.after)
