@@ -63,6 +63,11 @@ pub(crate) fn memory_series(trace: &Trace, max_processes: usize) -> Vec<Series> 
             let e = procs
                 .entry(p.pid)
                 .or_insert_with(|| (p.name.clone(), Vec::new(), Vec::new()));
+            // Named as last seen: sampled between its fork and its exec, a child still has
+            // its parent's name.
+            if e.0 != p.name && !p.name.is_empty() {
+                e.0.clone_from(&p.name);
+            }
             e.1.push(s.t);
             e.2.push(p.rss as f64);
         }

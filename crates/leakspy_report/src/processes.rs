@@ -65,10 +65,13 @@ fn lives(trace: &Trace) -> BTreeMap<u32, Life> {
 /// told it (`DataLoader worker 1 of 2`), else its pid and name.
 pub(crate) fn process_label(trace: &Trace, pid: u32) -> String {
     process_role(trace, pid).unwrap_or_else(|| {
+        // The name it was last seen with: a child sampled between its fork and its exec
+        // still has its parent's (`leakspy`, for the job `run` starts).
         let name = trace
             .samples()
             .flat_map(|s| s.procs.iter())
-            .find(|p| p.pid == pid)
+            .filter(|p| p.pid == pid && !p.name.is_empty())
+            .last()
             .map(|p| p.name.clone())
             .unwrap_or_default();
         if name.is_empty() {
@@ -349,6 +352,34 @@ mod tests {
             ));
         }
         leakspy_trace::parse_trace(&lines.join("\n")).unwrap()
+    }
+
+    #[test]
+    fn a_process_is_named_as_last_seen() {
+        // Sampled first between its fork and its exec, under its parent's name.
+        let t = trace(|t, _| {
+            let p = proc_json(7, 1, 500 * MB, None);
+            vec![if t == 0.0 {
+                p.replace("\"python\"", "\"leakspy\"")
+            } else {
+                p
+            }]
+        });
+        assert_eq!(process_label(&t, 7), "pid 7 (python)");
+        let two = trace(|t, _| {
+            let child = proc_json(8, 7, 300 * MB, None);
+            vec![
+                proc_json(7, 1, 500 * MB, None),
+                if t < 1.0 {
+                    child.replace("\"python\"", "\"leakspy\"")
+                } else {
+                    child
+                },
+            ]
+        });
+        let series = crate::extract::memory_series(&two, 3);
+        let child = series.iter().find(|s| s.key == "proc.8.rss").unwrap();
+        assert_eq!(child.what, "RSS of process 8 (python)");
     }
 
     #[test]
