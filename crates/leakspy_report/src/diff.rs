@@ -189,13 +189,13 @@ pub fn compare(
         ratio,
         holders,
     };
-    // Resident memory that grows in what malloc keeps free, in either
-    // run: how much of what a step frees a run keeps moves from run to
-    // run (and can dwarf the leak itself), so resident memory cannot tell
-    // whether the fix worked. What malloc holds in use can, where both
-    // runs' censuses read it and before's leak shows there.
+    // The run after's resident memory grows in what malloc keeps free:
+    // how much of what a step frees a run keeps moves from run to run (and
+    // can dwarf the leak itself), so resident memory cannot tell whether
+    // the fix worked. What malloc holds in use can, where both runs'
+    // censuses read it and before's leak shows there.
     let kept_after = allocator_growth(after);
-    if kept_after.is_some() || allocator_growth(before).is_some() {
+    if kept_after.is_some() {
         if let Some(decided) = on_memory_in_use(before, after) {
             return decided.applied_to(c);
         }
@@ -251,7 +251,8 @@ impl InUseDecision<'_> {
 /// Whether the fix worked, told by malloc's memory in use (allocated and not freed), which the
 /// memory it keeps free does not move, as `decide` tells it on resident memory: fixed when
 /// after's whole interval lies below before's and after does not grow significantly (or by
-/// under `IN_USE_REMAINDER` of before's rate);
+/// under `IN_USE_REMAINDER` of before's rate), unless the run after is a leak by what the
+/// probe saw grow (then improved);
 /// improved when it still grows at most `IMPROVED_RATIO` as fast; worse when its interval lies
 /// above; not fixed when it grows less but not half as fast; inconclusive when the intervals
 /// overlap (a few censuses may not tell). Not decided here (`None`): a run before that did
@@ -282,10 +283,25 @@ fn on_memory_in_use<'a>(before: &'a Diagnosis, after: &'a Diagnosis) -> Option<I
     // A remainder two orders of magnitude below the leak (a float kept per step where a
     // graph was) is not what the fix left of it.
     let flat = ag.lo <= 0.0 || ag.slope < IN_USE_REMAINDER * bg.slope;
-    let (verdict, reason) = if ag.hi < bg.lo && flat {
+    // Objects the probe still sees grow after, by the run's own verdict:
+    // less than memory in use can show, but not fixed.
+    let still = (after.verdict == Verdict::Leak)
+        .then(|| after.growth.first())
+        .flatten()
+        .map(crate::census::GrowthGroup::headline);
+    let (verdict, reason) = if ag.hi < bg.lo && flat && still.is_none() {
         (
             DiffVerdict::Fixed,
             format!("before leaked; after does not: {figures}"),
+        )
+    } else if ag.hi < bg.lo && flat {
+        (
+            DiffVerdict::Improved,
+            format!(
+                "before leaked; after grows significantly less, but the probe still sees \
+                 objects grow ({}): {figures}",
+                still.unwrap_or_default()
+            ),
         )
     } else if ag.hi < bg.lo && ag.slope <= IMPROVED_RATIO * bg.slope {
         (

@@ -419,12 +419,20 @@ mod tests {
         let p = proof_of(&before, &leaking(24576.0, 100.0, 8192.0));
         assert_eq!(p.verdict, FixVerdict::NotComparable, "{:?}", p.comparison);
         assert_eq!(p.comparison.verdict, DiffVerdict::Inconclusive);
-        // Before's resident memory grew mostly in what malloc kept free;
-        // after's is flat, and would say fixed, but its memory in use still
+        // After's resident memory is flat, and would say fixed, but it is
+        // what malloc keeps free that moves it, and its memory in use still
         // grows at half before's rate: improved.
-        let p = proof_of(&leaking(8192.0, 100.0, 2048.0), &leaking(0.0, 0.0, 1024.0));
+        let p = proof_of(
+            &leaking(8192.0, 100.0, 2048.0),
+            &leaking(0.0, 100.0, 1024.0),
+        );
         assert_eq!(p.verdict, FixVerdict::Improved, "{:?}", p.comparison);
         assert_eq!(p.comparison.series, crate::diff::IN_USE_SERIES);
+        // Only before's grew in what malloc keeps: after's resident memory
+        // is as measured (flat: fixed).
+        let p = proof_of(&leaking(8192.0, 100.0, 2048.0), &leaking(0.0, 0.0, 1024.0));
+        assert_eq!(p.verdict, FixVerdict::Fixed, "{:?}", p.comparison);
+        assert_ne!(p.comparison.series, crate::diff::IN_USE_SERIES);
         // A run before that did not leak: nothing to call fixed.
         let p = proof_of(&leaking(4096.0, 0.0, 4096.0), &leaking(24576.0, 100.0, 0.0));
         assert_eq!(p.verdict, FixVerdict::NotComparable, "{:?}", p.comparison);
