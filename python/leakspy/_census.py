@@ -313,6 +313,11 @@ class Census(object):
         # comparison of library types does not count.
         self.dirty = False
         self.suspect_keys = set()
+        # A series of all graphs was named through a graph other than the
+        # biggest (one loss of a list): the biggest, a chain, may be held
+        # elsewhere (a running statistic), and its history is a suspect of
+        # its own.
+        self.graphs_apart = False
         self.suppressed = {}
         self.numpy_seen = False
         self._type_info = {}
@@ -642,15 +647,20 @@ class Census(object):
             # Suspects a census in slices found and left to this one (it
             # runs whole): searched whether or not they rose again (a
             # chain's largest graph may dip as its head moves on).
-            order[:0] = [k for k in (also or ()) if k not in rising and k in values]
+            # A chain's largest graph that outgrew the walk's cap meanwhile
+            # is measured by the history it keeps.
+            also = {"graph.history" if k == "graph.largest" and k not in values else k
+                    for k in (also or ())}
+            order[:0] = [k for k in sorted(also) if k not in rising and k in values]
             rank.update((k, _rank(k, user_names, tensor_names)) for k in order if k not in rank)
             for key in order:
                 if len(suspects) >= MAX_NEW_SUSPECTS:
                     break
                 if key in self.suspect_keys or self.suppressed.get(key, 0) > self.n:
                     continue
-                if key in ALL_GRAPHS and (self.suspect_keys.intersection(ALL_GRAPHS) or any(
-                        s[0] in ALL_GRAPHS for s in suspects)):
+                named = self.suspect_keys.intersection(ALL_GRAPHS) and not (
+                    key == "graph.history" and self.graphs_apart)
+                if key in ALL_GRAPHS and (named or any(s[0] in ALL_GRAPHS for s in suspects)):
                     continue  # the other series of all graphs named it
                 per, count, streak = rising.get(key) or (_rate(self.growth.runs.get(key)),
                                                          values[key], RISES)
@@ -1306,7 +1316,7 @@ class Census(object):
             for t in self._survivors_first(key, roots[:SURVIVOR_CAP]):
                 if id(t) not in ids:
                     objs_.append(t)
-            return {"key": key, "objects": objs_, "kind": "instances"}
+            return {"key": key, "objects": objs_, "kind": "instances", "best": len(graph_best)}
         if kind == "container":
             c = cont_objs.get(int(rest))
             if c is None:

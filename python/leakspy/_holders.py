@@ -113,6 +113,7 @@ class Searcher(object):
         self.model_types = {}  # type -> whether it is a torch module or optimizer
         self.keep = []  # our own lists, alive (and ignored) until the end
         self.ignore = set()
+        self.start_ids = set()
         self.module_dicts = {}
         for name, m in list(sys.modules.items()):
             if m is None:
@@ -277,6 +278,9 @@ class Searcher(object):
                 ldepth.append(0)
                 libpath.append(False)
         self._mine(list(groups))
+        # What the walks start from (a module's buffer that is one of them
+        # is named by its key).
+        self.start_ids = {id(o) for objs in groups for o in objs}
         self.ignore.add(id(groups))
         for g_objs in groups:
             self.ignore.add(id(g_objs))  # the caller's: alive until it is done
@@ -597,6 +601,21 @@ class Searcher(object):
             return None, True
         # Any other object: is ``node`` one of its attributes?
         name = self._attr_name(r, node, child)
+        if name is not None and name[0] == "_buffers" and self.libs.is_user_type(tr):
+            # A buffer of the user's own module (`self.running_norm = 0.99 *
+            # self.running_norm + ...` rebinding a registered buffer) is
+            # the user's attribute, by the name the class gives it: the
+            # entry that is the object searched from (reached through the
+            # instance's __dict__, the registry is the child).
+            reg, ch = (child, chain[:-2]) if name[1] else (node, chain[:-1])
+            key = None
+            if type(reg) is dict:
+                key = next((k for k, v in list(reg.items()) if id(v) in self.start_ids), None)
+            if isinstance(key, str):
+                root = self._attribute(r, key, ch + [_tname(r)])
+                root["_value"] = reg[key]
+                root["_lib"] = 0
+                return root, False
         if name is not None:
             ch = chain[:-1] + [_tname(r)] if name[1] else chain + [_tname(r)]  # via __dict__?
             # nn.Module's own registries (`Actor._modules`) and the insides

@@ -1151,7 +1151,7 @@ def _suspects_steps(st, suspects, step, frame_locals=None, sliced=False):
     feeds, is no holder); the next census runs in one piece and searches
     them at once (``st.deferred``), whether or not they rose again."""
     from . import _explain
-    from ._autograd import CHAIN_KEYS
+    from ._autograd import ALL_GRAPHS, CHAIN_KEYS
 
     census = st.census
     if sliced and any(s[0] in CHAIN_KEYS for s in suspects):
@@ -1181,6 +1181,10 @@ def _suspects_steps(st, suspects, step, frame_locals=None, sliced=False):
         if holder is None:
             holder = {"kind": "unknown", "path": None, "container": None, "file": None,
                       "line": None, "chain": []}
+        elif key in ALL_GRAPHS and picked is not None:
+            best = info["objects"][:info.get("best", 0)]
+            census.graphs_apart = all(picked is not o for o in best)
+            del best
         k = _explain.parse(key)
         obj = picked if picked is not None else (
             info["objects"][0] if info["objects"] else None)

@@ -63,6 +63,40 @@ def test_parts_of_kept_models_are_held_by_the_users_list():
     assert found[1]["chain"][0] == "Parameter" and found[1]["chain"][-1] == "Trainer", found
 
 
+class Encoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Linear(4, 4)
+        self.register_buffer("running_norm", torch.zeros(()))
+
+    def forward(self, x):
+        out = self.net(x)
+        self.running_norm = 0.99 * self.running_norm + 0.01 * out.norm()
+        return out
+
+
+class Model:
+    def __init__(self):
+        self.encoder = Encoder()
+
+
+def test_a_buffer_of_the_users_module_is_named_by_its_attribute():
+    # A running statistic rebinding a registered buffer with a graph (a
+    # chain): the user's attribute, `Encoder.running_norm`, not torch's
+    # registry nor what holds the model.
+    model = Model()
+    for _ in range(3):
+        model.encoder(torch.randn(2, 4))
+    (h,) = search([[model.encoder.running_norm]])
+    assert (h["kind"], h["path"]) == ("attribute", "Encoder.running_norm"), h
+    # A buffer of torch's own module stays torch's bookkeeping: the user's
+    # attribute that keeps the module is named.
+    bn = torch.nn.BatchNorm1d(4)
+    model.norm = bn
+    (h,) = search([[bn.running_mean]])
+    assert h["path"] == "Model.norm", h
+
+
 def test_optimizer_state_is_held_by_the_attribute_keeping_the_optimizer():
     trainer = Trainer()
     trainer.step()

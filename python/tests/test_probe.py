@@ -1403,6 +1403,48 @@ def test_a_leak_found_over_slices_is_named_without_a_whole_census(monitor):
 
 
 @needs_torch
+def test_a_chain_left_to_a_whole_census_past_the_walk_cap_is_searched_by_its_history():
+    # A census in slices left the chain's largest graph to the next one;
+    # meanwhile the chain outgrew the walk's cap, so that census measures
+    # it by the history it keeps, and searches that. Where all graphs were
+    # already named, through a graph other than the biggest (one loss of a
+    # list), the chain is still a suspect of its own; through the biggest,
+    # it is not.
+    import torch
+    from leakspy._census import Census, Libraries
+
+    w = torch.ones(3, requires_grad=True)
+
+    def piece():
+        # 82 nodes a step, one hop of the chain (a chain as deep as its node
+        # count takes the interpreter's stack with it when it is freed).
+        y = w * 1.0
+        for _ in range(80):
+            y = y * w
+        return y.sum()
+
+    def whole(graphs_apart):
+        c = Census(Libraries(None))
+        c.run(want_picks=True, warmup=False)  # a baseline
+        chain = w.sum()
+        for _ in range(100):
+            chain = chain + piece()
+        c.run(want_picks=True)
+        for _ in range(1300):  # past the walk's cap (100,000 nodes)
+            chain = chain + piece()
+        c.suspect_keys.add("graph")
+        c.graphs_apart = graphs_apart
+        found = c.run(want_picks=True, also={"graph.largest"})[1]
+        picked = {s[0]: s[3]["objects"] for s in found}
+        held = any(o is chain for o in picked.get("graph.history", ()))
+        del chain, found, picked
+        return held
+
+    assert whole(True)
+    assert not whole(False)
+
+
+@needs_torch
 def test_a_chain_left_to_a_whole_census_is_searched_there_though_it_dipped():
     # A census in slices leaves a chain's series to the next one, run
     # whole (its head is rebound every step); that one searches it even
