@@ -553,3 +553,74 @@ def train(model, loader, opt):
         vec![]
     );
 }
+
+/// The LS002 findings of a project, each with whether a fix is offered: (file, has a fix).
+fn store_fixes(files: &[(&str, &str)]) -> Vec<(String, bool)> {
+    let sources: Vec<Source> = files
+        .iter()
+        .map(|(path, text)| Source {
+            path,
+            text,
+            kind: SourceKind::Python,
+        })
+        .collect();
+    let mut out = Vec::new();
+    for ((path, _), checked) in files
+        .iter()
+        .zip(check_sources(&sources, &RuleSet::default()))
+    {
+        for d in checked
+            .diagnostics
+            .iter()
+            .filter(|d| d.rule.code() == "LS002")
+        {
+            out.push((path.to_string(), d.fix.is_some()));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_parameter_every_call_elsewhere_passes_a_tensor_gets_its_detach_fix() {
+    let meter = "\
+class LossMeter:
+    def __init__(self):
+        self.history = []
+
+    def update(self, value):
+        self.history.append(value)
+
+    def mean(self):
+        return sum(float(v) for v in self.history) / max(len(self.history), 1)
+";
+    let train = |arg: &str| {
+        format!(
+            "\
+import torch
+from meters import LossMeter
+
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+meter = LossMeter()
+for step in range(1000):
+    loss = model(torch.randn(8, 4)).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    meter.update({arg})
+"
+        )
+    };
+    // The loss itself: a tensor, stored with its graph; `.detach()` keeps the values.
+    let tensor = train("loss");
+    assert_eq!(
+        store_fixes(&[("meters.py", meter), ("train.py", &tensor)]),
+        vec![("meters.py".to_string(), true)]
+    );
+    // A tuple holding it: no tensor to detach.
+    let tuple = train("(loss, step)");
+    assert_eq!(
+        store_fixes(&[("meters.py", meter), ("train.py", &tuple)]),
+        vec![("meters.py".to_string(), false)]
+    );
+}

@@ -513,6 +513,7 @@ impl<'f> ProjectIndex<'f> {
                         _ => None,
                     },
                     ArgFact::Parameters => Some(Passed::Parameters),
+                    ArgFact::Graph(o) if o.tensor => Some(Passed::Tensor),
                     _ => None,
                 })
                 .collect();

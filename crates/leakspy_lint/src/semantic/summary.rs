@@ -305,6 +305,8 @@ impl<'a> SemanticModel<'a> {
                     let kind = match passed {
                         Passed::Module => Kind::Module,
                         Passed::Parameters => Kind::Parameters,
+                        // (Told with the graph it carries, below.)
+                        Passed::Tensor => continue,
                     };
                     scope
                         .env
@@ -337,13 +339,20 @@ impl<'a> SemanticModel<'a> {
         }
         // Parameters that callers (in this file, or elsewhere as the project index says) pass
         // graph-carrying values to. A summary that returns one stays "argument i's graph".
-        // A parameter every call site here passes a tensor is one: its fix can be `.detach()`.
+        // A parameter every call site passes a tensor is one (here, or, where no call here
+        // passes it, in the project's other files): its fix can be `.detach()`.
         if let Some(taints) = self.param_taint.borrow().get(&key) {
             let numbers = self.param_numbers.borrow();
             let tensors = numbers.get(&key);
+            let elsewhere = self.external.passed_params.get(&key);
             for (i, (pname, taint)) in positional.iter().zip(taints).enumerate() {
                 if let Some(origin) = taint {
-                    let tensor = tensors.is_some_and(|t| t.always_tensor(i));
+                    let passed_here =
+                        tensors.is_some_and(|t| t.tensor.get(i).copied().flatten().is_some());
+                    let tensor = tensors.is_some_and(|t| t.always_tensor(i))
+                        || !passed_here
+                            && elsewhere.and_then(|m| m.get(i).copied().flatten())
+                                == Some(Passed::Tensor);
                     scope.env.insert(
                         (*pname).to_string(),
                         Value {

@@ -334,7 +334,10 @@ impl SemanticModel<'_> {
         if let Some(o) = v.origin() {
             if o.param.is_none() {
                 let o = self.as_passed(o, arg, 0);
-                return ArgFact::Graph(OriginSummary::of(&o, &|at| self.line(at) as u32));
+                return ArgFact::Graph(OriginSummary {
+                    tensor: v.is_tensor(),
+                    ..OriginSummary::of(&o, &|at| self.line(at) as u32)
+                });
             }
         }
         // A parameter of the caller passed on as it came: whatever callers elsewhere give it

@@ -167,6 +167,8 @@ pub enum Passed {
     Module,
     /// A module's parameters (`model.parameters()`).
     Parameters,
+    /// A tensor that carries a graph (`meter.update(loss)`).
+    Tensor,
 }
 
 impl Passed {
@@ -192,6 +194,9 @@ pub struct OriginSummary {
     pub or_params: u32,
     /// `path:line` once the index knows which file it is in.
     pub site: Option<String>,
+    /// The value that carries it is a tensor (where it is passed as an argument).
+    #[serde(default)]
+    pub tensor: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -229,6 +234,7 @@ impl OriginSummary {
             param: o.param,
             or_params: o.or_params,
             site: o.site.as_deref().map(str::to_string),
+            tensor: false,
         }
     }
 

@@ -40,6 +40,16 @@ pub(super) fn make(
     for p in planned {
         by_file.entry(p.file.clone()).or_default().push(p.clone());
     }
+    // The files fixed, in the scratch copy: each is checked with the others and the modules
+    // beside them, as the join checked the user's.
+    let copies: Vec<std::path::PathBuf> = by_file
+        .keys()
+        .filter_map(|f| scratch.map(&scratch.unmap(&leakspy_report::resolve_source(f, cwd))))
+        .collect();
+    // Paths are told from the job's folder, as the join tells them (module names).
+    let job_dir = scratch
+        .map(Path::new(cwd))
+        .unwrap_or_else(|| scratch.dir().to_path_buf());
     let mut changed = Vec::new();
     let mut missed = Vec::new();
     for (file, wanted) in by_file {
@@ -57,7 +67,7 @@ pub(super) fn make(
         let made = if notebook {
             fix_notebook(&original, &wanted)
         } else {
-            fix_source(&copy, &original, &wanted)
+            fix_source(&copy, &original, &wanted, (&copies, &job_dir))
         };
         let (fixed, applied) = match made {
             Ok(v) => v,
@@ -137,14 +147,16 @@ fn chosen<'a>(
         .collect()
 }
 
-/// `path`: the file in the scratch copy, checked with the modules beside it, as the join
-/// checked the user's (a finding that needs what another module says is found again here).
+/// `path`: the file in the scratch copy, checked with the other files fixed (`fixed`) and the
+/// modules beside them all, as the join checked the user's (a finding that needs what another
+/// module says is found again here: a meter in `utils/` told by `train.py` what it is given).
 fn fix_source(
     path: &Path,
     source: &str,
     wanted: &[Planned],
+    (fixed, job_dir): (&[std::path::PathBuf], &Path),
 ) -> Result<(String, Vec<Planned>), String> {
-    let mut checked = check_with_beside(path, source);
+    let mut checked = check_with_beside(path, source, fixed, job_dir);
     if let Some(e) = &checked.syntax_error {
         return Err(format!("the file no longer parses ({})", e.message));
     }
@@ -172,13 +184,38 @@ fn fix_source(
     Ok((fixed.source, accepted(&picked_owned, &edits)))
 }
 
-fn check_with_beside(path: &Path, source: &str) -> leakspy_lint::CheckedSource {
-    let beside = leakspy_report::modules_beside(&[path.to_path_buf()]);
+fn check_with_beside(
+    path: &Path,
+    source: &str,
+    fixed: &[std::path::PathBuf],
+    job_dir: &Path,
+) -> leakspy_lint::CheckedSource {
+    let mut files: Vec<std::path::PathBuf> = fixed.to_vec();
+    if !files.iter().any(|f| f == path) {
+        files.push(path.to_path_buf());
+    }
+    // (The job's own folder too: its script imports what is there by name.)
+    let mut beside = leakspy_report::modules_beside(
+        &files
+            .iter()
+            .cloned()
+            .chain(std::iter::once(job_dir.join("__main__.py")))
+            .collect::<Vec<_>>(),
+    );
+    for f in fixed.iter().filter(|f| f.as_path() != path) {
+        if let Ok(text) = std::fs::read_to_string(f) {
+            beside.push((f.clone(), text));
+        }
+    }
     if beside.is_empty() {
         return check_source(source, &RuleSet::default());
     }
+    // Relative to the job's folder (`utils/meters.py`), as the join names them.
     let name = |p: &Path| {
-        p.file_name()
+        p.strip_prefix(job_dir)
+            .ok()
+            .filter(|r| !r.as_os_str().is_empty())
+            .or_else(|| p.file_name().map(Path::new))
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default()
     };
@@ -337,7 +374,13 @@ mod tests {
             safe: true,
             holder: "EpochCollector.probs (list)".into(),
         }];
-        let (fixed, applied) = fix_source(&path, &text, &wanted).unwrap();
+        let (fixed, applied) = fix_source(
+            &path,
+            &text,
+            &wanted,
+            (std::slice::from_ref(&path), dir.path()),
+        )
+        .unwrap();
         assert_eq!(applied.len(), 1);
         assert!(
             fixed.contains("self.probs.append(logits.softmax(dim=-1).detach())"),
