@@ -44,7 +44,9 @@
 //! (`print(sum(x.item() for x in losses))`, `len(...)`, an f-string): nothing that might need the
 //! graph sees the change. An attribute read through another object elsewhere in the file
 //! (`log.losses` in `main()`) is followed there. A value a method receives as a parameter is a
-//! tensor when every call of the method in the file passes one. When the container is
+//! tensor when every call of the method in the file passes one (or, where no call in the file
+//! passes it, every call in the project's other files: `meter.update(loss)`). When the
+//! container is
 //! returned, passed to a function, fed to a loss or a module, or backpropagated, the same edit
 //! is offered as an unsafe fix. `.item()` is better still for scalars but changes the stored
 //! type (a sum of them is then a float64, not the tensors' float32) and waits for the GPU at
