@@ -1361,6 +1361,9 @@ def _prefer_held(suspects, ours):
     skip.add(id(cands))
     for s in suspects:
         skip.add(id(s[3]["objects"]))
+    # (The probe's snapshot of the running frames' locals: a frame's
+    # variable is no holder here, nor the copy of it.)
+    skip.update(_steps.kept)
     held = set()
     frame = type(sys._getframe())
     del cands

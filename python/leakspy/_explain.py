@@ -159,6 +159,14 @@ def attribute_steps(libs, suspects, through=(), containers=(), frame_locals=None
             # batch, its loss, the root of the graph that saved them) holds
             # one of a series that counts instances, not its growth.
             h = None
+        if (h is not None and h.get("kind") == "local" and not h.get("container")
+                and s[0] in ALL_GRAPHS and o is not None
+                and not (info.get("best") and o is info["objects"][0])):
+            # ... and one graph that is not the biggest (the step's loss,
+            # though among the few biggest when a chain hit the walk's cap)
+            # is one step's graph, not the growth of all graphs (a chain the
+            # loss feeds is not reached from it).
+            h = None
         bounded = False
         if h is not None:
             h = dict(h)

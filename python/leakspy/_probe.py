@@ -916,6 +916,7 @@ def _census(st, source, step, rises=None, look=None):
             from ._holders import snapshot_locals
 
             st.census_job["locals"], st.census_job["values"] = snapshot_locals(st.libs)
+            _steps_kept(st.census_job)
         except Exception:
             pass
     _census_slice(st, whole=whole)
@@ -1020,6 +1021,15 @@ def _census_message(st, job):
     st.expected = st.census_s + st.after_cost
 
 
+def _steps_kept(job):
+    """Tells the census which of the probe's containers hold the job's
+    objects for it (the snapshot of the locals), so that none counts as
+    their holder."""
+    from . import _steps
+
+    _steps.kept = {id(c) for c in (job.get("locals"), job.get("values")) if c is not None}
+
+
 def _holder_steps(st, job, whole):
     """The end of a census as pieces of work: its holder search (when
     something qualified), the holders of filling buffers, and the open
@@ -1039,6 +1049,7 @@ def _holder_steps(st, job, whole):
     except Exception as e:
         _note("warn", "bounded buffer holder search failed: %s" % _describe(e))
     job["values"] = job["locals"] = None
+    _steps_kept(job)
     try:
         _refresh_pyplot(st)
     except Exception as e:

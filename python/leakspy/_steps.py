@@ -6,6 +6,10 @@ import os
 import types
 
 _HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# Ids of the probe's own containers of the job's objects kept between steps
+# (the values of the locals a census snapshotted): they hold nothing for
+# the job.
+kept = set()
 _GEN = types.GeneratorType
 _FRAME = types.FrameType
 

@@ -277,3 +277,28 @@ def test_a_variable_holding_one_instance_is_no_holder_of_a_count_but_of_a_chain(
     assert holders[:2] == [None, None], holders
     assert holders[2] == ("local", "test_a_variable_holding_one_instance_is_no_holder_of_a_"
                           "count_but_of_a_chain.<locals>.run_step:loss"), holders
+
+
+def test_a_variable_holding_a_graph_other_than_the_biggest_is_no_holder_of_all_graphs():
+    from leakspy import _explain
+
+    def run_step(w, chain):
+        # The step's loss, held by the running step; the chain the step's
+        # output feeds (the biggest graph) is held elsewhere, and the loss
+        # does not reach it.
+        loss = (torch.randn(8, 4) * w).sum()
+        found = _explain.attribute(Libraries(None), [
+            # The biggest graph first (`best` of them), then the youngest roots.
+            ("graph", 5.0, 50, {"objects": [loss], "kind": "instances", "best": 0}),
+            ("graph", 5.0, 50, {"objects": [loss], "kind": "instances", "best": 1}),
+        ])
+        return [h and (h["kind"], h["path"]) for h, _bounded, _picked in found]
+
+    w = torch.ones(4, requires_grad=True)
+    chain = w.sum()
+    for _ in range(5):
+        chain = chain + (w * 2.0).sum()
+    holders = run_step(w, chain)
+    # A young root: one step's graph. The biggest graph's root: all of it.
+    assert holders[0] is None, holders
+    assert holders[1] is not None and holders[1][0] == "local", holders
