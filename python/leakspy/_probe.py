@@ -869,6 +869,9 @@ def _ensure_census(st):
             # newest of their kind at the next census, and its picks.
             from . import _explain, _holders, _ipython, _malloc  # noqa: F401
 
+            # (malloc's calls too: their ctypes argument tuples, made at
+            # the first census's end, were the newest tuples at the next.)
+            _malloc._load()
             here = os.path.dirname(os.path.abspath(__file__)) + os.sep
             st.libs = Libraries(here)
             st.census = Census(st.libs)
