@@ -83,15 +83,7 @@ pub(crate) fn in_use(trace: &Trace) -> Option<InUse> {
     let unit = if per_step { "step" } else { "s" };
     Some(InUse {
         pid,
-        growth: Growth {
-            slope: t.slope,
-            lo: t.lo,
-            hi: t.hi,
-            unit: format!("bytes/{unit}"),
-            confidence: t.confidence,
-            r2: t.r2,
-            n: t.n,
-        },
+        growth: Growth::of_bytes(&t, unit),
         points: readings.len(),
         readings: x.iter().copied().zip(y.iter().copied()).collect(),
         intercept: t.intercept,

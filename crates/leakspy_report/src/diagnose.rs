@@ -537,17 +537,7 @@ pub(crate) fn analyse_series(
         Some(a) if a.shape != Shape::TooShort => (a, Basis::Step),
         _ => (per_second.clone(), Basis::Second),
     };
-    let growth = |a: &SeriesAnalysis, unit: &str| {
-        a.trend.map(|t| Growth {
-            slope: t.slope,
-            lo: t.lo,
-            hi: t.hi,
-            unit: format!("bytes/{unit}"),
-            confidence: t.confidence,
-            r2: t.r2,
-            n: t.n,
-        })
-    };
+    let growth = |a: &SeriesAnalysis, unit: &str| a.trend.map(|t| Growth::of_bytes(&t, unit));
     let report = SeriesReport {
         key: s.key.clone(),
         what: s.what.clone(),

@@ -65,6 +65,21 @@ pub struct Growth {
     pub n: usize,
 }
 
+impl Growth {
+    /// A fitted trend of bytes per `unit` (`step`, `s`).
+    pub fn of_bytes(t: &leakspy_stats::Trend, unit: &str) -> Self {
+        Growth {
+            slope: t.slope,
+            lo: t.lo,
+            hi: t.hi,
+            unit: format!("bytes/{unit}"),
+            confidence: t.confidence,
+            r2: t.r2,
+            n: t.n,
+        }
+    }
+}
+
 /// The fitted line, for drawing: `y = intercept + slope * x` over `x_start..x_end`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Fit {
