@@ -5,8 +5,8 @@
 use leakspy_lint::project::{check_sources, Source};
 use leakspy_lint::{RuleSet, SourceKind};
 
-/// (file, line, code) of every finding of a project.
-fn findings(files: &[(&str, &str)]) -> Vec<(String, usize, String)> {
+/// A project's files checked together.
+fn checked(files: &[(&str, &str)]) -> Vec<leakspy_lint::CheckedSource> {
     let sources: Vec<Source> = files
         .iter()
         .map(|(path, text)| Source {
@@ -15,7 +15,12 @@ fn findings(files: &[(&str, &str)]) -> Vec<(String, usize, String)> {
             kind: SourceKind::Python,
         })
         .collect();
-    let results = check_sources(&sources, &RuleSet::default());
+    check_sources(&sources, &RuleSet::default())
+}
+
+/// (file, line, code) of every finding of a project.
+fn findings(files: &[(&str, &str)]) -> Vec<(String, usize, String)> {
+    let results = checked(files);
     let mut out = Vec::new();
     for ((path, text), mut checked) in files.iter().zip(results) {
         assert!(checked.syntax_error.is_none(), "{path}");
@@ -556,20 +561,9 @@ def train(model, loader, opt):
 
 /// The LS002 findings of a project, each with whether a fix is offered: (file, has a fix).
 fn store_fixes(files: &[(&str, &str)]) -> Vec<(String, bool)> {
-    let sources: Vec<Source> = files
-        .iter()
-        .map(|(path, text)| Source {
-            path,
-            text,
-            kind: SourceKind::Python,
-        })
-        .collect();
     let mut out = Vec::new();
-    for ((path, _), checked) in files
-        .iter()
-        .zip(check_sources(&sources, &RuleSet::default()))
-    {
-        for d in checked
+    for ((path, _), result) in files.iter().zip(checked(files)) {
+        for d in result
             .diagnostics
             .iter()
             .filter(|d| d.rule.code() == "LS002")
