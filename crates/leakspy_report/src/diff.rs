@@ -189,13 +189,14 @@ pub fn compare(
         ratio,
         holders,
     };
-    // The run after's resident memory grows in what malloc keeps free:
-    // how much of what a step frees a run keeps moves from run to run (and
-    // can dwarf the leak itself), so resident memory cannot tell whether
-    // the fix worked. What malloc holds in use can, where both runs'
-    // censuses read it and before's leak shows there.
+    // Either run's resident memory grows in what malloc keeps free: how
+    // much of what a step frees a run keeps moves from run to run (and can
+    // dwarf the leak itself), so resident memory cannot tell whether the
+    // fix worked, whether after's came out flat or not this time. What
+    // malloc holds in use can, where both runs' censuses read it and
+    // before's leak shows there.
     let kept_after = allocator_growth(after);
-    if kept_after.is_some() {
+    if kept_after.is_some() || allocator_growth(before).is_some() {
         if let Some(decided) = on_memory_in_use(before, after) {
             return decided.applied_to(c);
         }
