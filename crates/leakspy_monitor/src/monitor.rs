@@ -97,7 +97,7 @@ impl MonitorConfig {
             jitter: 0.2,
             rollup_every: Duration::from_secs(5),
             gpu_every: Duration::from_secs(1),
-            tree_every: Duration::from_secs(1),
+            tree_every: Duration::from_millis(250),
             system_every: Duration::from_secs(1),
             step_regex: None,
             stdout_sink: None,

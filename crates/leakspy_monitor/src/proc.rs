@@ -9,10 +9,16 @@ use procfs::process::Process;
 use procfs::Current;
 
 const KIB: u64 = 1024;
+/// The ppid scan reads a file of every process of the machine.
+const SCAN_FACTOR: u64 = 4;
 
 /// Finds the descendants of a root pid and samples them. The tree is
 /// re-discovered only every `refresh` calls: walking it reads one file per
-/// thread, and a process that appears a second late costs little.
+/// thread. Not much more rarely, though: a DataLoader worker reading a data
+/// set of Python objects copies a hundred MiB from its parent in its first
+/// second, and a first look after that sees no copy-on-read.
+/// Scanning every process's ppid (no children files) costs more: that is
+/// done `SCAN_FACTOR` times more rarely.
 pub struct ProcSampler {
     root: u32,
     pids: Vec<u32>,
@@ -35,7 +41,11 @@ impl ProcSampler {
             root,
             pids: vec![root],
             calls: 0,
-            refresh_every: refresh_every.max(1),
+            refresh_every: if children_files {
+                refresh_every.max(1)
+            } else {
+                refresh_every.max(1) * SCAN_FACTOR
+            },
             children_files,
             smaps_denied: BTreeSet::new(),
             rollup_s: 0.0,
