@@ -7,6 +7,7 @@ plain-Python ones also run under the other CPythons found on the machine.
 
 import json
 import os
+import select
 import shutil
 import socket
 import subprocess
@@ -71,18 +72,35 @@ class Monitor:
         self.acceptor = threading.Thread(target=self._accept, daemon=True)
         self.acceptor.start()
 
+    def _pending(self):
+        """Whether a connection waits to be accepted."""
+        try:
+            return bool(select.select([self.srv], [], [], 0)[0])
+        except (OSError, ValueError):
+            return False
+
     def _accept(self):
+        # A connection is accepted and its reader started under the lock
+        # that `wait` checks under, so that a busy machine cannot leave
+        # `wait` between the two, seeing no reader and nothing pending.
         while True:
             try:
-                c, _ = self.srv.accept()
-            except OSError:
+                select.select([self.srv], [], [], 0.05)
+            except (OSError, ValueError):
                 return
-            n = self.conns
-            self.conns += 1
-            self.socks[n] = c
-            t = threading.Thread(target=self._read, args=(c, n), daemon=True)
-            t.start()
-            self.readers.append(t)
+            with self.lock:
+                if not self._pending():
+                    continue
+                try:
+                    c, _ = self.srv.accept()
+                except OSError:
+                    return
+                n = self.conns
+                self.conns += 1
+                self.socks[n] = c
+                t = threading.Thread(target=self._read, args=(c, n), daemon=True)
+                t.start()
+                self.readers.append(t)
             if self.hang_up_after is not None:
                 return  # one connection, then nobody listens any more
 
@@ -148,11 +166,16 @@ class Monitor:
         return p
 
     def wait(self, timeout=10.0):
+        """Until every connection the program made has been read to its end
+        (a program that never connected: half a second)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.readers and not any(t.is_alive() for t in self.readers):
+            with self.lock:
+                pending = self.hang_up_after is None and self._pending()
+                readers = list(self.readers)
+            if not pending and readers and not any(t.is_alive() for t in readers):
                 break
-            if not self.readers and time.monotonic() > deadline - timeout + 0.5:
+            if not pending and not readers and time.monotonic() > deadline - timeout + 0.5:
                 break
             time.sleep(0.02)
 
