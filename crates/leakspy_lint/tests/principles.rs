@@ -21,7 +21,10 @@
 //! indices drawn by `multinomial` and counts (`histc`, `count_nonzero`) carry no graph; a
 //! helper's result made from several of its parameters carries the graph of whichever argument
 //! brings one; a local made afresh by each call of a function that runs again and again (or by
-//! each round of an outer loop), filled for a count written in the source, is bounded.
+//! each round of an outer loop), filled for a count written in the source, is bounded; a list
+//! a hook closes over lives as long as the hook's registration (on a tensor the call makes, or
+//! with its handle removed or handed out); a tensor's `.clone()` is no model copy because a
+//! model class of the file also has a `clone` method.
 
 mod common;
 

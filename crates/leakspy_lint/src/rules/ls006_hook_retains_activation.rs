@@ -47,7 +47,10 @@
 //! shapes and statistics turned into numbers; locals of the hook; collections that live no longer
 //! than the call that runs the model (`feats` filled by a helper that runs the model once and
 //! returns them); hooks defined and registered in a function whose every call of the hooked
-//! model runs under `torch.no_grad()` (what they receive carries no graph).
+//! model runs under `torch.no_grad()` (what they receive carries no graph); a list a hook closes
+//! over while the hook is registered only for its owner's call: on a tensor or module that
+//! function makes (`x.register_hook(keep)` on its own `x`), or with the handle removed there
+//! (`handle.remove()`) or handed to its caller to remove (`return handles`).
 
 use ruff_python_ast::{Expr, ExprCall, Stmt, StmtFunctionDef};
 use ruff_text_size::Ranged;
@@ -57,6 +60,7 @@ use crate::checker::{Checker, Lifetime};
 use crate::diagnostic::{Diagnostic, Fix};
 use crate::registry::Rule;
 use crate::rules::helpers::{append_call, detached_text, short, until};
+use crate::semantic::lifetime::Holder;
 use crate::semantic::names::dotted;
 use crate::semantic::value::{Graph, Kind};
 
@@ -94,7 +98,7 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
     let Some(root) = container_root(&attr.value) else {
         return;
     };
-    let Some(lifetime) = checker.lifetime(root) else {
+    let Some(lifetime) = kept(checker, root) else {
         return;
     };
     let what = describe(checker, stored, &param);
@@ -157,7 +161,7 @@ fn assigned(
     // under a key that is new each time grows the container.
     let lifetime: Option<Lifetime> = match target {
         Expr::Subscript(sub) if checker.key_changes_per_iteration(&sub.slice) => {
-            container_root(&sub.value).and_then(|r| checker.lifetime(r))
+            container_root(&sub.value).and_then(|r| kept(checker, r))
         }
         _ => None,
     };
@@ -177,6 +181,17 @@ fn assigned(
     let diagnostic = Diagnostic::new(Rule::LS006, message, target.range().cover(value.range()));
     let diagnostic = with_fix(checker, diagnostic, value);
     checker.report(diagnostic);
+}
+
+/// Who keeps the container the hook grows, past one call: not a closure's cell while the hook
+/// is registered only for the owner's call (on what the owner makes) or until a handle the
+/// owner removes or hands out is removed.
+fn kept(checker: &Checker, root: &Expr) -> Option<Lifetime> {
+    let lifetime = checker.lifetime(root)?;
+    if lifetime.holder == Holder::Closure && checker.hook_cell_scoped(&lifetime.key) {
+        return None;
+    }
+    Some(lifetime)
 }
 
 fn with_fix(checker: &Checker, diagnostic: Diagnostic, stored: &Expr) -> Diagnostic {

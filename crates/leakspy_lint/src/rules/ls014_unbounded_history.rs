@@ -328,8 +328,13 @@ fn free_history(checker: &mut Checker, container: &Expr, range: ruff_text_size::
             .get(key.as_str())
             .is_none_or(|g| g.changes.iter().any(|c| c.mutation != Mutation::Grow)),
         // A cell outlives the call that made it only through a function that is returned (a
-        // logger made by a factory); a reset in the factory bounds it.
-        Holder::Closure => !checker.returned_by_enclosing_function() || checker.closure_reset(key),
+        // logger made by a factory); a reset in the factory bounds it, and so does a
+        // registration of that function as a hook that ends with the owner's call.
+        Holder::Closure => {
+            !checker.returned_by_enclosing_function()
+                || checker.closure_reset(key)
+                || checker.hook_cell_scoped(key)
+        }
         _ => return,
     };
     if reset || reset_from_outside(checker.source, key) {

@@ -48,8 +48,10 @@
 //! Replacement of a single best copy (`self.best = copy.deepcopy(model)`); collections that are
 //! cleared, truncated or rebound somewhere (a population replaced each generation); bounded
 //! `deque(maxlen=...)`; lists built in a loop over the population (`for i in range(pop_size)`),
-//! which are bounded by its size; copies of tensors or plain objects; copies made at set-up (one
-//! per adapter or layer), not once per epoch or generation.
+//! which are bounded by its size; copies of tensors or plain objects (`mask.clone()`: a
+//! `clone()` counts as a model's only on an instance of a class of this file that holds modules,
+//! or on what is named like one, `population[i]`); copies made at set-up (one per adapter or
+//! layer), not once per epoch or generation.
 
 use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::{Ranged, TextRange};
@@ -217,10 +219,19 @@ fn module_copy(checker: &Checker, expr: &Expr) -> Option<String> {
             ) {
                 return None;
             }
-            let owner_holds_modules = checker.facts.classes.values().any(|c| {
+            let holds = |c: &crate::semantic::facts::ClassFacts| {
                 c.methods.contains(method)
                     && (c.is_module || c.attrs.values().any(|p| p.init == Kind::Module))
-            });
+            };
+            // `clone` is a tensor's method too: the receiver must be an instance of such a
+            // class, or be named as a deep copy's argument is (`population[i]`), not only any
+            // value of a file that has such a class (`mask.clone()` beside a model's `clone`).
+            let owner_holds_modules = match checker.class_of(&attr.value) {
+                Some(class) => checker.facts.class(&class).is_some_and(holds),
+                None => {
+                    checker.facts.classes.values().any(holds) && holds_module(checker, &attr.value)
+                }
+            };
             owner_holds_modules
                 .then(|| format!("a copy of `{}`", checker.snippet(attr.value.range())))
         }

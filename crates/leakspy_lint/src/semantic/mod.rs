@@ -7,6 +7,7 @@ pub mod eval;
 pub mod facts;
 pub mod guard;
 pub mod hook_grad;
+pub mod hook_scope;
 pub mod hooks;
 pub mod iteration;
 pub mod lifetime;
