@@ -47,7 +47,8 @@
 //! `.clone()`, `.copy()`, `.tolist()`, `.item()`, `.cpu()`, `.to(...)`, `.contiguous()`,
 //! `np.array(...)`, `torch.tensor(...)` on the way; views of long-lived bases (`self.buffer[i]`,
 //! a data set bound once before the loop), which are kept alive anyway; reshaping views of a
-//! whole tensor (`x.view(-1)`, `x.T`), which keep no more than they show; advanced indexing with
+//! whole tensor (`x.view(-1)`, `x.T`, `x[:, None, :]`), which keep no more than they show;
+//! advanced indexing with
 //! index tensors or lists (a copy); per-iteration containers; local lists of a function that does
 //! not run per iteration; graph-carrying values (LS002).
 
@@ -273,7 +274,10 @@ fn view_of(checker: &Checker, expr: &Expr) -> Option<View> {
                 if !basic_index(checker, &sub.slice, array) {
                     return None;
                 }
-                subset.get_or_insert_with(|| format!("`{}`", short(checker, cur)));
+                // `x[:, None, :]` shows all of `x`, as `x.unsqueeze(1)` does.
+                if !whole_index(&sub.slice) {
+                    subset.get_or_insert_with(|| format!("`{}`", short(checker, cur)));
+                }
                 cur = &sub.value;
             }
             Expr::Attribute(a) if matches!(a.attr.as_str(), "T" | "mT" | "H" | "data" | "real") => {
@@ -442,6 +446,20 @@ fn basic_index(checker: &Checker, slice: &Expr, array: bool) -> bool {
         }
     }
     has_slice || !array
+}
+
+/// An index that only adds axes or takes every element of each (`[:, None]`, `[..., None]`):
+/// its view keeps no more than it shows.
+fn whole_index(slice: &Expr) -> bool {
+    let parts: Vec<&Expr> = match slice {
+        Expr::Tuple(t) => t.elts.iter().collect(),
+        e => vec![e],
+    };
+    parts.iter().all(|p| match p {
+        Expr::Slice(s) => s.lower.is_none() && s.upper.is_none() && s.step.is_none(),
+        Expr::NoneLiteral(_) | Expr::EllipsisLiteral(_) => true,
+        _ => false,
+    })
 }
 
 /// `i` in `for i in range(...)` or `for i, _ in enumerate(...)`.

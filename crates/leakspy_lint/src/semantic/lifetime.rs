@@ -119,8 +119,13 @@ impl SemanticModel<'_> {
             })
         };
         if let Some(attr) = self_attr(expr) {
-            let class = self.class().map(|c| c.name.as_str());
-            let until = self.attr_until(class, attr, self.attr_facts(attr), it)?;
+            // In a hook or helper defined inside a method, `self` is that method's.
+            let class = self.class().or_else(|| self.closure_class());
+            let place = class
+                .and_then(|c| self.facts.class(c.name.as_str()))
+                .and_then(|c| c.attrs.get(attr));
+            let class = class.map(|c| c.name.as_str());
+            let until = self.attr_until(class, attr, place, it)?;
             return lifetime(Holder::Attribute, until);
         }
         let head = key.split('.').next().unwrap_or(&key).to_string();
@@ -220,18 +225,23 @@ impl SemanticModel<'_> {
         place: Option<&PlaceFacts>,
         it: Iteration,
     ) -> Option<Until> {
-        let Some(place) = place else {
-            return Some(Until::LifeOfObject { known: false });
-        };
         let class_facts = class.and_then(|c| self.facts.class(c));
-        let grain = it.grain();
-        let mut first = None;
-        let inherited = class_facts
+        let inherited: Vec<&PlaceFacts> = class_facts
             .into_iter()
             .flat_map(|c| c.in_file_bases.iter())
             .filter_map(|b| self.facts.class(b))
-            .filter_map(|b| b.attrs.get(attr));
-        for reset in place.resets().chain(inherited.flat_map(|p| p.resets())) {
+            .filter_map(|b| b.attrs.get(attr))
+            .collect();
+        // A subclass that only grows what a base of this file makes: the base's facts tell.
+        let Some(place) = place.or_else(|| inherited.first().copied()) else {
+            return Some(Until::LifeOfObject { known: false });
+        };
+        let grain = it.grain();
+        let mut first = None;
+        for reset in place
+            .resets()
+            .chain(inherited.iter().flat_map(|p| p.resets()))
+        {
             let every = class.and_then(|c| self.training().method_grain(c, &reset.function));
             if every.is_some_and(|g| g >= grain) {
                 return None;
@@ -239,6 +249,11 @@ impl SemanticModel<'_> {
             first.get_or_insert(reset);
         }
         Some(match first {
+            // A public attribute of a class this file does not make, with a method that resets
+            // it: an accumulate-and-reset interface (`retrieve()`, then
+            // `zero_accumulated_values()`), whose owner calls the reset, as it would any other
+            // code that bounds it (below).
+            Some(_) if class.is_some_and(|c| !self.owner_visible(c, attr)) => return None,
             Some(reset) => Until::Reset {
                 mutation: reset.mutation,
                 function: reset.function.clone(),

@@ -405,6 +405,22 @@ impl<'a> SemanticModel<'a> {
         }
     }
 
+    /// The class of the method a nested function (a hook, a helper) is defined in, when `self`
+    /// there is that method's: no function between them takes a `self` of its own.
+    pub fn closure_class(&self) -> Option<&'a StmtClassDef> {
+        for scope in self.scopes.iter().rev() {
+            match scope.kind {
+                ScopeKind::Function {
+                    class: Some(class), ..
+                } => return Some(class),
+                ScopeKind::Function { .. } if scope.params.contains("self") => return None,
+                ScopeKind::Function { .. } => {}
+                ScopeKind::Module => return None,
+            }
+        }
+        None
+    }
+
     pub fn class_facts(&self) -> Option<&'a ClassFacts> {
         let facts = self.facts;
         self.class().and_then(|c| facts.class(c.name.as_str()))
