@@ -213,6 +213,9 @@ class Growth(object):
         self.streak = {}
         self.rose = set()
         self.at_cap = set()  # keys whose rise ran into a walk's cap
+        # The last run of a chain's largest graph, kept when the graph
+        # outgrew the walk's cap and the series stopped having values.
+        self.largest_ended = None
 
     def update(self, values, taint=None, capped=()):
         """values: key -> number for this census. taint: keys whose rise this
@@ -258,6 +261,8 @@ class Growth(object):
                     del run[0]
             new_runs[key] = run
             new_streak[key] = streak.get(key, 0) + 1
+        if "graph.largest" in runs and "graph.largest" not in values:
+            self.largest_ended = runs["graph.largest"]
         self.runs = new_runs
         self.streak = new_streak
         self.rose = rose  # rose this time, tainted or not
@@ -648,9 +653,13 @@ class Census(object):
             # runs whole): searched whether or not they rose again (a
             # chain's largest graph may dip as its head moves on).
             # A chain's largest graph that outgrew the walk's cap meanwhile
-            # is measured by the history it keeps.
-            also = {"graph.history" if k == "graph.largest" and k not in values else k
-                    for k in (also or ())}
+            # is measured by the history it keeps, and rose as much per
+            # census as the largest graph did until then (the history has
+            # one value yet).
+            also = set(also or ())
+            swapped = "graph.largest" in also and "graph.largest" not in values
+            if swapped:
+                also = (also - {"graph.largest"}) | {"graph.history"}
             order[:0] = [k for k in sorted(also) if k not in rising and k in values]
             rank.update((k, _rank(k, user_names, tensor_names)) for k in order if k not in rank)
             for key in order:
@@ -662,8 +671,11 @@ class Census(object):
                     key == "graph.history" and self.graphs_apart)
                 if key in ALL_GRAPHS and (named or any(s[0] in ALL_GRAPHS for s in suspects)):
                     continue  # the other series of all graphs named it
-                per, count, streak = rising.get(key) or (_rate(self.growth.runs.get(key)),
-                                                         values[key], RISES)
+                per, count, streak = rising.get(key) or (
+                    _rate(self.growth.runs.get(key) or (
+                        swapped and key == "graph.history"
+                        and self.growth.largest_ended)),
+                    values[key], RISES)
                 # ... and they wait two more censuses, for what holds them to
                 # qualify first (a list reaches the followed length later).
                 if rank[key] == 2 and (explained or streak < RISES + 2):

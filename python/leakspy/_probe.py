@@ -1195,6 +1195,12 @@ def _suspects_steps(st, suspects, step, frame_locals=None, sliced=False):
         if holder is None:
             holder = {"kind": "unknown", "path": None, "container": None, "file": None,
                       "line": None, "chain": []}
+            # A series of all graphs that named nobody did not name the
+            # chain either: its history stays a suspect of its own (a chain
+            # that outgrows the walk's cap over three censuses raises the
+            # series of all graphs first, with the step's loss for example).
+            if key in ALL_GRAPHS:
+                census.graphs_apart = True
         elif key in ALL_GRAPHS and picked is not None:
             best = info["objects"][:info.get("best", 0)]
             census.graphs_apart = all(picked is not o for o in best)

@@ -89,6 +89,17 @@ pub trait Describe {
 
 impl Describe for Grower {
     fn describe(&self) -> String {
+        // A series the probe saw rise whose rate per step no census here can
+        // tell (one value past the walk's cap): how many there are, and that
+        // they rose, not a rate of zero.
+        if self.basis == "probe" && self.slope == 0.0 {
+            return format!(
+                "{}: {} at the last look (rose at each of the probe's last {} looks)",
+                self.what,
+                fmt_thousands(self.last),
+                self.censuses
+            );
+        }
         // One agent copy per generation of 400 steps reads "+2.50 ... per
         // 1,000 steps", not "+2.50e-3 ... per step".
         let scale = per_scale(self.slope);
@@ -138,7 +149,9 @@ impl Describe for Location {
 }
 
 fn fmt_count(v: f64) -> String {
-    if v.abs() >= 10.0 {
+    if v == 0.0 {
+        "0".to_string()
+    } else if v.abs() >= 10.0 {
         format!("{v:+.0}")
     } else if v.abs() >= 0.1 {
         format!("{v:+.2}")
@@ -322,9 +335,9 @@ pub fn growth_groups(trace: &Trace) -> Vec<GrowthGroup> {
             let found = suspects.iter().find(|((p, k), s)| {
                 *p == pid
                     && family_of(k) == family
-                    && s.holder
-                        .as_ref()
-                        .is_some_and(|h| family != "tensors" || keeps_tensors(&h.reaches, &g.key))
+                    && s.holder.as_ref().is_some_and(|h| {
+                        h.is_named() && (family != "tensors" || keeps_tensors(&h.reaches, &g.key))
+                    })
             });
             if let Some((_, s)) = found {
                 g.holder.clone_from(&s.holder);
@@ -944,12 +957,41 @@ fn group(pid: u32, mut growers: Vec<Grower>) -> Vec<GrowthGroup> {
             _ => without.push(g),
         }
     }
+    // A chain's largest graph and the history it keeps are one chain measured two ways (the
+    // history once the chain outgrows the walk's cap): the holder named for either holds it,
+    // and the series of all graphs, where it named nobody and rose no faster than the chain's
+    // largest graph, is that chain's growth.
+    let is_chain = |g: &Grower| matches!(g.key.as_str(), "graph.largest" | "graph.history");
+    let chain_holders: Vec<&String> = with
+        .iter()
+        .filter(|(_, gs)| gs.iter().any(is_chain))
+        .map(|(p, _)| p)
+        .collect();
+    if let [path] = chain_holders.as_slice() {
+        let path = (*path).clone();
+        let chain_hi = with[&path]
+            .iter()
+            .chain(&without)
+            .filter(|g| g.key == "graph.largest")
+            .map(|g| g.hi)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let (chain, rest): (Vec<Grower>, Vec<Grower>) = without
+            .into_iter()
+            .partition(|g| is_chain(g) || (g.key == "graph" && g.lo <= chain_hi));
+        without = rest;
+        if let Some(gs) = with.get_mut(&path) {
+            let holder = gs
+                .iter()
+                .find(|g| is_chain(g))
+                .and_then(|g| g.holder.clone());
+            gs.extend(chain.into_iter().map(|mut g| {
+                g.holder = holder.clone();
+                g
+            }));
+        }
+    }
     let mut out = Vec::new();
     for (_, mut gs) in with {
-        // The largest graph of a holder whose graphs all grow says no more.
-        if gs.iter().any(|g| g.key == "graph") {
-            gs.retain(|g| g.key != "graph.largest");
-        }
         gs.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
         // The group's holder is the whole of what it names, not one entry;
         // it keeps what each of its suspects found it keeps.
@@ -1117,6 +1159,12 @@ fn group(pid: u32, mut growers: Vec<Grower>) -> Vec<GrowthGroup> {
             static_holder: None,
             process: None,
         });
+    }
+    // The largest graph of a group whose graphs all grow says no more.
+    for grp in &mut out {
+        if grp.growers.iter().any(|g| g.key == "graph") {
+            grp.growers.retain(|g| g.key != "graph.largest");
+        }
     }
     out
 }
@@ -1351,6 +1399,44 @@ pub(crate) mod tests {
             held_by(&groups, "tensors:cpu/float32/leaf"),
             Some("Trainer.losses".into())
         );
+    }
+
+    #[test]
+    fn a_chain_past_the_walks_cap_is_one_group_with_its_history() {
+        // The chain rises through four censuses, then outgrows the walk's
+        // cap: the series of all graphs named nobody, the history named the
+        // global that holds the chain.
+        let mut lines = vec![HEADER.to_string()];
+        for i in 1..=4u64 {
+            lines.push(format!(
+                r#"{{"kind":"census","pid":7,"t":{i},"step":{},"source":"optimizer","graph":{{"nodes":{},"roots":3,"largest":{}}}}}"#,
+                i * 300,
+                i * 10_000 + 129,
+                i * 10_000
+            ));
+        }
+        lines.push(
+            r#"{"kind":"census","pid":7,"t":5,"step":1500,"source":"optimizer","graph":{"nodes":100000,"roots":3,"capped":true,"history":540000}}"#
+                .to_string(),
+        );
+        lines.push(
+            r#"{"kind":"suspect","pid":7,"t":4.5,"step":1200,"key":"graph","what":"x","holder":{"kind":"unknown","path":"","chain":[]}}"#
+                .to_string(),
+        );
+        lines.push(
+            r#"{"kind":"suspect","pid":7,"t":5.5,"step":1500,"key":"graph.history","what":"x","per_census":10000,"count":540000,"holder":{"kind":"global","path":"__main__.history","chain":["Tensor","module"]}}"#
+                .to_string(),
+        );
+        let groups = growth_groups(&leakspy_trace::parse_trace(&lines.join("\n")).unwrap());
+        assert_eq!(groups.len(), 1, "{groups:#?}");
+        let holder = groups[0].holder.as_ref().map(|h| h.path.as_str());
+        assert_eq!(holder, Some("__main__.history"), "{groups:#?}");
+        let keys: Vec<&str> = groups[0].growers.iter().map(|g| g.key.as_str()).collect();
+        assert!(keys.contains(&"graph.history"), "{keys:?}");
+        // One value past the cap tells no rate: the count is said, not "0 per step".
+        let history = groups[0].growers.iter().find(|g| g.key == "graph.history");
+        let told = history.map(|g| g.describe()).unwrap_or_default();
+        assert!(told.contains("540,000 at the last look"), "{told}");
     }
 
     #[test]
