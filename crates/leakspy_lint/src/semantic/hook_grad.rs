@@ -6,6 +6,7 @@
 use ruff_python_ast::visitor::{walk_expr, walk_stmt, Visitor};
 use ruff_python_ast::{Expr, Stmt, StmtFunctionDef};
 
+use super::hook_scope::registered_on;
 use super::iteration::disables_grad_expr;
 use super::model::{ScopeKind, SemanticModel};
 
@@ -94,25 +95,14 @@ fn hooked_roots(body: &[Stmt], hook: &str) -> Vec<String> {
         }
         fn visit_expr(&mut self, expr: &'a Expr) {
             if let Expr::Call(call) = expr {
-                if let Expr::Attribute(a) = &*call.func {
-                    let registers = a.attr.as_str().starts_with("register_")
-                        && a.attr.as_str().ends_with("hook")
-                        && call
-                            .arguments
-                            .args
-                            .iter()
-                            .any(|x| matches!(x, Expr::Name(n) if n.id.as_str() == self.hook));
-                    if registers {
-                        if let Some(h) = head(&a.value) {
-                            let root = self
-                                .loops
-                                .iter()
-                                .rev()
-                                .find(|(t, _)| *t == h)
-                                .map_or(Some(h), |(_, iter)| iter.clone());
-                            self.roots.extend(root);
-                        }
-                    }
+                if let Some(h) = registered_on(call, self.hook).and_then(head) {
+                    let root = self
+                        .loops
+                        .iter()
+                        .rev()
+                        .find(|(t, _)| *t == h)
+                        .map_or(Some(h), |(_, iter)| iter.clone());
+                    self.roots.extend(root);
                 }
             }
             walk_expr(self, expr);

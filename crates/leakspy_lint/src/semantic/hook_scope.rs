@@ -62,7 +62,9 @@ struct Registration {
     returned: bool,
 }
 
-fn registers(call: &ExprCall, hook: &str) -> Option<Option<String>> {
+/// What `call` registers `hook` on, when it is a `register_*hook` call given `hook` (or what a
+/// call of `hook` makes: `x.register_hook(save_grad())`): its receiver.
+pub(super) fn registered_on<'c>(call: &'c ExprCall, hook: &str) -> Option<&'c Expr> {
     let Expr::Attribute(a) = &*call.func else {
         return None;
     };
@@ -75,10 +77,16 @@ fn registers(call: &ExprCall, hook: &str) -> Option<Option<String>> {
         Expr::Call(c) => matches!(&*c.func, Expr::Name(n) if n.id.as_str() == hook),
         _ => false,
     };
-    if !call.arguments.args.iter().any(names_hook) {
-        return None;
-    }
-    Some(match &*a.value {
+    call.arguments
+        .args
+        .iter()
+        .any(names_hook)
+        .then_some(&*a.value)
+}
+
+/// The name a registration's receiver is bound to, when it is a plain name.
+fn registers(call: &ExprCall, hook: &str) -> Option<Option<String>> {
+    registered_on(call, hook).map(|r| match r {
         Expr::Name(n) => Some(n.id.to_string()),
         _ => None,
     })
