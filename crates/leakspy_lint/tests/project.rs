@@ -618,3 +618,43 @@ for step in range(1000):
         vec![("meters.py".to_string(), false)]
     );
 }
+
+#[test]
+fn a_queue_another_file_drains_is_no_history() {
+    // One module fills the queue on every call; the loop in another takes from it.
+    let state = "\
+import collections
+
+import torch
+
+
+class StepState:
+    activations = collections.deque()
+
+    def run_communication(self, recv):
+        self.activations.append(recv())
+";
+    let drains = "\
+import torch
+
+from state import StepState
+
+
+def train(model, opt, loader):
+    state = StepState()
+    for batch in loader:
+        state.run_communication(lambda: model(batch).detach())
+        x = state.activations.popleft()
+        x.sum().backward()
+        opt.step()
+";
+    assert_eq!(
+        findings(&[("state.py", state), ("train.py", drains)]),
+        vec![]
+    );
+    let keeps = drains.replace("x = state.activations.popleft()", "x = model(batch)");
+    assert_eq!(
+        findings(&[("state.py", state), ("train.py", &keeps)]),
+        vec![("state.py".to_string(), 10, "LS014".to_string())]
+    );
+}

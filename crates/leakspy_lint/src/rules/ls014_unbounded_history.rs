@@ -82,8 +82,9 @@
 //! through its methods, never handed out by them); histories grown by loops that run
 //! a count written in the source, at most 1,000 times in all (`for r in range(N_ROUNDS + 1)`
 //! with `N_ROUNDS = 25`: the rounds of an experiment); dicts keyed by names (bounded key sets); files that do not use torch or numpy; appended values that carry an autograd graph
-//! (LS002 reports those); attributes that code elsewhere in the file resets
-//! (`agent.loss_history.clear()`).
+//! (LS002 reports those); attributes that code elsewhere in the file or in another file of the
+//! project resets or drains (`agent.loss_history.clear()`, `state.activations.popleft()`: a
+//! queue one module fills and another consumes).
 
 use crate::semantic::model::FEW_ROUNDS;
 use ruff_python_ast::{Expr, ExprCall, Stmt, StmtClassDef, StmtFunctionDef};
@@ -255,8 +256,12 @@ fn check(
         Bound::Never => None,
         Bound::Weak(c) => Some(c),
     };
+    // Code that holds the object may drain it: this file (`state.buffer.popleft()`), or
+    // another file of the project (a queue one module fills and another consumes).
     if weak.is_none()
-        && (reset_from_outside(source, name) || !checker.owner_visible(class.name.as_str(), name))
+        && (reset_from_outside(source, name)
+            || checker.external.reset_elsewhere.contains(name)
+            || !checker.owner_visible(class.name.as_str(), name))
     {
         return;
     }

@@ -624,6 +624,7 @@ pub fn reset_from_outside(source: &str, name: &str) -> bool {
             || after.starts_with("[:]")
             || after.starts_with("= ") && !after.starts_with("==")
             || after.starts_with(".pop(")
+            || after.starts_with(".popleft(")
             || before.trim_end().ends_with("del") && after.starts_with('[')
     })
 }
