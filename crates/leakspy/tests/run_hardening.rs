@@ -64,7 +64,9 @@ fn leakspy_killed_mid_run_leaves_the_jobs_stderr_working() {
         "import sys, time\nfor i in range(200):\n    print('tick', i, file=sys.stderr, flush=True)\n    time.sleep(0.02)\nopen({:?}, 'w').write('ok')\n",
         marker.display().to_string()
     );
+    // SIGKILL leaves the probe's folder behind: in the test's, which goes with the test.
     let mut leakspy_proc = Command::new(leakspy())
+        .env("TMPDIR", dir.path())
         .args(["run", "-q", "--trace"])
         .arg(dir.path().join("t.jsonl"))
         .args(["--", "python3", "-c", &program])

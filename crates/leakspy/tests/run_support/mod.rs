@@ -122,7 +122,10 @@ pub fn finished(output: Output, trace: &Path, report: &Path) -> Finished {
 pub fn start_background(dir: &Path, mode: &str, seconds: &str) -> (Child, PathBuf, PathBuf, u32) {
     let trace = dir.join(format!("{mode}.jsonl"));
     let report = dir.join(format!("{mode}.json"));
+    // The probe's folder in the test's own: a test that kills leakspy with
+    // SIGKILL leaves it behind, and the test's folder goes with the test.
     let mut child = Command::new(leakspy())
+        .env("TMPDIR", dir)
         .arg("run")
         .arg("--quiet")
         .arg("--trace")
