@@ -446,8 +446,6 @@ fn leaks_in_other_files_of_the_project_are_fixed_there() {
     );
     let original = p.files();
     let out = p.fix(&[], &["train.py"]);
-    // The meter still keeps the detached losses: less growth, not none.
-    assert_eq!(out.code, Some(1), "{}", out.stderr);
     // The chain a buffer of the model keeps, named by its attribute, and the
     // meter's losses, whose kind only the caller in train.py tells: each
     // fixed in the file that keeps it.
@@ -463,13 +461,26 @@ fn leaks_in_other_files_of_the_project_are_fixed_there() {
     );
     // (The first run may name one of the two holders, and a later round
     // the other: the proof lists the first run's.)
+    // The meter still keeps the detached losses: less growth, not none;
+    // unless the run after is no leak by its own verdict (its memory went
+    // flat), whose report calls what still grows too little to matter.
     let proof = out.proof();
+    let improved = proof.starts_with("IMPROVED");
     assert!(
-        proof.starts_with("IMPROVED")
+        (improved
+            || proof.starts_with("FIXED")
+                && proof.contains("memory does not grow with it")
+                && proof.contains("held by LossMeter.history (list): still grows"))
             && !proof.contains("held by Encoder.running_norm: still grows")
             && out
                 .stderr
                 .contains("+1.00 cpu float32 tensors without grad per step"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        out.code,
+        Some(if improved { 1 } else { 0 }),
         "{}",
         out.stderr
     );

@@ -177,7 +177,19 @@ pub fn compare(
         _ => None,
     };
     let holders = holder_changes(before, after);
-    let (verdict, reason) = decide(&before_side, &after_side);
+    let (mut verdict, mut reason) = decide(&before_side, &after_side);
+    // Memory grows less and is no leak by its own verdict, but not flat
+    // either, while the probe still sees objects grow: a part of the leak
+    // the fix left (a detached loss kept per step where its graph was).
+    if verdict == DiffVerdict::Fixed {
+        if let Some(still) = still_growing(after) {
+            verdict = DiffVerdict::Improved;
+            reason = format!(
+                "before leaked; after grows significantly less, but the probe still sees \
+                 objects grow ({still})"
+            );
+        }
+    }
     let mut c = Comparison {
         verdict,
         reason,
@@ -252,8 +264,8 @@ impl InUseDecision<'_> {
 /// Whether the fix worked, told by malloc's memory in use (allocated and not freed), which the
 /// memory it keeps free does not move, as `decide` tells it on resident memory: fixed when
 /// after's whole interval lies below before's and after does not grow significantly (or by
-/// under `IN_USE_REMAINDER` of before's rate), unless the run after is a leak by what the
-/// probe saw grow (then improved);
+/// under `IN_USE_REMAINDER` of before's rate), unless the probe still sees objects grow in
+/// a run after whose own verdict is not no leak (then improved);
 /// improved when it still grows at most `IMPROVED_RATIO` as fast; worse when its interval lies
 /// above; not fixed when it grows less but not half as fast; inconclusive when the intervals
 /// overlap (a few censuses may not tell). Not decided here (`None`): a run before that did
@@ -286,10 +298,7 @@ fn on_memory_in_use<'a>(before: &'a Diagnosis, after: &'a Diagnosis) -> Option<I
     let flat = ag.lo <= 0.0 || ag.slope < IN_USE_REMAINDER * bg.slope;
     // Objects the probe still sees grow after, by the run's own verdict:
     // less than memory in use can show, but not fixed.
-    let still = (after.verdict == Verdict::Leak)
-        .then(|| after.growth.first())
-        .flatten()
-        .map(crate::census::GrowthGroup::headline);
+    let still = still_growing(after);
     let (verdict, reason) = if ag.hi < bg.lo && flat && still.is_none() {
         (
             DiffVerdict::Fixed,
@@ -334,6 +343,15 @@ fn on_memory_in_use<'a>(before: &'a Diagnosis, after: &'a Diagnosis) -> Option<I
         before: b,
         after: a,
     })
+}
+
+/// What the probe still sees grow in the run after a fix, unless that run's
+/// own verdict is no leak (its report then says it is too little to matter).
+fn still_growing(after: &Diagnosis) -> Option<String> {
+    (after.verdict != Verdict::NoLeak)
+        .then(|| after.growth.first())
+        .flatten()
+        .map(crate::census::GrowthGroup::headline)
 }
 
 /// Why the growth of a run after a fix cannot tell whether the fix worked:
@@ -493,5 +511,68 @@ fn decide(b: &DiffSide, a: &DiffSide) -> (DiffVerdict, String) {
             DiffVerdict::Inconclusive,
             "neither run shows a leak, but at least one is inconclusive".to_string(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loss_list() -> Diagnosis {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/probe_loss_list.jsonl"
+        );
+        let trace = leakspy_trace::read_trace(std::path::Path::new(path)).unwrap();
+        crate::diagnose(&trace, &crate::DiagnoseOptions::default())
+    }
+
+    /// `before` with its memory growing a twentieth as fast, its shape
+    /// saturating and its verdict `verdict`: what a fix that kept part of
+    /// the leak records.
+    fn after_of(before: &Diagnosis, verdict: Verdict) -> Diagnosis {
+        let mut a = before.clone();
+        a.verdict = verdict;
+        for s in &mut a.series {
+            for g in [&mut s.per_step, &mut s.per_second].into_iter().flatten() {
+                (g.slope, g.lo, g.hi) = (g.slope / 20.0, g.lo / 20.0, g.hi / 20.0);
+            }
+            s.verdict = verdict;
+            s.shape = Shape::Saturating;
+        }
+        if verdict == Verdict::NoLeak {
+            a.quiet = std::mem::take(&mut a.growth);
+        }
+        a
+    }
+
+    #[test]
+    fn what_the_probe_still_sees_grow_after_a_fix_is_not_fixed() {
+        let before = loss_list();
+        assert_eq!(before.verdict, Verdict::Leak);
+        assert!(before.growth[0].holder.as_ref().unwrap().is_named());
+
+        // Less memory growth, inconclusive on its own, and the probe still
+        // sees the holder's objects grow: improved, with the holder named.
+        let c = compare(&before, "b", &after_of(&before, Verdict::Inconclusive), "a");
+        assert_eq!(c.verdict, DiffVerdict::Improved, "{}", c.reason);
+        assert!(
+            c.reason.contains("the probe still sees objects grow")
+                && c.reason.contains("Trainer.losses"),
+            "{}",
+            c.reason
+        );
+        assert!(c.holders.iter().all(|h| h.after.is_some()));
+
+        // Nothing grows any more in the probe's eyes: fixed.
+        let mut gone = after_of(&before, Verdict::Inconclusive);
+        gone.growth.clear();
+        let c = compare(&before, "b", &gone, "a");
+        assert_eq!(c.verdict, DiffVerdict::Fixed, "{}", c.reason);
+
+        // The run after is no leak by its own verdict: what the probe saw
+        // grow is too little to matter there, and so here.
+        let c = compare(&before, "b", &after_of(&before, Verdict::NoLeak), "a");
+        assert_eq!(c.verdict, DiffVerdict::Fixed, "{}", c.reason);
     }
 }
