@@ -5,7 +5,8 @@
 //!   nothing else;
 //! - `del` of a name that the loop rebinds on the next iteration, after the object was stored in
 //!   a container or an attribute in the same iteration;
-//! - `del` of a local right before `return` (the return drops every local anyway).
+//! - `del` of a local right before a `return` that computes nothing (`return x`, `return
+//!   self.out, h`): the return drops every local anyway.
 //!
 //! ## Why is this bad?
 //! `del x` deletes a name, not an object. The object is freed only when its last reference goes,
@@ -44,7 +45,9 @@
 //! parameter (an idiom that marks it unused); a `del` after a store into a container the analysis
 //! does not know to keep the value; a `del` before `return` inside a `with` block of a value
 //! made from what the block manages, whose exit runs before the locals are dropped (a
-//! `memoryview` of the `BytesIO` it closes must be released first).
+//! `memoryview` of the `BytesIO` it closes must be released first); a `del` before a `return`
+//! that computes its value (`return SE + TE`, `return self.head(x)`): the deleted objects are
+//! freed before that value is made, which lowers the peak.
 
 use ruff_python_ast::visitor::{walk_expr, Visitor};
 use ruff_python_ast::{Expr, Stmt, StmtDelete};
@@ -455,7 +458,7 @@ fn before_return(checker: &Checker, stmt: &Stmt, name: &str) -> Option<Why> {
         Some(Stmt::Return(r)) => r
             .value
             .as_deref()
-            .is_none_or(|v| !has_call(v) && !keys_in(v).contains(name)),
+            .is_none_or(|v| computes_nothing(v) && !keys_in(v).contains(name)),
         _ => false,
     };
     ((ends_function || returns_plainly) && plain_local(function, name)).then_some(Why::BeforeReturn)
@@ -566,17 +569,33 @@ fn mentions_traceback(expr: &Expr) -> bool {
     })
 }
 
-fn has_call(expr: &Expr) -> bool {
-    struct H(bool);
-    impl<'a> Visitor<'a> for H {
-        fn visit_expr(&mut self, expr: &'a Expr) {
-            if matches!(expr, Expr::Call(_) | Expr::Await(_) | Expr::Yield(_)) {
-                self.0 = true;
-            }
-            walk_expr(self, expr);
-        }
+/// A return value that allocates nothing of size before the locals are dropped: names,
+/// literals, attributes and items of them, and containers of those. Arithmetic or a call
+/// (`return SE + TE`) makes its result first, so a `del` before it frees the deleted objects
+/// before that allocation, not at the return: it lowers the peak.
+fn computes_nothing(expr: &Expr) -> bool {
+    match expr {
+        Expr::Name(_)
+        | Expr::NumberLiteral(_)
+        | Expr::StringLiteral(_)
+        | Expr::BytesLiteral(_)
+        | Expr::BooleanLiteral(_)
+        | Expr::NoneLiteral(_)
+        | Expr::EllipsisLiteral(_) => true,
+        Expr::Attribute(a) => computes_nothing(&a.value),
+        Expr::Subscript(s) => computes_nothing(&s.value) && computes_nothing(&s.slice),
+        Expr::Slice(s) => [&s.lower, &s.upper, &s.step]
+            .into_iter()
+            .flatten()
+            .all(|e| computes_nothing(e)),
+        Expr::Starred(s) => computes_nothing(&s.value),
+        Expr::Tuple(t) => t.elts.iter().all(computes_nothing),
+        Expr::List(l) => l.elts.iter().all(computes_nothing),
+        Expr::Set(l) => l.elts.iter().all(computes_nothing),
+        Expr::Dict(d) => d
+            .items
+            .iter()
+            .all(|i| i.key.as_ref().is_none_or(computes_nothing) && computes_nothing(&i.value)),
+        _ => false,
     }
-    let mut h = H(false);
-    h.visit_expr(expr);
-    h.0
 }
