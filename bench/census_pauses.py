@@ -22,7 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 SECONDS = os.environ.get("ZOO_SECONDS", "40")
 PROGRAMS = [("examples/zoo/healthy.py", None), ("examples/zoo/loss_list.py", "Trainer.losses"),
-            ("examples/zoo/total_loss.py", None),
+            ("examples/zoo/total_loss.py", "train:total_loss"),
+            ("examples/zoo/cat_history.py", "__main__.history"),
+            ("examples/zoo/normalizer.py", "RunningNorm.mean"),
             ("examples/growth/worker_cache.py", "SpectrogramDataset.cache")]
 HOG = "import time\nt = time.time()\nwhile time.time() - t < 600: pass"
 
@@ -84,7 +86,8 @@ def main():
            "in slices between steps, and so is its holder search: the longest pause is the "
            "longest the job waited for one slice of either (the probe's `cost` messages), "
            "whole censuses included (one short enough for a slice; one after a search that lost "
-           "its objects to a rebinding, `self.total = self.total + loss`)." % SECONDS, "",
+           "its objects to a rebinding, `self.total = self.total + loss`, whose head now a look "
+           "at the young objects did not find)." % SECONDS, "",
            "| program | hogs | verdict | censuses | in slices | longest pause | longest "
            "census (CPU) | holders named |",
            "| --- | ---: | --- | ---: | ---: | ---: | ---: | --- |"]

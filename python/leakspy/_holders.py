@@ -127,6 +127,10 @@ class Searcher(object):
                 self.module_dicts[id(d)] = own if isinstance(own, str) else name
         self.ignore.add(id(self.keep))
         self.ignore.add(id(self.model_types))
+        # The probe's snapshots of the locals hold the job's objects for it.
+        from . import _steps
+
+        self.ignore.update(_steps.kept)
         self.current_frames = set()
         self.running_frames = set()
         self.locals = {}

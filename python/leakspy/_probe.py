@@ -8,6 +8,8 @@ and a broken channel switches the probe off for good in that process.
 """
 
 import atexit
+import collections
+import gc
 import os
 import sys
 import time
@@ -79,6 +81,11 @@ MAX_FAILURES = 3
 # A census is done in slices between steps: the job pauses at most this long
 # for one (but for its first piece, which lists and counts every object).
 SLICE_S = 0.05
+# How far back from a tensor alive now a chain's head listed a few steps
+# ago is looked for, in rounds (each step puts one node and that step's
+# own graph before it), and the most nodes visited in all (about 20 ms).
+CHAIN_LOOK_DEPTHS = (32, 256, 2048)
+CHAIN_LOOK_VISITS = 20000
 
 # A burst: when the monitor sees memory grow as a leak does (its live fit
 # of RSS), it asks the probe to find out what grows. For a while the probe
@@ -1154,7 +1161,7 @@ def _census_failed(st, e):
     st.next_census = _monotonic() + 5.0
 
 
-def _suspects_steps(st, suspects, step, frame_locals=None, sliced=False):
+def _suspects_steps(st, suspects, step, frame_locals=None, sliced=False, retry=False):
     """Searches the holders of a census's suspects, in pieces, and sends
     them. ``sliced``: the census ran over several steps, and the search
     too: an instance that the job let go of meanwhile has no referrer left.
@@ -1162,25 +1169,31 @@ def _suspects_steps(st, suspects, step, frame_locals=None, sliced=False):
     had no referrer in Python when they were picked), nor a chain's (its
     head is rebound every step, `self.total = self.total + loss`: the head
     listed is not the one held now, and the step's loss, which the chain
-    feeds, is no holder); the next census runs in one piece and searches
-    them at once (``st.deferred``), whether or not they rose again."""
+    feeds, is no holder): the chain's head as it is now is looked up and
+    searched in one piece (``_chain_look``). Failing that, the next census
+    runs in one piece and searches them at once (``st.deferred``), whether
+    or not they rose again. ``retry``: the search of such a look, whose
+    suspects without a holder are left to that census too."""
     from . import _explain
     from ._autograd import ALL_GRAPHS, CHAIN_KEYS
 
     census = st.census
     if sliced and any(s[0] in CHAIN_KEYS for s in suspects):
-        st.whole_next = True
+        _chain_look(st, [s for s in suspects if s[0] in CHAIN_KEYS], step)
         for s in suspects:
             if s[0] in CHAIN_KEYS:
-                st.deferred.add(s[0])
                 s[3]["objects"] = []
         suspects = [s for s in suspects if s[0] not in CHAIN_KEYS]
         if not suspects:
+            if st.trace_pending:
+                _start_tracing(st)
             return
     # Instances of types whose count rises (records, copies of an agent, its
-    # optimizer) are passed through on the way up, not taken for roots.
+    # optimizer) are passed through on the way up, not taken for roots (a
+    # look's search leaves them to the census's).
     through_types = census.rising_types
-    census.rising_types = set()
+    if not retry:
+        census.rising_types = set()
     found = yield from _explain.attribute_steps(st.libs, suspects, through_types,
                                                 _rising_containers(census), frame_locals,
                                                 sliced)
@@ -1188,7 +1201,7 @@ def _suspects_steps(st, suspects, step, frame_locals=None, sliced=False):
         if bounded:
             census.suppressed[key] = census.n + 10
             continue
-        if sliced and holder is None and info.get("held", True):
+        if (sliced or retry) and holder is None and info.get("held", True):
             st.whole_next = True
             st.deferred.add(key)
             continue
@@ -1251,8 +1264,151 @@ def _suspects_steps(st, suspects, step, frame_locals=None, sliced=False):
     if st.trace_pending and st.exiting:
         # Nothing made from now on is the leak's: no creation site at exit.
         st.trace_pending = {}
-    if st.trace_pending:
-        _start_tracing(st)
+    if st.trace_pending and not retry:
+        _start_tracing(st)  # (a look's: by the search it is part of)
+
+
+def _grad_fns(objs):
+    """The graphs' first nodes of these tensors. Held, not their ids: torch
+    makes a node's Python object afresh once the last one is gone."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return []
+    from ._census import _no_torch_function
+
+    fns = []
+    with _no_torch_function(torch):
+        for o in objs:
+            try:
+                f = o.grad_fn
+            except Exception:
+                f = None
+            if f is not None:
+                fns.append(f)
+    return fns
+
+
+def _heads_reaching(fns):
+    """The tensors alive now whose graphs reach one of the nodes ``fns``
+    a few nodes back: a chain's head now, where ``fns`` are its head's a
+    few steps ago (each step's ``torch.cat([history, x])`` puts one node
+    and that step's graph before them). The head is a few steps old: the
+    collector's young generations are looked in first, a tenth of the heap
+    or less, and the whole heap only if it is not there. Each walk goes
+    back breadth first, a little further each round (the head is the
+    nearest; a tensor of a step's graph may reach back far), within
+    CHAIN_LOOK_VISITS nodes in all: past those, or where no tensor newer
+    than the listed head reaches it, the caller falls back on a whole
+    census."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return []
+    from ._census import _no_torch_function
+
+    targets = set(map(id, fns))
+    tensor = torch.Tensor
+    kinds = {}
+    budget = [CHAIN_LOOK_VISITS]
+    tensors = []
+    for gen in (0, 1, 2):
+        objs = gc.get_objects(gen)
+        try:
+            # By type, never by `isinstance`, which asks a proxy its
+            # `__class__` (user code).
+            for o in objs:
+                tp = type(o)
+                is_t = kinds.get(tp)
+                if is_t is None:
+                    is_t = kinds[tp] = tensor in getattr(tp, "__mro__", ())
+                if is_t:
+                    tensors.append(o)
+        finally:
+            objs = o = None
+        with _no_torch_function(torch):
+            found = False
+            for depth in CHAIN_LOOK_DEPTHS:
+                heads = [t for t in tensors if _reaches(t, targets, depth, budget)]
+                found = found or bool(heads)
+                # A head listed is no head now (alive, where the job rebound
+                # it, only in the census's snapshot of the locals); where
+                # none is newer, the job did not rebind it: not a chain the
+                # look can follow.
+                newer = [t for t in heads if id(t.grad_fn) not in targets]
+                heads = None
+                if newer or budget[0] <= 0:
+                    tensors = None
+                    return newer
+            if found:
+                break
+    tensors = None
+    return []
+
+
+def _reaches(t, targets, cap, budget):
+    """Whether the graph of tensor ``t`` reaches a node whose id is in
+    ``targets`` within ``cap`` nodes, breadth first; each node visited
+    spends one of ``budget[0]``."""
+    try:
+        f = t.grad_fn
+        if f is None:
+            return False
+        seen = {id(f)}
+        todo = collections.deque([f])
+        while todo and len(seen) <= cap and budget[0] > 0:
+            f = todo.popleft()
+            budget[0] -= 1
+            if id(f) in targets:
+                return True
+            for nf, _ in f.next_functions:
+                if nf is not None and id(nf) not in seen:
+                    seen.add(id(nf))
+                    todo.append(nf)
+    except Exception:
+        pass
+    return False
+
+
+def _chain_look(st, chain, step):
+    """The holders of a chain's suspects (``chain``) that a census in slices
+    listed, whose head the job rebound since (``history = torch.cat(
+    [history, x])``): the head alive now, whose graph reaches the listed
+    one's, is searched at once, in one piece (the job pauses for one look
+    at the young objects and the referrers, not for a whole census). What
+    it does not name is left to the next census, run whole."""
+    looked = []
+    values = None
+    try:
+        with _gc_paused():
+            for key, per, count, info in chain:
+                fns = _grad_fns(info["objects"])
+                heads = _heads_reaching(fns) if fns else []
+                fns = None
+                if heads:
+                    looked.append((key, per, count, {"objects": heads, "kind": "instances",
+                                                     "best": len(heads),
+                                                     "saved_by_graph": False}))
+                else:
+                    st.whole_next = True
+                    st.deferred.add(key)
+                heads = None
+            if looked:
+                from ._holders import snapshot_locals
+
+                from . import _steps
+
+                frame_locals, values = snapshot_locals(st.libs)
+                kept = _steps.kept
+                _steps.kept = kept | {id(frame_locals), id(values)}
+                try:
+                    for _ in _suspects_steps(st, looked, step, frame_locals, retry=True):
+                        pass
+                finally:
+                    _steps.kept = kept
+    except Exception as e:
+        st.whole_next = True
+        st.deferred.update(s[0] for s in chain if s[0] not in st.census.suspect_keys)
+        _note("warn", "chain holder search failed: %s" % _describe(e))
+    looked = frame_locals = values = None
 
 
 def _name_bounded_steps(st, frame_locals=None, sliced=False):

@@ -1426,6 +1426,71 @@ def test_a_leak_found_over_slices_is_named_without_a_whole_census(monitor):
 
 
 @needs_torch
+def test_a_chain_found_over_slices_is_named_by_its_head_now_without_a_whole_census(monitor):
+    # The history is rebound every step (`torch.cat`): the head the census
+    # listed is not the one held by the time its slices end. The head alive
+    # now, whose graph reaches the listed one, is searched at once, so the
+    # holder is named before any census runs in one piece (which would
+    # pause the job for all of its tensors).
+    p = monitor.run("""
+        import time
+        import torch
+        import leakspy
+
+        ballast = [torch.zeros(2) for _ in range(30000)]
+        w = torch.ones(4, requires_grad=True)
+
+        class Normalizer:
+            def __init__(self):
+                self.history = torch.zeros(0)
+
+            def update(self, x):
+                self.history = torch.cat([self.history, x.sum().view(1)])
+
+        norm = Normalizer()
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 6.0:
+            norm.update(w * 2.0)
+            leakspy.step()
+            time.sleep(0.002)
+        print(len(ballast) > 0)
+    """)
+    check_ok(p)
+    order = [m for m in monitor.messages() if m["kind"] in ("census", "suspect")
+             and m.get("look") != "exit"]
+    named = [i for i, m in enumerate(order) if m["kind"] == "suspect"
+             and (m.get("holder") or {}).get("path") == "Normalizer.history"]
+    assert named, monitor.messages("suspect")
+    before = [m["slices"] for m in order[:named[0]] if m["kind"] == "census"]
+    assert before and all(n >= 2 for n in before), before
+    # (The count of all nodes rises with it: no holder of its own.)
+    held = {m["holder"]["path"] for m in suspects_by_key(monitor).values()}
+    assert held - {None} == {"Normalizer.history"}, held
+
+
+@needs_torch
+def test_the_head_of_a_chain_now_is_found_from_its_head_a_few_steps_ago():
+    import torch
+    from leakspy._probe import _grad_fns, _heads_reaching
+
+    w = torch.ones(4, requires_grad=True)
+    history = torch.zeros(0)
+    for _ in range(10):
+        history = torch.cat([history, (w * 2.0).sum().view(1)])
+    fns = _grad_fns([history])
+    for _ in range(20):
+        history = torch.cat([history, (w * 2.0).sum().view(1)])
+    heads = _heads_reaching(fns)
+    assert any(h is history for h in heads), heads
+    # The listed head itself, still alive here, is older: not a head now.
+    assert all(h.grad_fn is not fns[0] for h in heads)
+    # A graph nothing newer reaches was not rebound: no head to follow.
+    other = (w * 3.0).sum()
+    assert _heads_reaching(_grad_fns([other])) == []
+    del heads, history, fns, other
+
+
+@needs_torch
 def test_a_chain_left_to_a_whole_census_past_the_walk_cap_is_searched_by_its_history():
     # A census in slices left the chain's largest graph to the next one;
     # meanwhile the chain outgrew the walk's cap, so that census measures
