@@ -54,6 +54,8 @@ def run(exe, program, hogs):
                     censuses.append(json.loads(line))
                 elif '"kind":"cost"' in line:
                     c = json.loads(line)
+                    if (c.get("parts") or {}).get("last_look"):
+                        continue  # (the look at exit: the job's code has returned)
                     pauses[c.get("pid")] = max(pauses.get(c.get("pid"), 0.0),
                                                c.get("pause_s") or 0.0)
             rep = json.loads(report.read_text())
@@ -84,7 +86,8 @@ def main():
            "`python bench/census_pauses.py` (ZOO_SECONDS=%s, defaults, release build): each "
            "program alone and beside two busy loops that take both cores. A census is done "
            "in slices between steps, and so is its holder search: the longest pause is the "
-           "longest the job waited for one slice of either (the probe's `cost` messages), "
+           "longest the job waited for one slice of either while it ran (the probe's `cost` "
+           "messages before its last look at exit), "
            "whole censuses included (one short enough for a slice; one after a search that lost "
            "its objects to a rebinding, `self.total = self.total + loss`, whose head now a look "
            "at the young objects did not find)." % SECONDS, "",

@@ -514,8 +514,8 @@ class Census(object):
             if self.own_tensors:
                 tensors = self._drop_own_tensors(tensors, counts, names, fields)
             fields["tensors"], roots, tensor_groups = yield from self._tensors(torch, tensors)
-            fields["graph"], graph_best = yield from self._graph(torch, roots, tensor_types,
-                                                                 tensors)
+            fields["graph"], graph_best, graph_fns = yield from self._graph(
+                torch, roots, tensor_types, tensors)
             yield
             mods = list(compress(sel, map(module_types.__contains__, sel_types)))
             fields["modules"], module_by_class = self._modules(torch, mods)
@@ -525,6 +525,7 @@ class Census(object):
             fields["modules"] = None
             tensor_groups = {}
             graph_best = []
+            graph_fns = {}
             module_by_class = {}
             mods = []
 
@@ -624,8 +625,8 @@ class Census(object):
         if keys is not None:
             for key in keys:
                 info = self._picks(key, objs, sel, sel_types, type_counts, names, tensor_types,
-                                   user_types, tensors, tensor_groups, graph_best, mods,
-                                   cont_objs, arrays, roots)
+                                   user_types, tensors, tensor_groups, graph_best, graph_fns,
+                                   mods, cont_objs, arrays, roots)
                 if info is None:
                     continue
                 saved = self.saved_ids
@@ -638,7 +639,8 @@ class Census(object):
                 self.rising_types = {t for t, n in names.items() if n in up}
                 yield
                 yield from _prefer_held(suspects, (objs, sel, sel_types, tensors, roots, mods,
-                                                   arrays, graph_best, conts, suspects))
+                                                   arrays, graph_best, graph_fns, conts,
+                                                   suspects))
         elif want_picks:
             rising = self.growth.rising(rises)
             tensor_names = {names[t] for t in tensor_types}
@@ -681,8 +683,8 @@ class Census(object):
                 if rank[key] == 2 and (explained or streak < RISES + 2):
                     continue
                 info = self._picks(key, objs, sel, sel_types, type_counts, names, tensor_types,
-                                   user_types, tensors, tensor_groups, graph_best, mods,
-                                   cont_objs, arrays, roots)
+                                   user_types, tensors, tensor_groups, graph_best, graph_fns,
+                                   mods, cont_objs, arrays, roots)
                 if info is None:
                     continue
                 saved = self.saved_ids
@@ -695,7 +697,8 @@ class Census(object):
                 self.rising_types = {t for t, n in names.items() if n in up}
                 yield
                 yield from _prefer_held(suspects, (objs, sel, sel_types, tensors, roots, mods,
-                                                   arrays, graph_best, conts, suspects))
+                                                   arrays, graph_best, graph_fns, conts,
+                                                   suspects))
         yield
         if track is not None or (want_picks and keys is None):
             # Remember which instances of the telling series that rise exist
@@ -716,7 +719,8 @@ class Census(object):
             self.survivors = survivors
             self.survivors_first = {k: self.survivors_first.get(k, ids)
                                     for k, ids in survivors.items()}
-        del objs, tensors, roots, conts, mods, cont_objs, graph_best, type_counts, arrays
+        del objs, tensors, roots, conts, mods, cont_objs, graph_best, graph_fns, type_counts
+        del arrays
         del sel, sel_types
         self.saved_ids = set()
         self.saved_root = {}
@@ -838,10 +842,11 @@ class Census(object):
         return list(compress(tensors, mask)) if still else tensors
 
     def _graph(self, torch, roots, tensor_types, tensors):
-        """(fields, largest roots) of the autograd graphs of ``roots``, as a
-        generator that pauses every few thousand nodes."""
+        """(fields, largest roots, the first node of each as walked) of the
+        autograd graphs of ``roots``, as a generator that pauses every few
+        thousand nodes."""
         if not roots:
-            return {"roots": 0, "nodes": 0, "saved_bytes": 0, "largest": 0}, []
+            return {"roots": 0, "nodes": 0, "saved_bytes": 0, "largest": 0}, [], {}
         # Newest node first (torch's per-thread sequence numbers): the head
         # of a chain is walked before the intermediates it keeps, so its
         # count is the whole chain's (shared nodes count for the first root
@@ -877,7 +882,7 @@ class Census(object):
             starts.append((len(order), t))
             if (yield from walk_steps(gf, visited, GRAPH_NODE_CAP, order)):
                 capped = True
-            per_root.append((len(visited) - n0, t))
+            per_root.append((len(visited) - n0, t, gf))
         del heads
         saved, partial = yield from self._saved_bytes(torch, order, starts, tensor_types,
                                                       tensors)
@@ -888,7 +893,8 @@ class Census(object):
         if partial:
             out["saved_partial"] = True
         top = nlargest(3, per_root, key=_first)
-        best = [t for _, t in top]
+        best = [p[1] for p in top]
+        fns = {id(p[1]): p[2] for p in top}
         if top and not capped:
             # (Nodes shared with a root walked earlier count for that one.)
             out["largest"] = top[0][0]
@@ -900,7 +906,7 @@ class Census(object):
             if history is not None:
                 out["history"] = history
         del newest
-        return out, best
+        return out, best, fns
 
     def _history(self, heads):
         """How much autograd history the biggest graphs alive at the step
@@ -1302,9 +1308,12 @@ class Census(object):
         return cands[:n]
 
     def _picks(self, key, objs, sel, sel_types, type_counts, names, tensor_types,
-               user_types, tensors, tensor_groups, graph_best, mods, cont_objs, arrays,
-               roots):
-        """The instances to trace for one key."""
+               user_types, tensors, tensor_groups, graph_best, graph_fns, mods, cont_objs,
+               arrays, roots):
+        """The instances to trace for one key. A graph's come with the first
+        node the largest had when the census walked them (``walked_fns``, by
+        id; the instances may be cut or reordered after): a head the job
+        updated in place since (`total += loss`) has moved on from it."""
         k = parse(key)
         kind, rest = k.kind, k.name
         if kind in ("type", "tensors", "modules"):
@@ -1318,7 +1327,8 @@ class Census(object):
         if kind == "graph.largest":
             # The biggest graph that something in Python holds (the biggest
             # may be an intermediate of the chain), whatever holds the rest.
-            return {"key": key, "objects": list(graph_best), "kind": "instances", "picks": 1}
+            return {"key": key, "objects": list(graph_best), "kind": "instances", "picks": 1,
+                    "walked_fns": graph_fns}
         if kind in GRAPH_KEYS:
             # The biggest graphs, and the youngest tensors with a graph: the
             # biggest may be intermediates that only the graph holds (torch
@@ -1328,7 +1338,8 @@ class Census(object):
             for t in self._survivors_first(key, roots[:SURVIVOR_CAP]):
                 if id(t) not in ids:
                     objs_.append(t)
-            return {"key": key, "objects": objs_, "kind": "instances", "best": len(graph_best)}
+            return {"key": key, "objects": objs_, "kind": "instances", "best": len(graph_best),
+                    "walked_fns": graph_fns}
         if kind == "container":
             c = cont_objs.get(int(rest))
             if c is None:

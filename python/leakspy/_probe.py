@@ -1166,11 +1166,13 @@ def _suspects_steps(st, suspects, step, frame_locals=None, sliced=False, retry=F
     them. ``sliced``: the census ran over several steps, and the search
     too: an instance that the job let go of meanwhile has no referrer left.
     A suspect whose holder is not found is not sent (unless its instances
-    had no referrer in Python when they were picked), nor a chain's (its
-    head is rebound every step, `self.total = self.total + loss`: the head
-    listed is not the one held now, and the step's loss, which the chain
-    feeds, is no holder): the chain's head as it is now is looked up and
-    searched in one piece (``_chain_look``). Failing that, the next census
+    had no referrer in Python when they were picked). A chain's head moves
+    on every step: updated in place (`total += loss`), the listed head is
+    the head now and is searched with the rest; rebound (`self.total =
+    self.total + loss`), the head listed is not the one held now (and the
+    step's loss, which the chain feeds, is no holder): the head as it is
+    now is looked up and searched in one piece (``_chain_look``). Failing
+    that, the next census
     runs in one piece and searches them at once (``st.deferred``), whether
     or not they rose again. ``retry``: the search of such a look, whose
     suspects without a holder are left to that census too."""
@@ -1179,11 +1181,20 @@ def _suspects_steps(st, suspects, step, frame_locals=None, sliced=False, retry=F
 
     census = st.census
     if sliced and any(s[0] in CHAIN_KEYS for s in suspects):
-        _chain_look(st, [s for s in suspects if s[0] in CHAIN_KEYS], step)
+        chain = []
         for s in suspects:
             if s[0] in CHAIN_KEYS:
-                s[3]["objects"] = []
-        suspects = [s for s in suspects if s[0] not in CHAIN_KEYS]
+                moved = _moved_in_place(s[3]["objects"], s[3].get("walked_fns") or {})
+                if moved:
+                    s[3]["objects"] = moved  # searched in slices with the rest
+                else:
+                    chain.append(s)
+        if chain:
+            _chain_look(st, chain, step)
+        for s in chain:
+            s[3]["objects"] = []
+        suspects = [s for s in suspects if not any(s is c for c in chain)]
+        chain = None
         if not suspects:
             if st.trace_pending:
                 _start_tracing(st)
@@ -1286,6 +1297,28 @@ def _grad_fns(objs):
             if f is not None:
                 fns.append(f)
     return fns
+
+
+def _moved_in_place(objs, walked):
+    """The tensors of ``objs`` whose first node is no longer the one the
+    census walked (``walked``, by id): heads the job updates in place
+    (`total += loss`), so each is the head now itself."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return []
+    from ._census import _no_torch_function
+
+    moved = []
+    with _no_torch_function(torch):
+        for o in objs:
+            was = walked.get(id(o))
+            try:
+                now = o.grad_fn
+            except Exception:
+                continue
+            if was is not None and now is not None and now is not was:
+                moved.append(o)
+    return moved
 
 
 def _heads_reaching(fns):
