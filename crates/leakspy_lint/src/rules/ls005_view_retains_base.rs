@@ -4,9 +4,9 @@
 //! `frame[::2, ::2]`, `x[0]`), `.narrow(...)`, `.select(...)`, `.diagonal()`, a piece of
 //! `.split()`/`.chunk()`/`.unbind()` (reshaping views such as `.view(...)`, `.T`, `.expand(...)`
 //! on top of those too); a slice returned by a function of this file
-//! (`def first_token(h): return h[:, 0]`); elements got by iterating a tensor or array
-//! (`for row in batch: rows.append(row)`); and `list.extend(tensor)` (also of a slice), which
-//! adds every row as a view.
+//! (`def first_token(h): return h[:, 0]`); elements got by iterating a tensor or array and kept
+//! only some of the time (`for row in batch: if keep(row): rows.append(row)`); and
+//! `list.extend(x[:, 1])`, which adds every row of a slice as a view of the whole.
 //!
 //! ## Why is this bad?
 //! A view shares the storage of its base: as long as the small slice is alive, so is the whole
@@ -48,6 +48,9 @@
 //! `np.array(...)`, `torch.tensor(...)` on the way; views of long-lived bases (`self.buffer[i]`,
 //! a data set bound once before the loop), which are kept alive anyway; reshaping views of a
 //! whole tensor (`x.view(-1)`, `x.T`, `x[:, None, :]`), which keep no more than they show;
+//! every row of a whole tensor or array kept (`rows.extend(out)`, or `for row in out:
+//! rows.append(row)` on every iteration): together the rows are the base, so it holds nothing
+//! they do not show (how long the container keeps them is another matter, not this rule's);
 //! advanced indexing with
 //! index tensors or lists (a copy); per-iteration containers; local lists of a function that does
 //! not run per iteration; graph-carrying values (LS002).
@@ -234,7 +237,11 @@ fn view_of(checker: &Checker, expr: &Expr) -> Option<View> {
     }
     // An element got by iterating a tensor or array: `for row in batch`.
     if let Expr::Name(name) = expr {
-        let (base, array) = iterated_base(checker, name.id.as_str())?;
+        let (base, array, for_) = iterated_base(checker, name.id.as_str())?;
+        // Every row stored, one by one: together they are all of the base, no more.
+        if keeps_every_row(for_, expr) {
+            return None;
+        }
         let base = short(checker, base);
         return Some(View {
             how: format!(
@@ -331,18 +338,12 @@ fn rows_of(checker: &Checker, arg: &Expr) -> Option<View> {
             _ => return None,
         }
     }
-    // `rows.extend(x[:, 1])`: the rows of a view are views of its base.
-    if let Some(view) = view_of(checker, cur) {
-        return Some(View {
-            how: String::new(),
-            ..view
-        });
-    }
-    let (base, array) = fresh_base(checker, cur)?;
+    // `rows.extend(x[:, 1])`: the rows of a view are views of its base. The rows of a whole
+    // tensor (`rows.extend(out)`) are all of it: together they keep no more than they show.
+    let view = view_of(checker, cur)?;
     Some(View {
-        base: short(checker, base),
-        array,
         how: String::new(),
+        ..view
     })
 }
 
@@ -371,7 +372,10 @@ fn fresh_base<'e>(checker: &Checker, base: &'e Expr) -> Option<(&'e Expr, bool)>
 
 /// `name` is the target of an enclosing `for name in <tensor or array>` (or of
 /// `enumerate(...)`/`zip(...)` over one) whose iterable is made per iteration.
-fn iterated_base<'a>(checker: &Checker<'a>, name: &str) -> Option<(&'a Expr, bool)> {
+fn iterated_base<'a>(
+    checker: &Checker<'a>,
+    name: &str,
+) -> Option<(&'a Expr, bool, &'a ruff_python_ast::StmtFor)> {
     let loops = checker.loops();
     for (depth, frame) in loops.iter().enumerate().rev() {
         let Stmt::For(for_) = frame.stmt else {
@@ -423,9 +427,39 @@ fn iterated_base<'a>(checker: &Checker<'a>, name: &str) -> Option<(&'a Expr, boo
             }
             _ => false,
         };
-        return fresh.then_some((elem_iter, array));
+        return fresh.then_some((elem_iter, array, for_));
     }
     None
+}
+
+/// Does the loop store `element` on every iteration: in a statement of its own body (or of a
+/// `with` there), not under a condition, with no `break`, `continue`, `return` or `raise` that
+/// could skip it? Then every row of the base is kept, and the base holds nothing more.
+fn keeps_every_row(for_: &ruff_python_ast::StmtFor, element: &Expr) -> bool {
+    fn stored_in(body: &[Stmt], element: &Expr) -> bool {
+        body.iter().any(|s| match s {
+            Stmt::Expr(_) | Stmt::Assign(_) => s.range().contains_range(element.range()),
+            Stmt::With(w) => stored_in(&w.body, element),
+            _ => false,
+        })
+    }
+    struct Exits(bool);
+    impl<'a> ruff_python_ast::visitor::Visitor<'a> for Exits {
+        fn visit_stmt(&mut self, stmt: &'a Stmt) {
+            match stmt {
+                Stmt::Break(_) | Stmt::Continue(_) | Stmt::Return(_) | Stmt::Raise(_) => {
+                    self.0 = true;
+                }
+                Stmt::FunctionDef(_) | Stmt::ClassDef(_) => {}
+                _ => ruff_python_ast::visitor::walk_stmt(self, stmt),
+            }
+        }
+    }
+    let mut exits = Exits(false);
+    for s in &for_.body {
+        ruff_python_ast::visitor::Visitor::visit_stmt(&mut exits, s);
+    }
+    !exits.0 && stored_in(&for_.body, element)
 }
 
 /// Basic indexing (integers, slices, `None`, `...`) makes a view; index tensors or lists make

@@ -16,7 +16,7 @@ class RewardTracker:
             rows = rewards[keys == key]
             if key not in self.stats:
                 self.stats[key] = deque(maxlen=64)
-            self.stats[key].extend(rows)
+            self.stats[key].extend(rows[:, :2])
 
 
 def train(loader, model, opt):
