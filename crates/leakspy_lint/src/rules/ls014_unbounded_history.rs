@@ -72,7 +72,8 @@
 //!
 //! ## Stays silent on
 //! `deque(maxlen=...)`; lists cleared, truncated (`x = x[-n:]`, `del x[:-n]`) or rebound in any
-//! method (`reset()`, `on_epoch_end()`); a `pop(0)` in the loop that appends or in a
+//! method (`reset()`, `on_epoch_end()`); lists grown only under `if len(self.x) < capacity:` (a
+//! ring buffer that overwrites once full); a `pop(0)` in the loop that appends or in a
 //! `while len(...) > n` loop; local lists; histories of numbers (`loss.item()`, rewards); objects
 //! made afresh in each epoch, evaluation or episode (a callback created per validation keeps one
 //! validation's entries); classes defined elsewhere in the project whose base may clear the list,
@@ -87,7 +88,7 @@
 //! queue one module fills and another consumes).
 
 use crate::semantic::model::FEW_ROUNDS;
-use ruff_python_ast::{Expr, ExprCall, Stmt, StmtClassDef, StmtFunctionDef};
+use ruff_python_ast::{CmpOp, Expr, ExprCall, Stmt, StmtClassDef, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextSize};
 
 use crate::checker::{Checker, Holder};
@@ -99,7 +100,7 @@ use crate::semantic::iteration::{Grain, LoopRole, Training};
 use crate::semantic::lifetime::reset_from_outside;
 use crate::semantic::located::child_blocks;
 use crate::semantic::mutation::Mutation;
-use crate::semantic::names::last_segment;
+use crate::semantic::names::{dotted, last_segment};
 use crate::semantic::scan::keys_in;
 use crate::semantic::value::Kind;
 
@@ -242,7 +243,7 @@ fn check(
     let first = place
         .changes
         .iter()
-        .filter(|c| c.mutation == Mutation::Grow)
+        .filter(|c| c.mutation == Mutation::Grow && !below_a_length(class, name, c))
         .filter_map(|c| site(training, source, class, name, c).map(|s| (c, s)))
         .min_by_key(|(c, _)| c.offset);
     let Some((first, site)) = first else {
@@ -537,6 +538,37 @@ fn method_def<'c>(
     class.body.iter().find_map(|s| match s {
         Stmt::FunctionDef(f) if f.name.as_str() == name && f.range().contains(offset) => Some(f),
         _ => None,
+    })
+}
+
+/// Is the growth made only while the list is shorter than a bound: in the body of an
+/// `if len(self.x) < n:` (or `<=`, or `n > len(self.x)`), as a ring buffer fills before it
+/// overwrites (`else: self.x[self.pos] = item`)? It then keeps at most `n` entries.
+fn below_a_length(class: &StmtClassDef, name: &str, growth: &Change) -> bool {
+    let Some(method) = method_def(class, &growth.function, growth.offset) else {
+        return false;
+    };
+    let is_len = |e: &Expr| {
+        let Expr::Call(call) = e else { return false };
+        matches!(&*call.func, Expr::Name(n) if n.id.as_str() == "len")
+            && call.arguments.args.len() == 1
+            && dotted(&call.arguments.args[0])
+                .is_some_and(|d| d.strip_prefix("self.") == Some(name))
+    };
+    path_at(&method.body, growth.offset).iter().any(|s| {
+        let Stmt::If(i) = s else { return false };
+        let Expr::Compare(c) = &*i.test else {
+            return false;
+        };
+        let ([op], [right]) = (&*c.ops, &*c.comparators) else {
+            return false;
+        };
+        let below = match op {
+            CmpOp::Lt | CmpOp::LtE => is_len(&c.left),
+            CmpOp::Gt | CmpOp::GtE => is_len(right),
+            _ => false,
+        };
+        below && i.body.iter().any(|b| b.range().contains(growth.offset))
     })
 }
 

@@ -82,19 +82,20 @@ impl<'a> BlockFacts<'a> {
             }
         }
         // A key is consumed by backward when it appears in a backpropagated expression, or in
-        // the value of a name that is (two levels are enough for `total = sum(parts)` then
-        // `(total / n).backward()`).
-        for used in backward_exprs {
-            for key in &used {
-                facts.backward_uses.insert(key.clone());
-                if let Some(d) = deps.get(key) {
-                    for k in d {
-                        facts.backward_uses.insert(k.clone());
-                        if let Some(d2) = deps.get(k) {
-                            facts.backward_uses.extend(d2.iter().cloned());
-                        }
-                    }
-                }
+        // the value of a name that is, however many assignments away (`values` kept in a
+        // rollout, then `advantage = returns - values`, `critic_loss = advantage.pow(2)
+        // .mean()`, `loss = actor_loss + critic_loss`, `loss.backward()`).
+        let mut work: Vec<String> = backward_exprs.into_iter().flatten().collect();
+        while let Some(key) = work.pop() {
+            if !facts.backward_uses.insert(key.clone()) {
+                continue;
+            }
+            if let Some(d) = deps.get(&key) {
+                work.extend(
+                    d.iter()
+                        .filter(|k| !facts.backward_uses.contains(*k))
+                        .cloned(),
+                );
             }
         }
         facts
