@@ -295,7 +295,11 @@ fn flows_from(checker: &Checker, expr: &Expr, out: &mut Vec<String>) {
                     flows_from(checker, a, out);
                 }
             } else if let Expr::Attribute(a) = &*call.func {
-                flows_from(checker, &a.value, out);
+                // A number, a shape or a value cut from the graph (`output.numel()`,
+                // `output.element_size()`, `output.detach()`) is not the received tensor.
+                if !crate::semantic::names::tensor_method_cuts(a.attr.as_str()) {
+                    flows_from(checker, &a.value, out);
+                }
             }
         }
         _ => {}

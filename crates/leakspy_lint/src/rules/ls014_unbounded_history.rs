@@ -71,7 +71,8 @@
 //! entries to keep is the author's decision.
 //!
 //! ## Stays silent on
-//! `deque(maxlen=...)`; lists cleared, truncated (`x = x[-n:]`, `del x[:-n]`) or rebound in any
+//! `deque(maxlen=...)` (also when one branch of an initialiser makes it one and another a list
+//! of them); lists set by index (`ids[env_id] = n` overwrites an entry); lists cleared, truncated (`x = x[-n:]`, `del x[:-n]`) or rebound in any
 //! method (`reset()`, `on_epoch_end()`); lists grown only under `if len(self.x) < capacity:` (a
 //! ring buffer that overwrites once full); a `pop(0)` in the loop that appends or in a
 //! `while len(...) > n` loop; local lists; histories of numbers (`loss.item()`, rewards); objects
@@ -120,7 +121,7 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
         {
             return;
         }
-        free_history(checker, &attr.value, call.range());
+        free_history(checker, &attr.value, call.range(), false);
         return;
     };
     let values: Vec<&Expr> = if attr.attr.as_str() == "insert" {
@@ -159,7 +160,7 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
                         && checker.key_changes_per_iteration(&sub.slice)
                         && heavy(checker, &a.value)
                     {
-                        free_history(checker, &sub.value, stmt.range());
+                        free_history(checker, &sub.value, stmt.range(), true);
                     }
                     continue;
                 };
@@ -305,8 +306,14 @@ fn check(
 }
 
 /// A history kept by a module global or a closure cell (a logger's dict, a feature cache): it
-/// grows once per step and nothing in the file clears it.
-fn free_history(checker: &mut Checker, container: &Expr, range: ruff_text_size::TextRange) {
+/// grows once per step and nothing in the file clears it. `by_key`: grown by `c[k] = v`, which
+/// grows a dict but only overwrites an entry of a list.
+fn free_history(
+    checker: &mut Checker,
+    container: &Expr,
+    range: ruff_text_size::TextRange,
+    by_key: bool,
+) {
     if !(checker.facts.uses_torch || checker.facts.imports.has_alias_for("numpy")) {
         return;
     }
@@ -321,10 +328,12 @@ fn free_history(checker: &mut Checker, container: &Expr, range: ruff_text_size::
     };
     let key = &lifetime.key;
     let kind = checker.value(container).kind;
-    if !matches!(
-        kind,
-        Kind::List | Kind::Dict | Kind::Deque { bounded: false }
-    ) {
+    let grows = match kind {
+        Kind::Dict => true,
+        Kind::List | Kind::Deque { bounded: false } => !by_key,
+        _ => false,
+    };
+    if !grows {
         return;
     }
     let reset = match lifetime.holder {

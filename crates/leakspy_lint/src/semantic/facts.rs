@@ -308,8 +308,19 @@ impl ModuleFacts {
                                 for target in &assign.targets {
                                     if let Some(attr) = self_attr(target) {
                                         let place = attrs.entry(attr.to_string()).or_default();
-                                        place.init =
+                                        let kind =
                                             init_kind(&assign.value, &self.imports, &self.classes);
+                                        // One branch of an initialiser making it a
+                                        // `deque(maxlen=...)` and another a list (of such
+                                        // deques): a growth may be the deque's, so the bound
+                                        // stands. (A later method that rebinds it replaces it.)
+                                        let bounded_here = place.is_bounded()
+                                            && place
+                                                .init_offset
+                                                .is_some_and(|o| func.range().contains(o));
+                                        if !bounded_here {
+                                            place.init = kind;
+                                        }
                                         place.init_offset = Some(assign.start());
                                         let (class, elem) = instance_classes(
                                             &assign.value,
