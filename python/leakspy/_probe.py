@@ -1172,10 +1172,10 @@ def _suspects_steps(st, suspects, step, frame_locals=None, sliced=False, retry=F
     self.total + loss`), the head listed is not the one held now (and the
     step's loss, which the chain feeds, is no holder): the head as it is
     now is looked up and searched in one piece (``_chain_look``). Failing
-    that, the next census
-    runs in one piece and searches them at once (``st.deferred``), whether
-    or not they rose again. ``retry``: the search of such a look, whose
-    suspects without a holder are left to that census too."""
+    that, the next census runs in one piece and searches them at once
+    (``st.deferred``), whether or not they rose again. ``retry``: the
+    search of such a look, whose suspects without a holder are left to
+    that census too."""
     from . import _explain
     from ._autograd import ALL_GRAPHS, CHAIN_KEYS
 
@@ -1279,45 +1279,40 @@ def _suspects_steps(st, suspects, step, frame_locals=None, sliced=False, retry=F
         _start_tracing(st)  # (a look's: by the search it is part of)
 
 
-def _grad_fns(objs):
-    """The graphs' first nodes of these tensors. Held, not their ids: torch
-    makes a node's Python object afresh once the last one is gone."""
+def _first_nodes(objs):
+    """Each object of ``objs`` that has a ``grad_fn``, with it (None for a
+    tensor outside a graph), read with torch functions off: a subclass's
+    ``__torch_function__`` must not run inside the probe."""
     torch = sys.modules.get("torch")
     if torch is None:
         return []
     from ._census import _no_torch_function
 
-    fns = []
+    pairs = []
     with _no_torch_function(torch):
         for o in objs:
             try:
-                f = o.grad_fn
+                pairs.append((o, o.grad_fn))
             except Exception:
-                f = None
-            if f is not None:
-                fns.append(f)
-    return fns
+                continue
+    return pairs
+
+
+def _grad_fns(objs):
+    """The graphs' first nodes of these tensors. Held, not their ids: torch
+    makes a node's Python object afresh once the last one is gone."""
+    return [f for _, f in _first_nodes(objs) if f is not None]
 
 
 def _moved_in_place(objs, walked):
     """The tensors of ``objs`` whose first node is no longer the one the
     census walked (``walked``, by id): heads the job updates in place
     (`total += loss`), so each is the head now itself."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return []
-    from ._census import _no_torch_function
-
     moved = []
-    with _no_torch_function(torch):
-        for o in objs:
-            was = walked.get(id(o))
-            try:
-                now = o.grad_fn
-            except Exception:
-                continue
-            if was is not None and now is not None and now is not was:
-                moved.append(o)
+    for o, now in _first_nodes(objs):
+        was = walked.get(id(o))
+        if was is not None and now is not None and now is not was:
+            moved.append(o)
     return moved
 
 
