@@ -784,7 +784,7 @@ impl<'a> SemanticModel<'a> {
         if recv.has_graph() {
             if tensor_method_cuts(method) {
                 let kind = match method {
-                    m if counts(m) => Kind::Plain,
+                    m if super::names::tensor_method_counts(m) => Kind::Plain,
                     "tolist" => Kind::List,
                     "numpy" => Kind::Array,
                     "keys" | "count" | "index" | "__len__" => Kind::Unknown,
@@ -850,7 +850,7 @@ impl<'a> SemanticModel<'a> {
             };
         }
         match method {
-            m if counts(m) => return Value::plain(),
+            m if super::names::tensor_method_counts(m) => return Value::plain(),
             "tolist" => return Value::no_graph(Kind::List),
             "detach" | "detach_" => {
                 return Value {
@@ -1111,26 +1111,6 @@ fn reduces(method: &str, call: &ExprCall) -> bool {
 /// The name of a callable that computes a loss: `loss`, `criterion`, `loss_fn`...
 fn names_a_loss(name: &str) -> bool {
     name == "loss" || super::names::is_conventional_loss_param(name)
-}
-
-/// Tensor methods that return a number, a shape or a flag about the tensor (`x.numel()`,
-/// `x.element_size()`, `x.item()`), whatever the receiver: their result holds no tensor.
-fn counts(method: &str) -> bool {
-    matches!(
-        method,
-        "item"
-            | "size"
-            | "dim"
-            | "ndimension"
-            | "numel"
-            | "nelement"
-            | "element_size"
-            | "stride"
-            | "storage_offset"
-            | "data_ptr"
-            | "get_device"
-            | "is_contiguous"
-    )
 }
 
 /// `torch.device("cuda")`, `torch.Size(...)`, `torch.is_tensor(x)`: what they return is not a

@@ -230,62 +230,71 @@ pub fn torch_function_cuts(func: &str) -> bool {
     )
 }
 
-/// Tensor methods whose result carries no autograd graph (it is cut, or the result is an
-/// integer/bool tensor or a plain Python value).
-pub fn tensor_method_cuts(method: &str) -> bool {
+/// Tensor methods that return a number, a shape or a flag about the tensor (`x.numel()`,
+/// `x.element_size()`, `x.item()`), whatever the receiver: their result holds no tensor.
+pub fn tensor_method_counts(method: &str) -> bool {
     matches!(
         method,
         "item"
-            | "tolist"
-            | "detach"
-            | "detach_"
-            | "numpy"
             | "size"
             | "dim"
             | "ndimension"
             | "numel"
             | "nelement"
             | "element_size"
-            | "argmax"
-            | "argmin"
-            | "argsort"
-            | "nonzero"
-            | "count_nonzero"
-            | "histc"
-            | "multinomial"
-            | "long"
-            | "int"
-            | "bool"
-            | "short"
-            | "byte"
-            | "char"
-            | "eq"
-            | "ne"
-            | "lt"
-            | "le"
-            | "gt"
-            | "ge"
-            | "isnan"
-            | "isinf"
-            | "isfinite"
-            | "equal"
-            | "allclose"
-            | "any"
-            | "all"
-            | "backward"
-            | "register_hook"
             | "stride"
             | "storage_offset"
             | "data_ptr"
-            | "is_contiguous"
             | "get_device"
-            | "type"
-            | "__len__"
-            | "keys"
-            | "count"
-            | "index"
-            | "zero_"
+            | "is_contiguous"
     )
+}
+
+/// Tensor methods whose result carries no autograd graph (it is cut, or the result is an
+/// integer/bool tensor or a plain Python value).
+pub fn tensor_method_cuts(method: &str) -> bool {
+    tensor_method_counts(method)
+        || matches!(
+            method,
+            "tolist"
+                | "detach"
+                | "detach_"
+                | "numpy"
+                | "argmax"
+                | "argmin"
+                | "argsort"
+                | "nonzero"
+                | "count_nonzero"
+                | "histc"
+                | "multinomial"
+                | "long"
+                | "int"
+                | "bool"
+                | "short"
+                | "byte"
+                | "char"
+                | "eq"
+                | "ne"
+                | "lt"
+                | "le"
+                | "gt"
+                | "ge"
+                | "isnan"
+                | "isinf"
+                | "isfinite"
+                | "equal"
+                | "allclose"
+                | "any"
+                | "all"
+                | "backward"
+                | "register_hook"
+                | "type"
+                | "__len__"
+                | "keys"
+                | "count"
+                | "index"
+                | "zero_"
+        )
 }
 
 /// Tensor attributes that carry no graph.
