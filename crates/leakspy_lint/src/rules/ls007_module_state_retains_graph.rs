@@ -50,7 +50,8 @@
 //! A value replaced on every call (`self.last_weights = weights`: it keeps one call's graph, not
 //! one per step); registered buffers (`self.register_buffer(...)`); detached values and values
 //! computed under `torch.no_grad()`; state that another method of the class resets or detaches
-//! (`reset_state()`, `init_states()` called by each `forward`), or that the same method sets
+//! (`reset_state()`, `init_states()` called by each `forward`; a `reset()` inherited from a base
+//! class of the file counts, unless the class overrides it), or that the same method sets
 //! afresh before it carries it (`self.hidden = self.init_hidden()` as its first line, or in
 //! every branch of an `if` before it).
 
@@ -127,10 +128,28 @@ fn store(checker: &mut Checker, target: &Expr, value_expr: &Expr, fixable: bool)
     };
     let current = def.name.as_str();
     // Another method rebinds it (a reset, a detach, `init_states()` run by each forward): the
-    // class manages the state itself.
-    if place.changes.iter().any(|c| {
-        c.mutation == Mutation::Rebind && c.function != "__init__" && c.function != current
-    }) || checker.class_facts().is_some_and(|c| !c.bases_seen)
+    // class manages the state itself. A method it inherits from a base of this file and does
+    // not override is one of its methods too (a spiking neuron's `reset()` in `BaseNode`).
+    let rebinds = |p: &crate::semantic::facts::PlaceFacts, own: bool| {
+        p.changes.iter().any(|c| {
+            c.mutation == Mutation::Rebind
+                && c.function != "__init__"
+                && c.function != current
+                && (own
+                    || checker
+                        .class_facts()
+                        .is_some_and(|k| !k.methods.contains(c.function.as_str())))
+        })
+    };
+    let inherited = checker
+        .class_facts()
+        .into_iter()
+        .flat_map(|c| c.in_file_bases.iter())
+        .filter_map(|b| checker.facts.class(b))
+        .filter_map(|b| b.attrs.get(attr));
+    if rebinds(place, true)
+        || inherited.into_iter().any(|p| rebinds(p, false))
+        || checker.class_facts().is_some_and(|c| !c.bases_seen)
     {
         return;
     }
