@@ -10,8 +10,9 @@
 //! `generate()`) when its code runs with autograd on (a call in this file or another has it on)
 //! and neither backpropagates nor returns anything that carries a graph: nobody can ever use the
 //! graph it builds. The callee is an `nn.Module` the analysis knows (also a parameter every
-//! caller in the project passes a module to), or a callee named like a recurrent layer (`rnn`,
-//! `lstm`, `gru`, `cell`).
+//! caller in the project passes a module to), a callee named like a recurrent layer (`rnn`,
+//! `lstm`, `gru`, `cell`), or a function of the file that feeds the state it is given to a call
+//! and returns a new one carrying a graph it made (`char, h = predict(net, char, h)`).
 //!
 //! ## Why is this bad?
 //! The new `h` is an output of the module, so it carries the autograd graph of this step; fed
@@ -63,7 +64,8 @@
 //! are unknown), set-up code (`__init__` running a model to learn its shapes), a loop that
 //! makes the module it calls (a stack of layers) and a few steps written out (`range(4)`); a
 //! loop over the time axis of its input (`for t in range(inputs.shape[0])`: one forward pass
-//! over a sequence, however its names read).
+//! over a sequence, however its names read); a helper that detaches the state it is given
+//! before its model sees it (`h = tuple(e.data for e in h)`), or hands it back untouched.
 
 use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::Ranged;
@@ -90,7 +92,7 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     };
     let mut outputs = Vec::new();
     target_keys(target, &mut outputs);
-    let Some(carried) = carried_keys(checker, &outputs, call) else {
+    let Some(carried) = carried_keys(checker, target, &outputs, call) else {
         return;
     };
     let callee = short(checker, &call.func);
@@ -384,7 +386,12 @@ fn few_steps(checker: &Checker, iter: &Expr) -> bool {
 /// The keys that are both an input and an output of a module call (`out, h = rnn(x, h)`), or an
 /// input the loop rebuilds from the outputs (`state = (h, c)` after `out, (h, c) = lstm(x,
 /// state)`).
-fn carried_keys(checker: &Checker, outputs: &[String], call: &ExprCall) -> Option<Vec<String>> {
+fn carried_keys(
+    checker: &Checker,
+    target: &Expr,
+    outputs: &[String],
+    call: &ExprCall,
+) -> Option<Vec<String>> {
     if outputs.is_empty() {
         return None;
     }
@@ -415,7 +422,90 @@ fn carried_keys(checker: &Checker, outputs: &[String], call: &ExprCall) -> Optio
         }
     }
     // The syntactic test first: most assignments carry nothing, and the callee's value costs more.
-    (!carried.is_empty() && is_module_call(checker, call)).then_some(carried)
+    (!carried.is_empty()
+        && (is_module_call(checker, call) || helper_links(checker, target, call, &carried)))
+    .then_some(carried)
+}
+
+/// A function of this file that takes the state and returns a new one carrying a graph it
+/// made (`char, h = predict(net, char, h)` where `predict` runs `out, h = net(x, h)` and returns
+/// `h`): the helper is the module call, one level down. A helper that detaches or re-creates the
+/// state it is given (`h = tuple(e.data for e in h)` before its module call) links one step's
+/// graph only, and one that hands the state back, or a graph it only passes through, links
+/// nothing.
+fn helper_links(checker: &Checker, target: &Expr, call: &ExprCall, carried: &[String]) -> bool {
+    let Expr::Name(callee) = &*call.func else {
+        return false;
+    };
+    let Some(summary) = checker.project_summary(&call.func) else {
+        return false;
+    };
+    let Some(def) = checker.suite().iter().find_map(|s| match s {
+        Stmt::FunctionDef(d) if d.name.as_str() == callee.id.as_str() => Some(d),
+        _ => None,
+    }) else {
+        return false;
+    };
+    let slots: Vec<&Expr> = match target {
+        Expr::Tuple(t) => t.elts.iter().collect(),
+        Expr::List(l) => l.elts.iter().collect(),
+        e => vec![e],
+    };
+    let n = slots.len();
+    let params: Vec<&str> = def
+        .parameters
+        .posonlyargs
+        .iter()
+        .chain(def.parameters.args.iter())
+        .map(|p| p.parameter.name.as_str())
+        .collect();
+    carried.iter().all(|key| {
+        let Some(i) = slots.iter().position(|s| is_dotted(s, key)) else {
+            return false;
+        };
+        let out = if n == 1 {
+            summary.clone()
+        } else {
+            summary.part(i, n)
+        };
+        // A graph that stands for a parameter's is the argument handed back.
+        if !out
+            .origin()
+            .is_some_and(|o| o.param.is_none() && o.or_params == 0)
+        {
+            return false;
+        }
+        // The parameter the state is passed as, by position or by keyword.
+        let param = call
+            .arguments
+            .args
+            .iter()
+            .position(|a| is_dotted(a, key))
+            .and_then(|p| params.get(p).copied())
+            .or_else(|| {
+                call.arguments.keywords.iter().find_map(|k| {
+                    (is_dotted(&k.value, key))
+                        .then(|| k.arg.as_ref().map(|a| a.as_str()))
+                        .flatten()
+                })
+            });
+        let Some(param) = param else { return false };
+        // It reaches a call inside, and nothing there detaches or re-creates it.
+        let mut fed = false;
+        visit_block(&def.body, &mut |s| {
+            if let Stmt::Assign(a) = s {
+                if let Expr::Call(c) = &*a.value {
+                    fed |= c
+                        .arguments
+                        .args
+                        .iter()
+                        .chain(c.arguments.keywords.iter().map(|k| &k.value))
+                        .any(|x| is_dotted(x, param));
+                }
+            }
+        });
+        fed && !reset_in(checker, &def.body, param, &[])
+    })
 }
 
 /// A call of an `nn.Module`, or of a callee named like a recurrent layer (`rnn`, `self.lstm`,
@@ -515,14 +605,17 @@ fn reset_in(checker: &Checker, body: &[Stmt], key: &str, outputs: &[String]) -> 
                     target_keys(t, &mut keys);
                 }
                 keys.iter().any(|k| k == key)
-                    && !is_carry(checker, &a.value, key)
+                    && !a
+                        .targets
+                        .iter()
+                        .any(|t| is_carry(checker, t, &a.value, key))
                     && (!repacks(&a.value, outputs) || packs_reset(checker, body, &a.value))
             }
             Stmt::AnnAssign(a) => {
                 is_dotted(&a.target, key)
                     && a.value
                         .as_deref()
-                        .is_some_and(|v| !is_carry(checker, v, key))
+                        .is_some_and(|v| !is_carry(checker, &a.target, v, key))
             }
             Stmt::For(f) => {
                 let mut keys = Vec::new();
@@ -545,11 +638,11 @@ fn reset_in(checker: &Checker, body: &[Stmt], key: &str, outputs: &[String]) -> 
 }
 
 /// `h = rnn(x, h)` (and tuple forms): the assignment that carries the state.
-fn is_carry(checker: &Checker, value: &Expr, key: &str) -> bool {
+fn is_carry(checker: &Checker, target: &Expr, value: &Expr, key: &str) -> bool {
     let Expr::Call(call) = value else {
         return false;
     };
-    if !is_module_call(checker, call) {
+    if !is_module_call(checker, call) && !helper_links(checker, target, call, &[key.to_string()]) {
         return false;
     }
     let mut inputs = Vec::new();

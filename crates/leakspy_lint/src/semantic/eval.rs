@@ -351,6 +351,24 @@ impl<'a> SemanticModel<'a> {
         q
     }
 
+    /// What a function of the project returns as its summary says, before any caller's
+    /// arguments stand in for its parameters: a function of this file, or of another file whose
+    /// summary the index gave. `None` for a library's function, whose body the analysis has not
+    /// read.
+    pub fn project_summary(&self, func: &Expr) -> Option<&Value> {
+        if let Expr::Name(n) = func {
+            if self.facts.functions.contains(n.id.as_str()) {
+                return self.summaries.get(n.id.as_str());
+            }
+        }
+        let q = self.qualified_function(func)?;
+        if q.contains('.') {
+            self.summaries.get(&*q)
+        } else {
+            None
+        }
+    }
+
     fn qualify_uncached(&self, func: &Expr) -> Option<String> {
         let mut head = func;
         while let Expr::Attribute(a) = head {
