@@ -6,11 +6,16 @@
 //!   statistic's previous value, also as one branch of a conditional that starts it
 //!   (`ema = loss if ema is None else 0.98 * ema + 0.02 * loss`);
 //! - `self.M2 += delta * delta2`, `self.running_var += ...` on statistics;
-//! - in-place updates such as `running_mean.mul_(m).add_(x.mean(0), alpha=1 - m)` or
-//!   `ema.lerp_(x, w)`, and writes into the statistic's storage (`self.var[:] = ...`);
+//! - in-place updates such as `running_mean.mul_(m).add_(x.mean(0), alpha=1 - m)`,
+//!   `ema.lerp_(x, w)` or `ema.copy_(ema * d + x * (1 - d))` (a `copy_` of a value made from
+//!   the statistic itself: one that replaces it links a single step), and writes into the
+//!   statistic's storage (`self.var[:] = ...`);
 //! - averages of the weights kept on the object (`self.shadow[name]`, or each entry of
-//!   `self.averaged` in a loop over `zip(self.averaged, model.parameters())`) updated in place
-//!   from a module's parameters with autograd on: a parameter requires grad, so the update is
+//!   `self.averaged` in a loop over `zip(self.averaged, model.parameters())`) updated in place,
+//!   or written back into their entry (`self.shadow[n] = d * self.shadow[n] + (1 - d) * p`),
+//!   and the parameters of a copy of the model (`for ema_p, p in zip(ema_model.parameters(),
+//!   model.parameters()): ema_p.mul_(d).add_(p, alpha=1 - d)`), from a module's parameters
+//!   with autograd on: a parameter requires grad, so the update is
 //!   recorded. The parameters are seen as `model.parameters()`, `model.named_parameters()`, a
 //!   list of them kept on the object, or a parameter that every caller (in any file of the
 //!   project) passes `model.parameters()` to;
@@ -127,6 +132,7 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
         || matches!(form, Form::Weighted | Form::InPlace)
             && (self_attr(target).is_some()
                 || state_element(checker, target, stmt).is_some()
+                || form == Form::InPlace && parameter_owner(checker, target, stmt).is_some()
                 || checker.facts.globals.contains_key(&key));
     if inputs.is_empty() && maybe_stat {
         // The statistic is computed from a parameter: graph-carrying when a call in this file
@@ -225,6 +231,23 @@ fn state_element(checker: &Checker, target: &Expr, stmt: &Stmt) -> Option<String
     }
 }
 
+/// The module whose parameter `target` is, when a loop binds it from that module's
+/// `parameters()` or `named_parameters()` (`for ema_p, p in zip(ema.parameters(), ...)`): a
+/// copy of a model kept for its average. Updated in place from another module's parameters
+/// with autograd on, it joins their graph, and the module keeps it for as long as it lives.
+fn parameter_owner<'c>(checker: &'c Checker, target: &Expr, stmt: &Stmt) -> Option<&'c Expr> {
+    let Expr::Name(n) = target else { return None };
+    let (iter, second) = loop_source(checker, n.id.as_str(), stmt.start())?;
+    if !yields_parameters(checker, iter, second) {
+        return None;
+    }
+    let Expr::Call(c) = iter else { return None };
+    let Expr::Attribute(a) = &*c.func else {
+        return None;
+    };
+    Some(&a.value)
+}
+
 /// An operand that is a parameter of a module, bound by a loop over its `parameters()` (or
 /// `named_parameters()`, also through `zip`).
 fn module_parameter<'e>(
@@ -282,16 +305,17 @@ fn update<'s>(
                 Expr::Subscript(sub) if is_whole_slice(&sub.slice) => &*sub.value,
                 t => t,
             };
-            let key = dotted(target)?;
+            let key = state_key(checker, target)?;
+            let is_key = |e: &Expr| is_dotted(e, &key) || entry_text(checker, e) == Some(&*key);
             let mut leaves = Vec::new();
             arith_leaves(&assign.value, &mut leaves);
-            if !leaves.iter().any(|l| is_dotted(l, &key)) {
+            if !leaves.iter().any(|l| is_key(l)) {
                 return None;
             }
             // A conditional value is one branch or the other: a chain needs a branch made from
             // the previous value and something else. `loss if loss < self.best else self.best`
             // keeps one graph at a time, never a chain.
-            if assign.value.is_if_expr() && !combines(&assign.value, &key) {
+            if assign.value.is_if_expr() && !combines(&assign.value, &is_key) {
                 return None;
             }
             // `acc = acc + x` is LS001's when that rule reports it.
@@ -307,12 +331,12 @@ fn update<'s>(
                     return None;
                 }
             }
-            let form = if scaled(&assign.value, &key) {
+            let form = if scaled(&assign.value, &is_key) {
                 Form::Weighted
             } else {
                 Form::Other
             };
-            leaves.retain(|l| !is_dotted(l, &key));
+            leaves.retain(|l| !is_key(l));
             Some((target, key, leaves, form))
         }
         Stmt::AugAssign(aug) => {
@@ -336,11 +360,13 @@ fn update<'s>(
             let mut leaves = Vec::new();
             let mut cur = &*e.value;
             let mut in_place = false;
+            let mut copies = false;
             while let Expr::Call(call) = cur {
                 let Expr::Attribute(attr) = &*call.func else {
                     return None;
                 };
-                if !IN_PLACE.contains(&attr.attr.as_str()) {
+                copies |= attr.attr.as_str() == "copy_";
+                if !IN_PLACE.contains(&attr.attr.as_str()) && attr.attr.as_str() != "copy_" {
                     return None;
                 }
                 in_place = true;
@@ -364,6 +390,15 @@ fn update<'s>(
                 }
                 _ => dotted(cur)?,
             };
+            if copies {
+                // `ema.copy_(ema * d + p * (1 - d))` is an update made from the statistic's
+                // previous value; `stat.copy_(x)` replaces it, and links one step's graph only.
+                let is_key = |e: &Expr| is_dotted(e, &key) || entry_text(checker, e) == Some(&*key);
+                if !leaves.iter().any(|l| is_key(l)) {
+                    return None;
+                }
+                leaves.retain(|l| !is_key(l));
+            }
             Some((cur, key, leaves, Form::InPlace))
         }
         _ => None,
@@ -371,14 +406,28 @@ fn update<'s>(
 }
 
 /// Is some branch of `expr` computed from `key` and something else (`0.98 * ema + 0.02 * x`)?
-fn combines(expr: &Expr, key: &str) -> bool {
+fn combines(expr: &Expr, is_key: &dyn Fn(&Expr) -> bool) -> bool {
     match expr {
-        Expr::If(i) => combines(&i.body, key) || combines(&i.orelse, key),
+        Expr::If(i) => combines(&i.body, is_key) || combines(&i.orelse, is_key),
         e => {
             let mut leaves = Vec::new();
             arith_leaves(e, &mut leaves);
-            leaves.len() > 1 && leaves.iter().any(|l| is_dotted(l, key))
+            leaves.len() > 1 && leaves.iter().any(|l| is_key(l))
         }
+    }
+}
+
+/// The key of a statistic's target: a name or attribute chain, or an entry of a container on
+/// the object (`self.shadow[name]`, by its text).
+fn state_key(checker: &Checker, target: &Expr) -> Option<String> {
+    dotted(target).or_else(|| entry_text(checker, target).map(str::to_string))
+}
+
+/// The text of an entry of a container on the object (`self.shadow[name]`).
+fn entry_text<'c>(checker: &'c Checker, e: &Expr) -> Option<&'c str> {
+    match e {
+        Expr::Subscript(sub) if self_attr(&sub.value).is_some() => Some(checker.text(e.range())),
+        _ => None,
     }
 }
 
@@ -433,8 +482,21 @@ fn report(
         return;
     }
     let element = state_element(checker, target, stmt);
+    let owner = if element.is_none() && form == Form::InPlace {
+        parameter_owner(checker, target, stmt).and_then(dotted)
+    } else {
+        None
+    };
     let (holder, until_text) = match self_attr(target).map(str::to_string).or(element.clone()) {
         Some(attr) => (Holder::Attribute, attr_until(checker, &attr, key, stmt)),
+        None if owner.is_some() => {
+            let owner = owner.as_deref().unwrap_or_default();
+            let until = match owner.strip_prefix("self.").filter(|a| !a.contains('.')) {
+                Some(attr) => attr_until(checker, attr, key, stmt),
+                None => format!("for as long as `{owner}` lives"),
+            };
+            (Holder::Attribute, until)
+        }
         None => match checker.lifetime(target) {
             Some(l) => (l.holder, until(checker, &l)),
             None => match loop_carried(checker, target, key) {
@@ -452,8 +514,9 @@ fn report(
         return;
     }
     // A loop's element of a container on the object is named with its container.
-    let named = match (&element, target) {
-        (Some(attr), Expr::Name(_)) => format!("`{key}` (an entry of `self.{attr}`)"),
+    let named = match (&element, &owner, target) {
+        (Some(attr), _, Expr::Name(_)) => format!("`{key}` (an entry of `self.{attr}`)"),
+        (None, Some(owner), _) => format!("`{key}` (a parameter of `{owner}`)"),
         _ => format!("`{key}`"),
     };
     let carries = match via {
@@ -491,8 +554,9 @@ fn report(
         // The statistic named by itself (a local, a global, `self.<attr>`; not an entry of a
         // container) whose every other use is logging or arithmetic on numbers is such a one
         // too: `running.add_(loss)` printed as `running.item()`, as LS001 reads `running +=`.
-        let named =
-            matches!(target, Expr::Name(_)) && element.is_none() || self_attr(target).is_some();
+        // A module's parameter is read by its module's forward, whose uses are not these.
+        let named = matches!(target, Expr::Name(_)) && element.is_none() && owner.is_none()
+            || self_attr(target).is_some();
         let unused = match (
             self_attr(target).map(str::to_string).or(element),
             checker.class(),
@@ -564,16 +628,16 @@ fn loop_carried(checker: &Checker, target: &Expr, key: &str) -> Option<String> {
 }
 
 /// Is `key` multiplied or divided by something in the update (`s * m`, `m * s`, `s / 2`)?
-fn scaled(expr: &Expr, key: &str) -> bool {
+fn scaled(expr: &Expr, is_key: &dyn Fn(&Expr) -> bool) -> bool {
     match expr {
         Expr::BinOp(b) => {
             (matches!(b.op, Operator::Mult | Operator::Div)
-                && (is_dotted(&b.left, key) || is_dotted(&b.right, key)))
-                || scaled(&b.left, key)
-                || scaled(&b.right, key)
+                && (is_key(&b.left) || is_key(&b.right)))
+                || scaled(&b.left, is_key)
+                || scaled(&b.right, is_key)
         }
-        Expr::UnaryOp(u) => scaled(&u.operand, key),
-        Expr::If(i) => scaled(&i.body, key) || scaled(&i.orelse, key),
+        Expr::UnaryOp(u) => scaled(&u.operand, is_key),
+        Expr::If(i) => scaled(&i.body, is_key) || scaled(&i.orelse, is_key),
         _ => false,
     }
 }
