@@ -172,6 +172,10 @@ pub(crate) fn until(checker: &Checker, lifetime: &Lifetime) -> String {
             checker.line(*offset)
         ),
         Until::Closure => "for as long as the closure lives".to_string(),
+        Until::Periodic { offset } => format!(
+            "until the reset at line {}, which runs only every so many steps",
+            checker.line(*offset)
+        ),
     }
 }
 

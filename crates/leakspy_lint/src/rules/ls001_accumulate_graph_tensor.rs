@@ -4,7 +4,8 @@
 //! file of the project, that does it to its parameter, `accumulate(total, loss)`),
 //! `stats[k] += loss`, `self.total += loss`, where the total outlives the iteration (bound before the loop, an attribute or a global) and the statement runs once per
 //! training iteration (in a loop that trains or goes through data, or in a function that runs
-//! once per step).
+//! once per step). A total reset only when a logging window ends (`if step % 100 == 0: total =
+//! 0`) keeps the window's graphs until then, as one reset every epoch keeps the epoch's.
 //!
 //! ## Why is this bad?
 //! Adding a tensor that carries an autograd graph builds a new graph node that points at both

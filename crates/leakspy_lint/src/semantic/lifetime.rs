@@ -59,6 +59,10 @@ pub enum Until {
     OuterLoop {
         offset: TextSize,
     },
+    /// Reset in the iteration, but only under a periodic condition (at `offset`).
+    Periodic {
+        offset: TextSize,
+    },
     Closure,
 }
 
@@ -84,6 +88,13 @@ impl SemanticModel<'_> {
     /// the iteration (rebound in it, a local of a per-step call, a local of the training loop's
     /// body).
     pub fn lifetime(&self, expr: &Expr) -> Option<Lifetime> {
+        self.lifetime_in(expr, false)
+    }
+
+    /// `lifetime`, where `periodic_ok` also takes a container that the iteration resets only
+    /// under a periodic condition (`if step % 100 == 0: total = 0`): it is kept until that
+    /// reset, across as many iterations as the period.
+    fn lifetime_in(&self, expr: &Expr, periodic_ok: bool) -> Option<Lifetime> {
         let expr = match expr {
             Expr::Subscript(s) => &*s.value,
             e => e,
@@ -95,8 +106,12 @@ impl SemanticModel<'_> {
             self.iteration_facts(it).rebinds(k)
                 || scope.loops.last().is_some_and(|l| l.facts.rebinds(k))
         };
+        let mut periodic = None;
         if rebinds(&key) {
-            return None;
+            if !periodic_ok {
+                return None;
+            }
+            periodic = Some(self.reset_only_periodically(it, &key)?);
         }
         let across = match it {
             Iteration::Loop { depth, grain } => Across::Loop {
@@ -114,7 +129,7 @@ impl SemanticModel<'_> {
             Some(Lifetime {
                 key: key.clone(),
                 holder,
-                until,
+                until: periodic.map_or(until, |offset| Until::Periodic { offset }),
                 across: across.clone(),
             })
         };
@@ -152,7 +167,7 @@ impl SemanticModel<'_> {
             // binds afresh (a list per epoch) lives until that loop rebinds it.
             if let (Some(&bound), Iteration::Loop { depth, .. }) = (scope.bound_depth.get(&key), it)
             {
-                if bound > depth {
+                if bound > depth && periodic.is_none() {
                     return None;
                 }
                 if let Some(outer) = scope.loops[..depth]
@@ -179,7 +194,7 @@ impl SemanticModel<'_> {
                 // A local of a call that runs per iteration dies when it returns.
                 return None;
             };
-            if bound > depth {
+            if bound > depth && periodic.is_none() {
                 return None;
             }
             let until = match scope.loops[..depth]
@@ -289,7 +304,7 @@ impl SemanticModel<'_> {
     /// an attribute: a REINFORCE agent's `log_probs`). A loop that only sums or collects losses
     /// (a loss built from parts, outputs gathered for the caller) does not train per iteration.
     pub fn keeps_graphs(&self, container: &Expr) -> Option<Lifetime> {
-        let lifetime = self.lifetime(container)?;
+        let mut lifetime = self.lifetime_in(container, true)?;
         let it = self.iteration()?;
         if let Iteration::Loop { depth, .. } = it {
             if !self.scope().loops[depth].trains {
@@ -297,9 +312,16 @@ impl SemanticModel<'_> {
             }
         }
         let key = &lifetime.key;
-        if self.reset_in_iteration(key) || self.consumed_by_backward(key) {
+        if self.consumed_by_backward(key) {
             return None;
         }
+        // Graphs kept until a reset that runs every so many steps (a logging window) are kept
+        // across that many iterations, as a total reset every epoch is.
+        if self.reset_in_iteration(key) {
+            let offset = self.reset_only_periodically(it, key)?;
+            lifetime.until = Until::Periodic { offset };
+        }
+        let key = &lifetime.key;
         // A local made afresh by each round of an outer loop, or by each call of a function
         // that runs again and again (a PPO update), and filled by loops that run a count
         // written in the source keeps as many graphs as the author chose, and lets them go with
@@ -321,6 +343,29 @@ impl SemanticModel<'_> {
             Holder::Attribute if self.backpropagated_in_class(key) => None,
             _ => Some(lifetime),
         }
+    }
+
+    /// Where the block one iteration runs resets `key`, when every reset there runs only under
+    /// a periodic condition of that block (`if step % log_every == 0: total = 0`, or
+    /// `losses.clear()`): the first one's offset.
+    fn reset_only_periodically(&self, it: Iteration, key: &str) -> Option<TextSize> {
+        let body: &[Stmt] = match self.iteration_loop(it) {
+            Some(l) => match l.stmt {
+                Stmt::For(f) => &f.body,
+                Stmt::While(w) => &w.body,
+                _ => return None,
+            },
+            None => match self.scope().kind {
+                ScopeKind::Function { def, .. } => &def.body,
+                ScopeKind::Module => return None,
+            },
+        };
+        let mut resets = Resets::default();
+        resets.scan(body, key, false);
+        if resets.always {
+            return None;
+        }
+        resets.periodic
     }
 
     /// Does the current function return or yield what `key` names?
@@ -793,4 +838,82 @@ fn escapes(body: &[Stmt], name: &str) -> bool {
         walk_stmt(&mut uses, s);
     }
     uses.escaped
+}
+
+/// The resets of one key in a block, split by whether a periodic condition guards them.
+#[derive(Default)]
+struct Resets {
+    /// The first reset under a periodic condition.
+    periodic: Option<TextSize>,
+    /// A reset that runs on other iterations too (or one this scan cannot place).
+    always: bool,
+}
+
+impl Resets {
+    fn scan(&mut self, body: &[Stmt], key: &str, under: bool) {
+        for s in body {
+            match s {
+                Stmt::If(i) => {
+                    self.scan(
+                        &i.body,
+                        key,
+                        under || super::iteration::is_periodic(&i.test),
+                    );
+                    for clause in &i.elif_else_clauses {
+                        self.scan(&clause.body, key, under);
+                    }
+                }
+                Stmt::For(f) => {
+                    self.scan(&f.body, key, under);
+                    self.scan(&f.orelse, key, under);
+                }
+                Stmt::While(w) => {
+                    self.scan(&w.body, key, under);
+                    self.scan(&w.orelse, key, under);
+                }
+                Stmt::With(w) => self.scan(&w.body, key, under),
+                Stmt::Try(t) => {
+                    self.scan(&t.body, key, under);
+                    for h in &t.handlers {
+                        let ruff_python_ast::ExceptHandler::ExceptHandler(h) = h;
+                        self.scan(&h.body, key, under);
+                    }
+                    self.scan(&t.orelse, key, under);
+                    self.scan(&t.finalbody, key, under);
+                }
+                Stmt::FunctionDef(_) | Stmt::ClassDef(_) => {}
+                s if resets_key(s, key) => {
+                    if under {
+                        self.periodic
+                            .get_or_insert(ruff_text_size::Ranged::start(s));
+                    } else {
+                        self.always = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Does the statement rebind `key` to something not made from it, delete it, or empty it
+/// (`key.clear()`, `del key[:]`)?
+fn resets_key(stmt: &Stmt, key: &str) -> bool {
+    let binds = |t: &Expr| match t {
+        Expr::Tuple(t) => t.elts.iter().any(|e| dotted(e).as_deref() == Some(key)),
+        e => dotted(e).as_deref() == Some(key),
+    };
+    let fresh = |v: &Expr| !keys_in(v).iter().any(|k| k == key);
+    match stmt {
+        Stmt::Assign(a) => a.targets.iter().any(binds) && fresh(&a.value),
+        Stmt::AnnAssign(a) => binds(&a.target) && a.value.as_deref().is_some_and(fresh),
+        Stmt::Delete(d) => d.targets.iter().any(|t| match t {
+            Expr::Subscript(s) => dotted(&s.value).as_deref() == Some(key),
+            e => dotted(e).as_deref() == Some(key),
+        }),
+        Stmt::Expr(e) => matches!(&*e.value, Expr::Call(c)
+            if matches!(&*c.func, Expr::Attribute(a)
+                if a.attr.as_str() == "clear" && dotted(&a.value).as_deref() == Some(key))),
+        _ => false,
+    }
 }
