@@ -48,7 +48,9 @@
 //! `torch.no_grad()`; code that does not run once per training iteration (a loop over layers,
 //! heads or time steps of one forward pass, whose graph dies with the step; set-up code; code
 //! that runs once, as under `if step == 0:` or `if self.x is None:`, or only with a debugging
-//! option on).
+//! option on); a module's own state that its output is computed from and another method of the
+//! class resets (a spiking neuron's `self.v += dv` before `return self.spiking()`, cleared by
+//! `reset()` between samples: the computation backpropagated through time, not a log).
 
 use ruff_python_ast::{Expr, Operator, Stmt};
 use ruff_text_size::Ranged;
@@ -136,6 +138,9 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     {
         return;
     }
+    if module_state(checker, target) {
+        return;
+    }
     let Some(lifetime) = checker.keeps_graphs(target) else {
         return;
     };
@@ -207,4 +212,51 @@ fn in_place_helper(
     })?;
     let (i, j, at) = crate::semantic::scan::in_place_add(def)?;
     Some((i, j, format!("line {}", checker.line(at))))
+}
+
+/// `self.v += dv` in a module's method whose output is computed from `self.v` (directly, or
+/// through a method of the class that reads it: `return self.spiking()`), when another method
+/// of the class resets it: the module's own state over the steps of one forward pass (a
+/// spiking neuron's membrane potential, reset between samples), part of the computation that
+/// is backpropagated, not a total kept on the side.
+fn module_state(checker: &Checker, target: &Expr) -> bool {
+    let Some(attr) = crate::semantic::facts::self_attr(target) else {
+        return false;
+    };
+    let (Some(def), Some(class)) = (checker.function(), checker.class()) else {
+        return false;
+    };
+    if !checker.in_module_class() || !checker.class_rebinds_attr(attr, def.name.as_str()) {
+        return false;
+    }
+    let key = format!("self.{attr}");
+    let read = crate::semantic::scan::returned_keys(&def.body);
+    if read.contains(&key) {
+        return true;
+    }
+    // A method of the class, or of a base of this file, that the output calls and that reads
+    // the state.
+    let bases: Vec<&ruff_python_ast::StmtClassDef> = checker
+        .class_facts()
+        .into_iter()
+        .flat_map(|c| c.in_file_bases.iter())
+        .filter_map(|b| {
+            checker.semantic().suite().iter().find_map(|s| match s {
+                Stmt::ClassDef(c) if c.name.as_str() == b => Some(c),
+                _ => None,
+            })
+        })
+        .collect();
+    read.iter()
+        .filter_map(|k| k.strip_prefix("self."))
+        .any(|m| {
+            std::iter::once(class)
+                .chain(bases.iter().copied())
+                .any(|c| {
+                    c.body.iter().any(|s| {
+                        matches!(s, Stmt::FunctionDef(f) if f.name.as_str() == m
+                    && crate::semantic::scan::mentions_key(&f.body, &key))
+                    })
+                })
+        })
 }

@@ -64,7 +64,6 @@ use crate::diagnostic::{Diagnostic, Fix};
 use crate::registry::Rule;
 use crate::rules::helpers::{append_call, detached_text, origin_phrase, short};
 use crate::semantic::facts::self_attr;
-use crate::semantic::mutation::Mutation;
 use crate::semantic::scan::keys_in;
 
 pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
@@ -123,32 +122,13 @@ fn store(checker: &mut Checker, target: &Expr, value_expr: &Expr, fixable: bool)
     if !value.has_graph() || is_registered_buffer(class, attr) {
         return;
     }
-    let Some(place) = checker.attr_facts(attr) else {
+    if checker.attr_facts(attr).is_none() {
         return;
-    };
+    }
     let current = def.name.as_str();
     // Another method rebinds it (a reset, a detach, `init_states()` run by each forward): the
-    // class manages the state itself. A method it inherits from a base of this file and does
-    // not override is one of its methods too (a spiking neuron's `reset()` in `BaseNode`).
-    let rebinds = |p: &crate::semantic::facts::PlaceFacts, own: bool| {
-        p.changes.iter().any(|c| {
-            c.mutation == Mutation::Rebind
-                && c.function != "__init__"
-                && c.function != current
-                && (own
-                    || checker
-                        .class_facts()
-                        .is_some_and(|k| !k.methods.contains(c.function.as_str())))
-        })
-    };
-    let inherited = checker
-        .class_facts()
-        .into_iter()
-        .flat_map(|c| c.in_file_bases.iter())
-        .filter_map(|b| checker.facts.class(b))
-        .filter_map(|b| b.attrs.get(attr));
-    if rebinds(place, true)
-        || inherited.into_iter().any(|p| rebinds(p, false))
+    // class manages the state itself.
+    if checker.class_rebinds_attr(attr, current)
         || checker.class_facts().is_some_and(|c| !c.bases_seen)
     {
         return;

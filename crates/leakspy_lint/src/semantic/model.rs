@@ -442,6 +442,31 @@ impl<'a> SemanticModel<'a> {
         }
     }
 
+    /// Does a method of the current class other than `current` (and `__init__`) rebind
+    /// `self.<attr>`: a reset, a detach, `init_states()` run by each forward? A method the class
+    /// inherits from a base of this file and does not override is one of its methods too (a
+    /// spiking neuron's `reset()` in `BaseNode`).
+    pub fn class_rebinds_attr(&self, attr: &str, current: &str) -> bool {
+        let Some(class) = self.class_facts() else {
+            return false;
+        };
+        let rebinds = |p: &PlaceFacts, own: bool| {
+            p.changes.iter().any(|c| {
+                c.mutation == super::mutation::Mutation::Rebind
+                    && c.function != "__init__"
+                    && c.function != current
+                    && (own || !class.methods.contains(c.function.as_str()))
+            })
+        };
+        class.attrs.get(attr).is_some_and(|p| rebinds(p, true))
+            || class
+                .in_file_bases
+                .iter()
+                .filter_map(|b| self.facts.class(b))
+                .filter_map(|b| b.attrs.get(attr))
+                .any(|p| rebinds(p, false))
+    }
+
     pub fn in_module_class(&self) -> bool {
         self.class_facts().is_some_and(|c| c.is_module)
     }

@@ -2,7 +2,7 @@
 //! `.append` can ask what happens later in the same iteration: is the container cleared,
 //! rebound, or consumed by `.backward()`?
 
-use ruff_python_ast::visitor::{walk_expr, Visitor};
+use ruff_python_ast::visitor::{walk_expr, walk_stmt, Visitor};
 use ruff_python_ast::{Expr, Stmt};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -162,8 +162,6 @@ pub fn visit_block<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
     let _ = visit_body;
 }
 
-/// Every name and dotted attribute chain mentioned in an expression (`self.parts` yields both
-/// `self` and `self.parts`).
 /// `losses[-1]`, `history[0]`: one entry of a container, by a constant position.
 fn one_entry(expr: &Expr) -> bool {
     let Expr::Subscript(s) = expr else {
@@ -176,6 +174,8 @@ fn one_entry(expr: &Expr) -> bool {
     }
 }
 
+/// Every name and dotted attribute chain mentioned in an expression (`self.parts` yields both
+/// `self` and `self.parts`).
 pub fn keys_in(expr: &Expr) -> FxHashSet<String> {
     struct K {
         keys: FxHashSet<String>,
@@ -448,4 +448,68 @@ pub fn in_place_add(
         }
     });
     found
+}
+
+/// The keys a function's return values are computed from: those its `return`s mention, and
+/// those the assignments of its body bind them from, however many assignments away.
+pub fn returned_keys(body: &[Stmt]) -> FxHashSet<String> {
+    let mut deps: FxHashMap<String, FxHashSet<String>> = FxHashMap::default();
+    let mut work: Vec<String> = Vec::new();
+    visit_block(body, &mut |s| match s {
+        Stmt::Return(r) => {
+            if let Some(v) = &r.value {
+                work.extend(keys_in(v));
+            }
+        }
+        Stmt::Assign(a) => {
+            let used = keys_in(&a.value);
+            for t in &a.targets {
+                if let Some(d) = dotted(t) {
+                    deps.entry(d).or_default().extend(used.iter().cloned());
+                }
+            }
+        }
+        Stmt::AugAssign(a) => {
+            if let Some(d) = dotted(&a.target) {
+                deps.entry(d).or_default().extend(keys_in(&a.value));
+            }
+        }
+        _ => {}
+    });
+    let mut read = FxHashSet::default();
+    while let Some(k) = work.pop() {
+        if !read.insert(k.clone()) {
+            continue;
+        }
+        if let Some(d) = deps.get(&k) {
+            work.extend(d.iter().filter(|x| !read.contains(*x)).cloned());
+        }
+    }
+    read
+}
+
+/// Does any statement of the block (nested definitions aside) mention `key`?
+pub fn mentions_key(body: &[Stmt], key: &str) -> bool {
+    struct M<'k> {
+        key: &'k str,
+        found: bool,
+    }
+    impl<'a> Visitor<'a> for M<'_> {
+        fn visit_stmt(&mut self, stmt: &'a Stmt) {
+            if !matches!(stmt, Stmt::FunctionDef(_) | Stmt::ClassDef(_)) {
+                walk_stmt(self, stmt);
+            }
+        }
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if dotted(expr).as_deref() == Some(self.key) {
+                self.found = true;
+            }
+            walk_expr(self, expr);
+        }
+    }
+    let mut m = M { key, found: false };
+    for s in body {
+        m.visit_stmt(s);
+    }
+    m.found
 }
