@@ -79,7 +79,10 @@
 //! made afresh in each epoch, evaluation or episode (a callback created per validation keeps one
 //! validation's entries); classes defined elsewhere in the project whose base may clear the list,
 //! and public attributes of classes this file never instantiates (their users may clear them);
-//! histories that grow once per epoch, generation or episode; objects that are all scratch (each
+//! histories that grow once per epoch, generation or episode; a history object that another
+//! class fills through its methods and hands back from the method that fills it (`return
+//! self.losshistory` at the end of `train()`: the result its caller asked for, as Keras returns
+//! `History`); objects that are all scratch (each
 //! made as a local of a function that neither trains nor runs a training loop, used there only
 //! through its methods, never handed out by them); histories grown by loops that run
 //! a count written in the source, at most 1,000 times in all (`for r in range(N_ROUNDS + 1)`
@@ -230,6 +233,10 @@ fn check(
     if checker.only_scratch_objects(class.name.as_str()) {
         return;
     }
+    // The history is what training hands back to its caller (a loss curve), kept on purpose.
+    if returned_by_filler(checker, class.name.as_str()) {
+        return;
+    }
     let kind_ok = if dict {
         place.init == Kind::Dict
     } else {
@@ -303,6 +310,73 @@ fn check(
         ),
     };
     checker.report(Diagnostic::new(Rule::LS014, message, range));
+}
+
+/// Does another class of the file keep an object of `class`, fill it through its own methods
+/// and hand it back from the method that does (`Model.train()` runs the loop whose `_test()`
+/// calls `self.losshistory.append(...)`, then `return self.losshistory, self.train_state`)?
+/// Then the history is the result the caller asked for, as Keras returns its `History`.
+fn returned_by_filler(checker: &Checker, class: &str) -> bool {
+    checker.semantic().suite().iter().any(|s| {
+        let Stmt::ClassDef(k) = s else { return false };
+        let Some(facts) = checker.facts.class(k.name.as_str()) else {
+            return false;
+        };
+        let held: Vec<String> = facts
+            .attrs
+            .iter()
+            .filter(|(_, p)| p.class.as_deref() == Some(class))
+            .map(|(n, _)| format!("self.{n}"))
+            .collect();
+        if held.is_empty() {
+            return false;
+        }
+        let methods: Vec<&ruff_python_ast::StmtFunctionDef> = k
+            .body
+            .iter()
+            .filter_map(|item| match item {
+                Stmt::FunctionDef(f) => Some(f),
+                _ => None,
+            })
+            .collect();
+        methods.iter().any(|m| {
+            let returned = crate::semantic::scan::returned_keys(&m.body);
+            held.iter()
+                .any(|h| returned.contains(h) && fills(&methods, m, h))
+        })
+    })
+}
+
+/// Does `start`, or a method of its class it calls (however deep), call a method of `held`
+/// (`self.losshistory.append(...)`)?
+fn fills(
+    methods: &[&ruff_python_ast::StmtFunctionDef],
+    start: &ruff_python_ast::StmtFunctionDef,
+    held: &str,
+) -> bool {
+    let mut seen: Vec<&str> = vec![start.name.as_str()];
+    let mut work = vec![start];
+    while let Some(m) = work.pop() {
+        let keys = crate::semantic::scan::called_keys(&m.body);
+        if keys
+            .iter()
+            .any(|k| k.strip_prefix(held).is_some_and(|r| r.starts_with('.')))
+        {
+            return true;
+        }
+        for k in &keys {
+            let Some(name) = k.strip_prefix("self.").filter(|n| !n.contains('.')) else {
+                continue;
+            };
+            if let Some(next) = methods.iter().find(|f| f.name.as_str() == name) {
+                if !seen.contains(&next.name.as_str()) {
+                    seen.push(next.name.as_str());
+                    work.push(next);
+                }
+            }
+        }
+    }
+    false
 }
 
 /// A history kept by a module global or a closure cell (a logger's dict, a feature cache): it

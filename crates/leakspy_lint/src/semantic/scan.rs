@@ -513,3 +513,33 @@ pub fn mentions_key(body: &[Stmt], key: &str) -> bool {
     }
     m.found
 }
+
+/// The callees of every call in the block (nested definitions aside), as dotted keys
+/// (`self._test`, `self.losshistory.append`).
+pub fn called_keys(body: &[Stmt]) -> FxHashSet<String> {
+    struct C {
+        keys: FxHashSet<String>,
+    }
+    impl<'a> Visitor<'a> for C {
+        fn visit_stmt(&mut self, stmt: &'a Stmt) {
+            if !matches!(stmt, Stmt::FunctionDef(_) | Stmt::ClassDef(_)) {
+                walk_stmt(self, stmt);
+            }
+        }
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if let Expr::Call(c) = expr {
+                if let Some(d) = dotted(&c.func) {
+                    self.keys.insert(d);
+                }
+            }
+            walk_expr(self, expr);
+        }
+    }
+    let mut c = C {
+        keys: FxHashSet::default(),
+    };
+    for s in body {
+        c.visit_stmt(s);
+    }
+    c.keys
+}
