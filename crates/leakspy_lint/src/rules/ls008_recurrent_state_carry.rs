@@ -452,13 +452,8 @@ fn helper_links(checker: &Checker, target: &Expr, call: &ExprCall, carried: &[St
         e => vec![e],
     };
     let n = slots.len();
-    let params: Vec<&str> = def
-        .parameters
-        .posonlyargs
-        .iter()
-        .chain(def.parameters.args.iter())
-        .map(|p| p.parameter.name.as_str())
-        .collect();
+    // A function of the module, not a method: no `self` to skip.
+    let params = crate::summaries::extract::positional_params(def);
     carried.iter().all(|key| {
         let Some(i) = slots.iter().position(|s| is_dotted(s, key)) else {
             return false;
