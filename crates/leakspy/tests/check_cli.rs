@@ -240,7 +240,7 @@ fn fix_applies_safe_fixes_and_keeps_valid_python() {
         .unwrap();
     let after = fs::read_to_string(dir.path().join("train.py")).unwrap();
     assert_ne!(before, after, "{}", stdout(&out));
-    assert!(after.contains("self.actor_losses.append(actor_loss.detach())"));
+    assert!(after.contains("self.actor_losses.append(actor_loss.item())"));
     assert!(stdout(&out).contains("Fixed "), "{}", stdout(&out));
     // The LS002 findings are gone after the fix; unsafe ones remain.
     let again = leakspy(dir.path())
@@ -285,7 +285,7 @@ fn diff_shows_fixes_without_writing() {
         "{diff}"
     );
     assert!(
-        diff.contains("+                self.actor_losses.append(actor_loss.detach())"),
+        diff.contains("+                self.actor_losses.append(actor_loss.item())"),
         "{diff}"
     );
     // Unsafe fixes appear only when asked for.

@@ -393,7 +393,7 @@ fn fixes_keep_other_layouts_too() {
     let after = fs::read_to_string(dir.path().join("a.ipynb")).unwrap();
     assert_eq!(
         after,
-        text.replace("losses.append(loss)\\n", "losses.append(loss.detach())\\n")
+        text.replace("losses.append(loss)\\n", "losses.append(loss.item())\\n")
     );
 }
 

@@ -117,6 +117,56 @@ pub(crate) fn detach_fix(
     crate::diagnostic::Fix::new(applicability, message, edits)
 }
 
+/// Stores numbers where that is as safe: `x.item()` in place of `x` when every graph-carrying
+/// value stored (`x`, or the elements of a tuple or list written out) is a 0-d tensor and
+/// everything made from `key` ends as text or a count (`only_text_uses`). A 0-d tensor kept per
+/// step costs some KiB of resident memory (its own allocations among the step's freed ones),
+/// a float 24 bytes, so `.detach()` leaves a smaller leak where `.item()` leaves none. None
+/// where that does not hold: `.detach()` is the fix then.
+pub(crate) fn item_fix(
+    checker: &Checker,
+    key: &str,
+    site: ruff_text_size::TextRange,
+    stored: &Expr,
+) -> Option<crate::diagnostic::Fix> {
+    let elts: Vec<&Expr> = match stored {
+        Expr::Tuple(t) => t.elts.iter().collect(),
+        Expr::List(l) => l.elts.iter().collect(),
+        e => vec![e],
+    };
+    let mut edits = Vec::new();
+    let mut shown = Vec::new();
+    for elt in &elts {
+        let value = checker.value(elt);
+        if matches!(elt, Expr::Starred(_)) {
+            return None;
+        }
+        if !value.has_graph() {
+            shown.push(short(checker, elt));
+            continue;
+        }
+        if !value.is_tensor() || !value.scalar {
+            return None;
+        }
+        shown.push(call_text(checker, elt, "item"));
+        edits.extend(append_call(checker, elt, "item"));
+    }
+    if edits.is_empty() || !checker.only_text_uses(key, site) {
+        return None;
+    }
+    let shown = match stored {
+        Expr::Tuple(_) if elts.len() == 1 => format!("({},)", shown[0]),
+        Expr::Tuple(_) => format!("({})", shown.join(", ")),
+        Expr::List(_) => format!("[{}]", shown.join(", ")),
+        _ => shown.join(""),
+    };
+    Some(crate::diagnostic::Fix::new(
+        crate::diagnostic::Applicability::Safe,
+        format!("Store `{shown}`: nothing reads `{key}` but to print, log or count it, so numbers serve"),
+        edits,
+    ))
+}
+
 /// How `append_call` shows in a message: `x.detach()`, or `(a * b).detach()` for an expression
 /// that binds looser than attribute access. Long expressions are shortened.
 pub(crate) fn call_text(checker: &Checker, expr: &Expr, method: &str) -> String {

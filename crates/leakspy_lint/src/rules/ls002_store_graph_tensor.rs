@@ -48,9 +48,19 @@
 //! passes it, every call in the project's other files: `meter.update(loss)`). When the
 //! container is
 //! returned, passed to a function, fed to a loss or a module, or backpropagated, the same edit
-//! is offered as an unsafe fix. `.item()` is better still for scalars but changes the stored
-//! type (a sum of them is then a float64, not the tensors' float32) and waits for the GPU at
-//! every step, so it is only suggested.
+//! is offered as an unsafe fix.
+//!
+//! Where every stored graph-carrying value is a 0-d tensor (a loss, a `.mean()`) and nothing
+//! reads the container but to print, log or count it (`print(f"{sum(losses) / len(losses)}")`,
+//! `len(losses)`, `writer.add_scalar("loss", l)`), the fix stores `x.item()` instead, also
+//! safe: a kept 0-d tensor still costs some KiB of resident memory per step (its allocations
+//! among the step's freed ones), a float 24 bytes, so `.detach()` would leave a smaller leak
+//! where `.item()` leaves none. Floats differ from tensors in what is made of them (their sum
+//! is a float64, not the tensors' float32; they have no tensor methods), so any other reader
+//! keeps the fix at `.detach()`: a comparison or a branch on the values, a torch function
+//! (`torch.stack(losses)`), a tensor method on an element (`x.item()`), a value returned or
+//! handed on, a container that is a parameter, or the attribute of a class other files use.
+//! `.item()` waits for the GPU once per step.
 //!
 //! ## Stays silent on
 //! Gradient accumulation consumed by `.backward()` in the same step, or by a method of the class
@@ -73,7 +83,7 @@ use crate::checker::Checker;
 use crate::diagnostic::{Diagnostic, Edit};
 use crate::registry::Rule;
 use crate::rules::helpers::{
-    append_call, detach_fix, detached_text, origin_phrase, retained, short, until,
+    append_call, detach_fix, detached_text, item_fix, origin_phrase, retained, short, until,
 };
 use crate::semantic::mutation::stored_values;
 use crate::semantic::names::dotted;
@@ -163,7 +173,10 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
         until(checker, &lifetime),
     );
     let mut diagnostic = Diagnostic::new(Rule::LS002, message, call.range());
-    if value.is_tensor() && !matches!(stored, Expr::Tuple(_) | Expr::Dict(_) | Expr::List(_)) {
+    if let Some(fix) = item_fix(checker, &lifetime.key, call.range(), stored) {
+        diagnostic = diagnostic.with_fix(fix);
+    } else if value.is_tensor() && !matches!(stored, Expr::Tuple(_) | Expr::Dict(_) | Expr::List(_))
+    {
         diagnostic = diagnostic.with_fix(detach_fix(
             checker,
             &lifetime.key,
@@ -266,7 +279,9 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
                 until(checker, &lifetime),
             );
             let mut diagnostic = Diagnostic::new(Rule::LS002, message, stmt.range());
-            if value.is_tensor() {
+            if let Some(fix) = item_fix(checker, &lifetime.key, stmt.range(), elt) {
+                diagnostic = diagnostic.with_fix(fix);
+            } else if value.is_tensor() {
                 diagnostic = diagnostic.with_fix(detach_fix(
                     checker,
                     &lifetime.key,
@@ -319,11 +334,14 @@ fn subscript_store(checker: &mut Checker, target: &Expr, value_expr: &Expr) {
         message,
         target.range().cover(value_expr.range()),
     );
-    if value.is_tensor() {
+    let site = target.range().cover(value_expr.range());
+    if let Some(fix) = item_fix(checker, &lifetime.key, site, value_expr) {
+        diagnostic = diagnostic.with_fix(fix);
+    } else if value.is_tensor() {
         diagnostic = diagnostic.with_fix(detach_fix(
             checker,
             &lifetime.key,
-            target.range().cover(value_expr.range()),
+            site,
             format!("Store `{}`", detached_text(checker, value_expr)),
             append_call(checker, value_expr, "detach"),
         ));

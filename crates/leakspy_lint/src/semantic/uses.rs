@@ -4,6 +4,12 @@
 //! stores it in another object, passes it to a function the analysis does not know (a loss, a
 //! module, a helper) or calls `.backward()` through it might need the graph: the fix is then
 //! unsafe.
+//!
+//! Storing `x.item()` instead is stricter still: the container then holds Python floats, which
+//! are equal to the tensors one by one, but whose sums and means are computed in float64, and
+//! which have no tensor methods. That edit is safe only when everything made from the container
+//! ends as text (printed, logged, written to TensorBoard) or as a count, never in a comparison,
+//! a branch or a value that leaves the function (`Stored::Numbers`).
 
 use ruff_python_ast::visitor::{walk_expr, Visitor};
 use ruff_python_ast::{Expr, ExprCall, Stmt, StmtFunctionDef};
@@ -45,11 +51,84 @@ fn shows(callee: &str) -> bool {
     )
 }
 
+/// Calls that turn what they are given into text or a count, whatever its type: a float and a
+/// 0-d tensor give the same count and print the same number.
+fn shows_as_text(callee: &str) -> bool {
+    matches!(
+        last_segment(callee),
+        "print"
+            | "len"
+            | "str"
+            | "repr"
+            | "format"
+            | "info"
+            | "debug"
+            | "warning"
+            | "warn"
+            | "error"
+            | "add_scalar"
+            | "add_scalars"
+            | "set_postfix"
+            | "set_description"
+            | "write"
+    )
+}
+
+/// Calls that draw or record what they are given for people to look at (`plt.plot(losses)`,
+/// `ax.semilogy(losses)`, `wandb.log({...})`): matplotlib and the experiment trackers take
+/// floats and 0-d tensors alike, and nothing reads back what they drew.
+fn draws(callee: &str) -> bool {
+    let mut parts = callee.split('.');
+    let first = parts.next().unwrap_or_default();
+    let last = last_segment(callee);
+    let plots = matches!(
+        last,
+        "plot" | "scatter" | "hist" | "semilogy" | "semilogx" | "loglog" | "bar" | "errorbar"
+    ) && (matches!(first, "plt" | "pyplot") || first.starts_with("ax"));
+    plots
+        || matches!(
+            callee,
+            "wandb.log" | "mlflow.log_metric" | "mlflow.log_metrics"
+        )
+}
+
+/// What the fix stores in place of the graph-carrying value.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Stored {
+    /// `x.detach()`: the same tensors, so every number made from them is the same.
+    Detached,
+    /// `x.item()`: Python floats, equal one by one, but not as sums, and without tensor methods.
+    Numbers,
+}
+
 /// Calls whose result is made of their arguments' values: aggregation and arithmetic
 /// (`sum`, `max`, `np.mean`, `torch.stack`, `statistics.mean`). What they return is used as
 /// the value itself.
-fn passes_through(callee: &str) -> bool {
+fn passes_through(callee: &str, stored: Stored) -> bool {
     let last = last_segment(callee);
+    if stored == Stored::Numbers {
+        // A float becomes a float again; torch's functions want tensors (`torch.stack`).
+        return matches!(
+            last,
+            "sum"
+                | "max"
+                | "min"
+                | "abs"
+                | "sorted"
+                | "list"
+                | "tuple"
+                | "reversed"
+                | "zip"
+                | "float"
+                | "int"
+                | "round"
+                | "bool"
+        ) && !callee.contains('.')
+            || callee.starts_with("np.")
+            || callee.starts_with("numpy.")
+            || callee.starts_with("statistics.")
+            || callee.starts_with("math.");
+    }
     matches!(
         last,
         "sum" | "max" | "min" | "abs" | "sorted" | "list" | "tuple" | "reversed" | "zip"
@@ -66,6 +145,7 @@ fn passes_through(callee: &str) -> bool {
 
 struct Uses<'k> {
     key: &'k str,
+    stored: Stored,
     /// The edited statement: its own use of the key is the one being fixed.
     skip: TextRange,
     safe: bool,
@@ -78,6 +158,31 @@ struct Uses<'k> {
 }
 
 impl Uses<'_> {
+    /// Is a call of `callee` an end: its result shows or counts the value, and is not it?
+    fn shown(&self, callee: &str) -> bool {
+        match self.stored {
+            Stored::Detached => shows(callee),
+            Stored::Numbers => shows_as_text(callee) || draws(callee),
+        }
+    }
+
+    /// A test or comparison that reads the value: numbers made from floats may differ from
+    /// those made from tensors in their last bits, so a branch on them may change.
+    fn tested(&mut self, e: &Expr) {
+        match self.stored {
+            Stored::Detached => self.visit_children(e),
+            Stored::Numbers => {
+                // The container's own truth is its length, the same either way.
+                if dotted(e).is_some_and(|d| d == self.key) {
+                    return;
+                }
+                if self.carries(e) {
+                    self.safe = false;
+                }
+            }
+        }
+    }
+
     fn is_key(&self, e: &Expr) -> bool {
         dotted(e).is_some_and(|d| d == self.key || self.derived.contains(&d))
     }
@@ -126,12 +231,29 @@ impl Uses<'_> {
             }
             Expr::UnaryOp(u) => self.carries(&u.operand),
             Expr::If(i) => {
-                self.carries(&i.test);
+                self.tested(&i.test);
                 let a = self.carries(&i.body);
                 let b = self.carries(&i.orelse);
                 a || b
             }
-            Expr::Compare(_) | Expr::BoolOp(_) | Expr::FString(_) => {
+            Expr::FString(_) => {
+                self.visit_children(e);
+                false
+            }
+            Expr::Compare(c) if self.stored == Stored::Numbers => {
+                let l = self.carries(&c.left);
+                if self.any(&c.comparators) || l {
+                    self.safe = false;
+                }
+                false
+            }
+            Expr::BoolOp(b) if self.stored == Stored::Numbers => {
+                if self.any(&b.values) {
+                    self.safe = false;
+                }
+                false
+            }
+            Expr::Compare(_) | Expr::BoolOp(_) => {
                 self.visit_children(e);
                 false
             }
@@ -151,6 +273,19 @@ impl Uses<'_> {
                     let method = a.attr.as_str();
                     let on_key = self.carries(&a.value);
                     let args = self.any(&call.arguments.args);
+                    if on_key && self.stored == Stored::Numbers {
+                        // A float has none of a tensor's methods; the container's own are
+                        // the same. What `pop` hands back is the value.
+                        return match method {
+                            "pop" | "popleft" => true,
+                            "clear" | "append" | "extend" | "appendleft" | "index" | "count"
+                            | "__len__" | "keys" => false,
+                            _ => {
+                                self.safe = false;
+                                false
+                            }
+                        };
+                    }
                     if on_key {
                         return match method {
                             "backward" => {
@@ -167,10 +302,10 @@ impl Uses<'_> {
                     }
                     if args {
                         let callee = dotted(&call.func).unwrap_or_default();
-                        if shows(&callee) {
+                        if self.shown(&callee) {
                             return false;
                         }
-                        if passes_through(&callee) {
+                        if passes_through(&callee, self.stored) {
                             return true;
                         }
                         self.safe = false;
@@ -189,9 +324,9 @@ impl Uses<'_> {
                 if carrying.is_empty() && !kwargs {
                     return false;
                 }
-                if shows(&callee) {
+                if self.shown(&callee) {
                     false
-                } else if passes_through(&callee) {
+                } else if passes_through(&callee, self.stored) {
                     true
                 } else if !kwargs && self.follows_into(&callee, &carrying, call) {
                     // A function of the file that ends the value in numbers.
@@ -255,6 +390,7 @@ impl Uses<'_> {
             };
             let mut inner = Uses {
                 key: p.parameter.name.as_str(),
+                stored: self.stored,
                 skip: TextRange::default(),
                 safe: true,
                 derived: Vec::new(),
@@ -299,7 +435,12 @@ impl Uses<'_> {
             return;
         }
         match stmt {
-            Stmt::FunctionDef(f) => self.body(&f.body),
+            // A function that binds a local of the same name reads its own, not this one.
+            Stmt::FunctionDef(f) => {
+                if self.key.contains('.') || !super::facts::local_bindings(f).contains(self.key) {
+                    self.body(&f.body)
+                }
+            }
             Stmt::ClassDef(c) => self.body(&c.body),
             Stmt::Return(r) => {
                 if let Some(v) = &r.value {
@@ -341,16 +482,16 @@ impl Uses<'_> {
                 self.body(&f.orelse);
             }
             Stmt::While(w) => {
-                self.visit_children(&w.test);
+                self.tested(&w.test);
                 self.body(&w.body);
                 self.body(&w.orelse);
             }
             Stmt::If(i) => {
-                self.visit_children(&i.test);
+                self.tested(&i.test);
                 self.body(&i.body);
                 for c in &i.elif_else_clauses {
                     if let Some(t) = &c.test {
-                        self.visit_children(t);
+                        self.tested(t);
                     }
                     self.body(&c.body);
                 }
@@ -370,7 +511,7 @@ impl Uses<'_> {
                 self.body(&t.orelse);
                 self.body(&t.finalbody);
             }
-            Stmt::Assert(a) => self.visit_children(&a.test),
+            Stmt::Assert(a) => self.tested(&a.test),
             Stmt::Delete(_) | Stmt::Pass(_) | Stmt::Break(_) | Stmt::Continue(_) => {}
             Stmt::Global(_) | Stmt::Nonlocal(_) | Stmt::Import(_) | Stmt::ImportFrom(_) => {}
             // Anything else that mentions the key (`yield`, `raise`, `match`): not followed.
@@ -414,6 +555,34 @@ impl SemanticModel<'_> {
     /// other than the statement at `skip`, logging, printing, counting or arithmetic that ends
     /// in numbers?
     pub fn only_numeric_uses(&self, key: &str, skip: TextRange) -> bool {
+        self.uses_end_in(key, skip, Stored::Detached)
+    }
+
+    /// Does everything made from `key` (as `only_numeric_uses` follows it) end as text or a
+    /// count, so that storing Python numbers in it in place of 0-d tensors changes nothing
+    /// training computes?
+    pub fn only_text_uses(&self, key: &str, skip: TextRange) -> bool {
+        self.uses_end_in(key, skip, Stored::Numbers)
+    }
+
+    /// Are all of `key`'s readers in this file? A parameter's container is its caller's, and
+    /// the attributes of a class other files use may be read there: a float where they expect
+    /// a tensor (`torch.stack(trainer.losses)`) would fail, so numbers are not stored there.
+    fn numbers_stay_here(&self, key: &str, attr: Option<&str>) -> bool {
+        if attr.is_some() {
+            return self
+                .class()
+                .is_some_and(|c| !self.external.used_elsewhere.contains(c.name.as_str()));
+        }
+        let root = key.split('.').next().unwrap_or(key);
+        !self.function().is_some_and(|f| {
+            f.parameters
+                .iter_non_variadic_params()
+                .any(|p| p.parameter.name.as_str() == root)
+        })
+    }
+
+    fn uses_end_in(&self, key: &str, skip: TextRange, stored: Stored) -> bool {
         let functions: Vec<&StmtFunctionDef> = self
             .suite()
             .iter()
@@ -424,6 +593,7 @@ impl SemanticModel<'_> {
             .collect();
         let mut uses = Uses {
             key,
+            stored,
             skip,
             safe: true,
             derived: Vec::new(),
@@ -431,10 +601,20 @@ impl SemanticModel<'_> {
             depth: 0,
         };
         let attr = key.strip_prefix("self.");
+        if stored == Stored::Numbers && !self.numbers_stay_here(key, attr) {
+            return false;
+        }
         let body: &[Stmt] = match (attr, self.function(), self.class()) {
             (Some(_), _, Some(c)) => &c.body,
             (Some(_), _, None) => return false,
-            (None, Some(f), _) if !self.facts.globals.contains_key(key) => &f.body,
+            // A local, even one named as a global is (`losses` in a function and in the
+            // script): read in its function alone.
+            (None, Some(f), _)
+                if !self.facts.globals.contains_key(key)
+                    || super::facts::local_bindings(f).contains(key) =>
+            {
+                &f.body
+            }
             _ => self.suite(),
         };
         // Twice: names derived late in the body are known on the second pass.
@@ -453,6 +633,7 @@ impl SemanticModel<'_> {
             for (name, body) in reads {
                 let mut there = Uses {
                     key: &name,
+                    stored,
                     skip,
                     safe: true,
                     derived: Vec::new(),
