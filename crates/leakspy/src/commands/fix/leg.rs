@@ -27,6 +27,14 @@ const NO_HOLDER_S: f64 = 40.0;
 /// Grace after SIGINT before SIGTERM, and after SIGTERM before SIGKILL.
 const GRACE_INT_S: f64 = 20.0;
 const GRACE_TERM_S: f64 = 10.0;
+/// A job that still steps after a SIGINT lost it (a finalizer or a thread
+/// caught the KeyboardInterrupt): it is sent again, as a user presses
+/// Ctrl-C twice, at most [`MAX_INTS`] times in all. Step counts arrive in
+/// batches, late on a busy machine, so the steps counted this long after
+/// the signal are the baseline, and only steps beyond it, this long again
+/// later, show the job going on (a job running its cleanup is left to it).
+const REPEAT_INT_S: f64 = 3.0;
+const MAX_INTS: u8 = 3;
 
 /// When leakspy stops the job.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -117,6 +125,16 @@ pub(super) fn record(job: &Job<'_>, bound: Bound, watch: &Watch) -> Result<Recor
 
 /// Decides when the bound is reached and stops the job, harder if it
 /// lingers.
+/// The last SIGINT sent.
+#[derive(Clone, Copy)]
+struct Interrupt {
+    at: f64,
+    /// The steps counted [`REPEAT_INT_S`] after it, and when.
+    base: Option<(f64, u64)>,
+    /// How many were sent.
+    sent: u8,
+}
+
 struct Stopper {
     bound: Bound,
     /// What the job prints while it stops (a notebook kernel's teardown
@@ -125,6 +143,7 @@ struct Stopper {
     holder_at: Option<f64>,
     suspected_at: Option<f64>,
     sent: Option<(f64, i32)>,
+    last_int: Option<Interrupt>,
     reason: Option<String>,
 }
 
@@ -136,6 +155,7 @@ impl Stopper {
             holder_at: None,
             suspected_at: None,
             sent: None,
+            last_int: None,
             reason: None,
         }
     }
@@ -145,6 +165,38 @@ impl Stopper {
             return;
         }
         if let Some((at, sig)) = self.sent {
+            if let (Some(int), libc::SIGINT) = (self.last_int, sig) {
+                match int.base {
+                    None if st.elapsed - int.at >= REPEAT_INT_S => {
+                        self.last_int = Some(Interrupt {
+                            base: Some((st.elapsed, st.tree_steps)),
+                            ..int
+                        });
+                    }
+                    Some((base_at, steps))
+                        if int.sent < MAX_INTS
+                            && st.elapsed - base_at >= REPEAT_INT_S
+                            && st.tree_steps > steps =>
+                    {
+                        eprintln!(
+                            "leakspy fix: the job went on stepping after SIGINT ({} more steps in {:.0} s): sending it again",
+                            st.tree_steps - steps,
+                            st.elapsed - base_at
+                        );
+                        // SAFETY: as below.
+                        unsafe {
+                            libc::kill(pid, libc::SIGINT);
+                        }
+                        self.last_int = Some(Interrupt {
+                            at: st.elapsed,
+                            base: None,
+                            sent: int.sent + 1,
+                        });
+                        return;
+                    }
+                    _ => {}
+                }
+            }
             let next = match sig {
                 libc::SIGINT if st.elapsed - at >= GRACE_INT_S => libc::SIGTERM,
                 libc::SIGTERM if st.elapsed - at >= GRACE_TERM_S => libc::SIGKILL,
@@ -185,6 +237,11 @@ impl Stopper {
             libc::kill(pid, libc::SIGINT);
         }
         self.sent = Some((st.elapsed, libc::SIGINT));
+        self.last_int = Some(Interrupt {
+            at: st.elapsed,
+            base: None,
+            sent: 1,
+        });
     }
 
     /// Why to stop now, if it is time.
@@ -261,6 +318,69 @@ mod tests {
         let mut s = Stopper::new(Bound::Verdict { max_s: 180.0 }, None);
         assert_eq!(s.due(&status(10.0, 50, true, false)), None);
         assert!(s.due(&status(50.5, 250, true, false)).is_some());
+    }
+
+    #[test]
+    fn a_lost_interrupt_is_sent_again_while_the_job_steps_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("ints");
+        // A job that catches every SIGINT and goes on.
+        let mut child = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "trap 'echo int >> {}' INT; while true; do sleep 0.05; done",
+                log.display()
+            ))
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        // The count once it reaches `n` (the trap runs when bash gets to it,
+        // late on a loaded machine), or what it is after 10 s; then a moment
+        // more, so that an extra signal would show.
+        let ints = |n: usize| {
+            let count = || {
+                std::fs::read_to_string(&log)
+                    .unwrap_or_default()
+                    .lines()
+                    .count()
+            };
+            let t0 = std::time::Instant::now();
+            while count() < n && t0.elapsed().as_secs() < 10 {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            count()
+        };
+        let mut s = Stopper::new(
+            Bound::Steps {
+                steps: 10,
+                max_s: 60.0,
+            },
+            None,
+        );
+        s.on_status(&status(1.0, 10, false, false), pid);
+        assert_eq!(ints(1), 1);
+        // Steps counted late (done before the signal): the baseline.
+        s.on_status(&status(2.0, 30, false, false), pid);
+        s.on_status(&status(4.5, 40, false, false), pid);
+        assert_eq!(ints(1), 1);
+        // Still stepping well after it: lost, sent again.
+        s.on_status(&status(7.0, 45, false, false), pid);
+        s.on_status(&status(7.6, 60, false, false), pid);
+        assert_eq!(ints(2), 2);
+        // Steps that were counted late again, then none (it is shutting
+        // down): left to finish.
+        s.on_status(&status(10.7, 64, false, false), pid);
+        s.on_status(&status(14.0, 64, false, false), pid);
+        assert_eq!(ints(2), 2);
+        // Then the grace runs out: SIGTERM, which the trap does not catch.
+        s.on_status(&status(21.5, 40, false, false), pid);
+        let status = child.wait().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(libc::SIGTERM)
+        );
     }
 
     #[test]
