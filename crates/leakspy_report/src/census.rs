@@ -504,6 +504,33 @@ fn probe_grower(pid: u32, key: &str, s: &Suspect, tr: Option<&Track>, per: &str)
     }
 }
 
+/// Each census count that rose over the run, from its first look to its
+/// last (the exit look left out, as in `growth_groups`), by more than noise
+/// (`min_rise`), by series key; counted in every process together.
+pub fn risen(trace: &Trace) -> BTreeMap<String, (f64, f64)> {
+    let mut by_pid: BTreeMap<u32, Vec<&Census>> = BTreeMap::new();
+    for c in trace.census() {
+        if c.look.as_deref() != Some("exit") {
+            by_pid.entry(c.pid).or_default().push(c);
+        }
+    }
+    let mut out: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    for (_, mut cs) in by_pid {
+        cs.sort_by(|a, b| a.t.total_cmp(&b.t));
+        let first_t = cs.first().map(|c| c.t);
+        for (key, tr) in tracks_of(&cs, &|c: &Census| c.t, first_t) {
+            if let (Some(&a), Some(&b)) = (tr.y.first(), tr.y.last()) {
+                if b - a >= min_rise(tr.unit, a) {
+                    let e = out.entry(key).or_insert((0.0, 0.0));
+                    e.0 += a;
+                    e.1 += b;
+                }
+            }
+        }
+    }
+    out
+}
+
 fn tracks_of(
     cs: &[&Census],
     x_of: &dyn Fn(&Census) -> f64,

@@ -497,6 +497,7 @@ pub fn diagnose(trace: &Trace, opts: &DiagnoseOptions) -> Diagnosis {
         no_holder: None,
         mechanisms,
         quiet,
+        risen: crate::census::risen(trace),
         in_use: crate::allocator::in_use(trace),
     };
     if d.verdict == Verdict::Leak && d.mechanisms.is_empty() {

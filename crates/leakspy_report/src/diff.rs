@@ -84,13 +84,22 @@ pub struct HolderChange {
     pub before: String,
     /// What grows under it after; `None` when nothing does.
     pub after: Option<String>,
+    /// Where nothing was found growing under it after, why that is not
+    /// "gone": a count it held that still rose over the run after (the
+    /// probe's holder search, which runs where memory grows, did not
+    /// reach it), or only a container, which is followed by that search
+    /// alone. `None`: what it held was counted after and did not rise.
+    pub unseen: Option<String>,
 }
 
 impl HolderChange {
     /// "held by Trainer.losses (list): gone" / "... still grows (+1.00 ...)".
     pub fn describe(&self) -> String {
         match &self.after {
-            None => format!("held by {}: gone", self.holder),
+            None => match &self.unseen {
+                None => format!("held by {}: gone", self.holder),
+                Some(why) => format!("held by {}: not seen growing ({why})", self.holder),
+            },
             Some(a) => format!("held by {}: still grows ({a})", self.holder),
         }
     }
@@ -402,9 +411,34 @@ fn holder_changes(before: &Diagnosis, after: &Diagnosis) -> Vec<HolderChange> {
                 holder: holder_name(h),
                 before: g.growers[0].describe(),
                 after: still.or_else(quiet),
+                unseen: unseen(g, after),
             })
         })
         .collect()
+}
+
+/// Why a holder of the run before that the run after did not name is not
+/// known to be gone (`HolderChange::unseen`).
+fn unseen(before: &crate::census::GrowthGroup, after: &Diagnosis) -> Option<String> {
+    // What it held first counted by itself: its own container's length is
+    // followed only by the holder search; the objects in it are counted by
+    // kind at every look.
+    let Some(g) = before
+        .growers
+        .iter()
+        .find(|g| !g.key.starts_with("container:"))
+    else {
+        return Some(
+            "what it held is a container, followed only where the probe searches for holders"
+                .to_string(),
+        );
+    };
+    let &(a, b) = after.risen.get(&g.key)?;
+    Some(format!(
+        "{} still rose over the run after, {a:.0} to {b:.0}; the probe did not search for their \
+         holder there",
+        g.what
+    ))
 }
 
 /// A holder in a few words: `Trainer.losses (list)`.
@@ -574,5 +608,40 @@ mod tests {
         // grow is too little to matter there, and so here.
         let c = compare(&before, "b", &after_of(&before, Verdict::NoLeak), "a");
         assert_eq!(c.verdict, DiffVerdict::Fixed, "{}", c.reason);
+    }
+
+    #[test]
+    fn a_holder_is_gone_only_where_what_it_held_was_counted_flat() {
+        let before = loss_list();
+        let mut after = after_of(&before, Verdict::Inconclusive);
+        after.growth.clear();
+        after.risen.clear();
+        let first = &before.growth[0];
+        let holder = holder_name(first.holder.as_ref().unwrap());
+        let change = |after: &Diagnosis| {
+            holder_changes(&before, after)
+                .into_iter()
+                .find(|h| h.holder == holder)
+                .unwrap()
+                .describe()
+        };
+        // Counted after and flat: gone.
+        assert_eq!(change(&after), format!("held by {holder}: gone"));
+        // Its objects still rose by count, under no holder the run after
+        // searched: not seen growing, which is not gone.
+        let key = first
+            .growers
+            .iter()
+            .find(|g| !g.key.starts_with("container:"))
+            .unwrap()
+            .key
+            .clone();
+        after.risen.insert(key, (100.0, 900.0));
+        let said = change(&after);
+        assert!(
+            said.starts_with(&format!("held by {holder}: not seen growing ("))
+                && said.contains("still rose over the run after, 100 to 900"),
+            "{said}"
+        );
     }
 }

@@ -433,6 +433,12 @@ pub struct Diagnosis {
     /// must not call such a holder gone.
     #[serde(skip)]
     pub quiet: Vec<crate::census::GrowthGroup>,
+    /// The census counts that rose over the run, first look to last, by
+    /// series key (`type:builtins.list`: (23840, 34251)), whether or not a
+    /// fit calls it growth: `diff` calls a holder gone only where what it
+    /// held was counted and did not rise.
+    #[serde(skip)]
+    pub risen: std::collections::BTreeMap<String, (f64, f64)>,
     /// glibc malloc's memory in use, fitted over the probe's censuses: what `diff` compares
     /// when the run after grows in memory the allocator keeps free.
     #[serde(skip)]
