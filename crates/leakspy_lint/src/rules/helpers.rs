@@ -129,6 +129,27 @@ pub(crate) fn item_fix(
     site: ruff_text_size::TextRange,
     stored: &Expr,
 ) -> Option<crate::diagnostic::Fix> {
+    let (shown, edits) = called_on_graphs(checker, stored, "item", true)?;
+    if !checker.only_text_uses(key, site) {
+        return None;
+    }
+    Some(crate::diagnostic::Fix::new(
+        crate::diagnostic::Applicability::Safe,
+        format!("Store `{shown}`: nothing reads `{key}` but to print, log or count it, so numbers serve"),
+        edits,
+    ))
+}
+
+/// `stored` (a value, or a tuple or list written out: `(reg_loss, cls_loss)`) with `.method()`
+/// called on each graph-carrying element: how it then reads, and the edits that make it. None
+/// when nothing in it carries a graph, or an element carries one in something other than a
+/// tensor (a dict, a nested tuple; with `scalar`, anything but a 0-d tensor) or is starred.
+pub(crate) fn called_on_graphs(
+    checker: &Checker,
+    stored: &Expr,
+    method: &str,
+    scalar: bool,
+) -> Option<(String, Vec<Edit>)> {
     let elts: Vec<&Expr> = match stored {
         Expr::Tuple(t) => t.elts.iter().collect(),
         Expr::List(l) => l.elts.iter().collect(),
@@ -145,13 +166,13 @@ pub(crate) fn item_fix(
             shown.push(short(checker, elt));
             continue;
         }
-        if !value.is_tensor() || !value.scalar {
+        if !value.is_tensor() || scalar && !value.scalar {
             return None;
         }
-        shown.push(call_text(checker, elt, "item"));
-        edits.extend(append_call(checker, elt, "item"));
+        shown.push(call_text(checker, elt, method));
+        edits.extend(append_call(checker, elt, method));
     }
-    if edits.is_empty() || !checker.only_text_uses(key, site) {
+    if edits.is_empty() {
         return None;
     }
     let shown = match stored {
@@ -160,11 +181,7 @@ pub(crate) fn item_fix(
         Expr::List(_) => format!("[{}]", shown.join(", ")),
         _ => shown.join(""),
     };
-    Some(crate::diagnostic::Fix::new(
-        crate::diagnostic::Applicability::Safe,
-        format!("Store `{shown}`: nothing reads `{key}` but to print, log or count it, so numbers serve"),
-        edits,
-    ))
+    Some((shown, edits))
 }
 
 /// How `append_call` shows in a message: `x.detach()`, or `(a * b).detach()` for an expression

@@ -80,10 +80,11 @@ use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::Ranged;
 
 use crate::checker::Checker;
-use crate::diagnostic::{Diagnostic, Edit};
+use crate::diagnostic::Diagnostic;
 use crate::registry::Rule;
 use crate::rules::helpers::{
-    append_call, detach_fix, detached_text, item_fix, origin_phrase, retained, short, until,
+    append_call, called_on_graphs, detach_fix, detached_text, item_fix, origin_phrase, retained,
+    short, until,
 };
 use crate::semantic::mutation::stored_values;
 use crate::semantic::names::dotted;
@@ -187,7 +188,10 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
             ),
             append_call(checker, stored, "detach"),
         ));
-    } else if let Some((shown, edits)) = detached_elements(checker, stored) {
+    } else if let Some((shown, edits)) = matches!(stored, Expr::Tuple(_) | Expr::List(_))
+        .then(|| called_on_graphs(checker, stored, "detach", false))
+        .flatten()
+    {
         diagnostic = diagnostic.with_fix(detach_fix(
             checker,
             &lifetime.key,
@@ -197,46 +201,6 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
         ));
     }
     checker.report(diagnostic);
-}
-
-/// A tuple or list written out (`(reg_loss, cls_loss)`) whose graph-carrying elements are all
-/// tensors: the same literal with each of them detached, and the edits that make it. None when an
-/// element carries a graph in something else (a dict, a nested tuple) or is starred.
-fn detached_elements(checker: &Checker, stored: &Expr) -> Option<(String, Vec<Edit>)> {
-    let (elts, open, close) = match stored {
-        Expr::Tuple(t) => (&t.elts, "(", ")"),
-        Expr::List(l) => (&l.elts, "[", "]"),
-        _ => return None,
-    };
-    let mut edits = Vec::new();
-    let mut shown = Vec::new();
-    for elt in elts {
-        let value = checker.value(elt);
-        if matches!(elt, Expr::Starred(_)) {
-            return None;
-        }
-        if !value.has_graph() {
-            shown.push(short(checker, elt));
-            continue;
-        }
-        if !value.is_tensor() {
-            return None;
-        }
-        shown.push(detached_text(checker, elt));
-        edits.extend(append_call(checker, elt, "detach"));
-    }
-    if edits.is_empty() {
-        return None;
-    }
-    let trailing = if elts.len() == 1 && open == "(" {
-        ","
-    } else {
-        ""
-    };
-    Some((
-        format!("{open}{}{trailing}{close}", shown.join(", ")),
-        edits,
-    ))
 }
 
 pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
