@@ -436,9 +436,15 @@ impl Uses<'_> {
         }
         match stmt {
             // A function that binds a local of the same name reads its own, not this one.
+            // The names a function fills from the value are its locals: another method's
+            // `loss` is not the `loss` this one computed from the container (twice: names
+            // derived late in the body are known on the second pass).
             Stmt::FunctionDef(f) => {
                 if self.key.contains('.') || !super::facts::local_bindings(f).contains(self.key) {
-                    self.body(&f.body)
+                    let outer = self.derived.clone();
+                    self.body(&f.body);
+                    self.body(&f.body);
+                    self.derived = outer;
                 }
             }
             Stmt::ClassDef(c) => self.body(&c.body),
