@@ -111,7 +111,16 @@ impl Describe for Grower {
         let mut s = format!("{} {} per {per}", fmt_count(self.slope * scale), self.what);
         if let Some(b) = self.bytes_slope.filter(|b| *b > 0.0) {
             let sep = if scale > 1.0 { " per " } else { "/" };
-            s.push_str(&format!(" ({}{sep}{per})", fmt_bytes(b * scale)));
+            // A 0-d tensor's 4 bytes of data are the least of what it costs: kept one a step,
+            // a detached loss gains about 2 KiB of resident memory a step
+            // (`bench/kept_scalars.py`), so its data alone would understate it.
+            let small = self.key.starts_with("tensors:") && b < 64.0 * self.slope;
+            let more = if small {
+                " of data; each small tensor costs KiBs more"
+            } else {
+                ""
+            };
+            s.push_str(&format!(" ({}{sep}{per}{more})", fmt_bytes(b * scale)));
         }
         if self.basis == "probe" {
             s.push_str(&format!(
