@@ -324,17 +324,24 @@ mod tests {
     fn a_lost_interrupt_is_sent_again_while_the_job_steps_on() {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("ints");
-        // A job that catches every SIGINT and goes on.
+        let ready = dir.path().join("ready");
+        // A job that catches every SIGINT and goes on; it says when its trap
+        // is set (a signal before that would end it, on a slow machine).
         let mut child = std::process::Command::new("bash")
             .arg("-c")
             .arg(format!(
-                "trap 'echo int >> {}' INT; while true; do sleep 0.05; done",
-                log.display()
+                "trap 'echo int >> {}' INT; touch {}; while true; do sleep 0.05; done",
+                log.display(),
+                ready.display()
             ))
             .spawn()
             .unwrap();
         let pid = child.id() as i32;
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        let t0 = std::time::Instant::now();
+        while !ready.exists() && t0.elapsed().as_secs() < 60 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(ready.exists(), "the job never started");
         // The count once it reaches `n` (the trap runs when bash gets to it,
         // late on a loaded machine), or what it is after 10 s; then a moment
         // more, so that an extra signal would show.
