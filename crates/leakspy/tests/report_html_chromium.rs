@@ -368,7 +368,7 @@ for (const id of ['desktop', 'phone']) {{
         assert_eq!(fixes.len(), 1, "{frame}: {f}");
         let fix = &fixes[0];
         assert_eq!(
-            fix["text"], "Fix: Store loss.detach() (or .item() for a number)",
+            fix["text"], "Fix: Store loss.item(): nothing reads self.losses but to print, log or count it, so numbers serve",
             "{frame}: {f}"
         );
         assert_eq!(fix["code"], 2, "{frame}: {f}");

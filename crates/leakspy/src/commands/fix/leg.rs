@@ -327,15 +327,36 @@ mod tests {
         let ready = dir.path().join("ready");
         // A job that catches every SIGINT and goes on; it says when its trap
         // is set (a signal before that would end it, on a slow machine).
-        let mut child = std::process::Command::new("bash")
-            .arg("-c")
+        let mut cmd = std::process::Command::new("bash");
+        cmd.arg("-c")
             .arg(format!(
                 "trap 'echo int >> {}' INT; touch {}; while true; do sleep 0.05; done",
                 log.display(),
                 ready.display()
             ))
-            .spawn()
-            .unwrap();
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        // A shell cannot trap a signal ignored when it starts, and a test run from a script's
+        // background job (`cargo test` under `cmd &`) inherits SIGINT ignored: the job gets it
+        // back at its default, as a job started from a terminal has it.
+        // SAFETY: signal(2) is async-signal-safe, and nothing else runs in the forked child.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        // Killed however the test ends, so that no loop outlives it.
+        struct Job(std::process::Child);
+        impl Drop for Job {
+            fn drop(&mut self) {
+                let _ = self.0.kill();
+                let _ = self.0.wait();
+            }
+        }
+        let mut job = Job(cmd.spawn().unwrap());
+        let child = &mut job.0;
         let pid = child.id() as i32;
         let t0 = std::time::Instant::now();
         while !ready.exists() && t0.elapsed().as_secs() < 60 {
