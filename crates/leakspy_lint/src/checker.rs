@@ -250,10 +250,19 @@ impl<'a> Checker<'a> {
                 }
             }
             Stmt::Expr(e) => {
-                if !sem.reporting && matches!(&*e.value, Expr::Call(_)) {
+                if let (false, Expr::Call(call)) = (sem.reporting, &*e.value) {
                     // Evaluated for its side effect on the analysis: the call site tells the
-                    // callee which of its parameters receive graphs.
+                    // callee which of its parameters receive graphs. So do the calls in the
+                    // arguments of a call the analysis does not follow (`print(generate(m,
+                    // 1, 200))`), which its evaluation leaves unread.
                     let _ = sem.value(&e.value);
+                    if !sem.follows_call(call) {
+                        for arg in call.arguments.args.iter() {
+                            if matches!(arg, Expr::Call(_)) {
+                                let _ = sem.value(arg);
+                            }
+                        }
+                    }
                 }
                 sem.apply_call_effects(&e.value);
             }
@@ -495,11 +504,15 @@ impl<'a> Checker<'a> {
 /// as a snapshot that is not detached, rather than the `append` that stores it).
 fn one_per_statement(mut found: Vec<(TextRange, Diagnostic)>) -> Vec<Diagnostic> {
     let generic = |r: Rule| matches!(r, Rule::LS002 | Rule::LS007 | Rule::LS014);
+    // Of two specific rules, the one that reports at the statement itself (LS010 on
+    // `h = torch.cat([h, x])`, with its fix) says more about it than one that reports at the
+    // loop around it (LS009).
     found.sort_by_key(|(stmt, d)| {
         (
             stmt.start(),
             stmt.end(),
             generic(d.rule),
+            !stmt.contains_range(d.range),
             d.range.len(),
             d.rule,
         )

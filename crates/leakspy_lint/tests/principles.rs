@@ -24,7 +24,8 @@
 //! each round of an outer loop), filled for a count written in the source, is bounded; a list
 //! a hook closes over lives as long as the hook's registration (on a tensor the call makes, or
 //! with its handle removed or handed out); a tensor's `.clone()` is no model copy because a
-//! model class of the file also has a `clone` method.
+//! model class of the file also has a `clone` method; a function's result built from a
+//! parameter carries no graph where every caller passes a number there.
 
 mod common;
 

@@ -12,7 +12,8 @@ use crate::semantic::located::{
     few_rounds, in_except_handler, locate, locate_in_scope, runs_every_step, scope_root,
     under_modulo_guard, Located,
 };
-use crate::semantic::mutation::Mutation;
+use crate::semantic::mutation::{Mutation, CONCATENATIONS};
+use crate::semantic::names::{is_dotted, is_snapshot_method, last_segment};
 use crate::semantic::value::{Kind, Value};
 
 /// What a stored graph-carrying value keeps once `.backward()` ran through it.
@@ -398,4 +399,53 @@ fn removal(checker: &Checker, stmt: &Stmt, call: &ExprCall, located: &Located) -
         }
     }
     remove_statement(checker, located)
+}
+
+/// The concatenation under a result that is sliced (`[-N:]`) or copied (`.to(device)`),
+/// and whether it was sliced.
+pub(crate) fn unwrap_result(expr: &Expr) -> (&Expr, bool) {
+    let mut cur = expr;
+    let mut sliced = false;
+    loop {
+        match cur {
+            Expr::Subscript(s) => {
+                sliced = true;
+                cur = &s.value;
+            }
+            Expr::Call(c) => match &*c.func {
+                Expr::Attribute(a) if is_snapshot_method(a.attr.as_str()) => cur = &a.value,
+                _ => return (cur, sliced),
+            },
+            _ => return (cur, sliced),
+        }
+    }
+}
+
+/// `torch.cat`-like function being called, by its short name.
+pub(crate) fn concat_function(checker: &Checker, call: &ExprCall) -> Option<String> {
+    let q = checker.qualified_function(&call.func)?;
+    let last = last_segment(&q);
+    (q.starts_with("torch.") && CONCATENATIONS.contains(&last)).then(|| format!("torch.{last}"))
+}
+
+/// Is the element the history itself, possibly sliced or copied (`h`, `h[1:]`, `h.to(dev)`)?
+/// A `.detach()` on the way is not stripped: its value carries no graph.
+pub(crate) fn refers_to(expr: &Expr, key: &str) -> bool {
+    let mut cur = expr;
+    loop {
+        if is_dotted(cur, key) {
+            return true;
+        }
+        match cur {
+            Expr::Subscript(s) => cur = &s.value,
+            Expr::Starred(s) => cur = &s.value,
+            Expr::Call(c) => match &*c.func {
+                Expr::Attribute(a) if c.arguments.is_empty() || is_snapshot_method(&a.attr) => {
+                    cur = &a.value;
+                }
+                _ => return false,
+            },
+            _ => return false,
+        }
+    }
 }

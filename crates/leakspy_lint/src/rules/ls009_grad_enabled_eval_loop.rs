@@ -1,7 +1,8 @@
 //! ## What it does
 //! Flags an evaluation loop that runs a model with autograd recording and keeps its outputs:
-//! appends them to a list that outlives the iteration, stores them in a dict, or adds them to a
-//! running total, while nothing backpropagates through them (no `.backward()`, optimizer step or
+//! appends them to a list that outlives the iteration, stores them in a dict, adds them to a
+//! running total, or concatenates them onto a tensor (`preds = torch.cat([preds, out])`, also
+//! as `out if preds is None else torch.cat(...)`), while nothing backpropagates through them (no `.backward()`, optimizer step or
 //! `torch.autograd.grad` in the function, or only in another loop, as in a `fit()` with a
 //! validation loop) and no `no_grad`/`inference_mode` is in effect. An evaluation loop is one at
 //! module level or in a function named like evaluation (`eval`, `valid`, `test`, `predict`,
@@ -60,7 +61,7 @@ use ruff_text_size::{Ranged, TextRange};
 use crate::checker::{Checker, Lifetime};
 use crate::diagnostic::{Diagnostic, Edit, Fix};
 use crate::registry::Rule;
-use crate::rules::helpers::until;
+use crate::rules::helpers::{concat_function, refers_to, until, unwrap_result};
 use crate::semantic::names::{dotted, is_dotted};
 use crate::semantic::value::Value;
 
@@ -123,7 +124,44 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
     report(checker, &value, &kept, &lifetime);
 }
 
-/// `total += criterion(model(x), y)`, `total = total + ...`, `preds[i] = model(x)`.
+/// How a statement keeps an iteration's output.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kept {
+    /// `total += out`, `total = total + out`.
+    Total,
+    /// `preds = torch.cat([preds, out])`.
+    Concat,
+    /// `preds[i] = out`.
+    Entry,
+}
+
+/// The element a concatenation adds to `key`, when the value rebuilds `key` from itself:
+/// `torch.cat([key, out])`, also behind a first-time test (`out if key is None else
+/// torch.cat([key, out])`) or sliced.
+fn concatenated<'a>(checker: &Checker, value: &'a Expr, key: &str) -> Option<&'a Expr> {
+    let branches: Vec<&Expr> = match value {
+        Expr::If(e) => vec![&e.body, &e.orelse],
+        v => vec![v],
+    };
+    branches.into_iter().find_map(|b| {
+        let Expr::Call(call) = unwrap_result(b).0 else {
+            return None;
+        };
+        concat_function(checker, call)?;
+        let elts = match call.arguments.args.first()? {
+            Expr::List(l) => &l.elts,
+            Expr::Tuple(t) => &t.elts,
+            _ => return None,
+        };
+        if !elts.iter().any(|e| refers_to(e, key)) {
+            return None;
+        }
+        elts.iter().find(|e| !refers_to(e, key))
+    })
+}
+
+/// `total += criterion(model(x), y)`, `total = total + ...`, `preds = torch.cat([preds,
+/// model(x)])`, `preds[i] = model(x)`.
 pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     if !eligible(checker) {
         return;
@@ -135,7 +173,7 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
                 Operator::Add | Operator::Sub | Operator::Mult | Operator::Div
             ) =>
         {
-            (&*aug.target, &*aug.value, true)
+            (&*aug.target, &*aug.value, Kept::Total)
         }
         Stmt::Assign(assign) if assign.targets.len() == 1 => {
             let target = &assign.targets[0];
@@ -144,19 +182,21 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
                     if !checker.key_changes_per_iteration(&sub.slice) {
                         return;
                     }
-                    (&*sub.value, &*assign.value, false)
+                    (&*sub.value, &*assign.value, Kept::Entry)
                 }
                 t => {
-                    let Expr::BinOp(bin) = &*assign.value else {
-                        return;
-                    };
                     let Some(key) = dotted(t) else { return };
-                    if is_dotted(&bin.left, &key) {
-                        (t, &*bin.right, true)
-                    } else if is_dotted(&bin.right, &key) {
-                        (t, &*bin.left, true)
-                    } else {
-                        return;
+                    match &*assign.value {
+                        Expr::BinOp(bin) if is_dotted(&bin.left, &key) => {
+                            (t, &*bin.right, Kept::Total)
+                        }
+                        Expr::BinOp(bin) if is_dotted(&bin.right, &key) => {
+                            (t, &*bin.left, Kept::Total)
+                        }
+                        v => match concatenated(checker, v, &key) {
+                            Some(added) => (t, added, Kept::Concat),
+                            None => return,
+                        },
                     }
                 }
             }
@@ -170,21 +210,20 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     let Some(lifetime) = checker.lifetime(container) else {
         return;
     };
-    if !accumulates && checker.reset_in_iteration(&lifetime.key) {
+    if accumulates == Kept::Entry && checker.reset_in_iteration(&lifetime.key) {
         return;
     }
-    let kept = if accumulates {
-        format!(
-            "the running total `{}` (line {}) links to the output of every iteration, and each",
-            lifetime.key,
-            checker.line(stmt.start())
-        )
-    } else {
-        format!(
-            "each output it keeps in `{}` (line {})",
-            lifetime.key,
-            checker.line(stmt.start())
-        )
+    let (key, line) = (&lifetime.key, checker.line(stmt.start()));
+    let kept = match accumulates {
+        Kept::Total => format!(
+            "the running total `{key}` (line {line}) links to the output of every iteration, and \
+             each"
+        ),
+        Kept::Concat => format!(
+            "`{key}`, concatenated with each output (line {line}), links to the output of every \
+             iteration, and each"
+        ),
+        Kept::Entry => format!("each output it keeps in `{key}` (line {line})"),
     };
     report(checker, &value, &kept, &lifetime);
 }

@@ -1,7 +1,8 @@
 //! ## What it does
 //! Flags a tensor history that is rebuilt from itself every step with `torch.cat`/`torch.stack`
 //! (`history = torch.cat([history, x])`, `self.buf = torch.cat((self.buf[1:], x))`, also when the
-//! result is sliced to a fixed length: `torch.cat([h, x])[-N:]`) while the old history is not
+//! result is sliced to a fixed length: `torch.cat([h, x])[-N:]`, or started on the first step:
+//! `h = x if h is None else torch.cat([h, x])`) while the old history is not
 //! detached and the result carries an autograd graph (because `x` or the history carries one).
 //!
 //! ## Why is this bad?
@@ -52,29 +53,21 @@
 //! dies with the step; set-up code; code that runs once, as under `if step == 0:` or
 //! `if self.x is None:`, or only with a debugging option on).
 
-use ruff_python_ast::{Expr, ExprCall, Stmt};
+use ruff_python_ast::{Expr, Stmt};
 use ruff_text_size::Ranged;
 
 use crate::checker::Checker;
 use crate::diagnostic::Diagnostic;
 use crate::registry::Rule;
-use crate::rules::helpers::{append_call, detach_fix, detached_text, origin_phrase, short};
+use crate::rules::helpers::{
+    append_call, concat_function, detach_fix, detached_text, origin_phrase, refers_to, short,
+    unwrap_result,
+};
 use crate::semantic::facts::self_attr;
 use crate::semantic::model::Iteration;
-use crate::semantic::names::{dotted, is_dotted, is_snapshot_method, last_segment};
+use crate::semantic::mutation::is_self_update;
+use crate::semantic::names::{dotted, is_dotted};
 use crate::semantic::value::Graph;
-
-const CONCAT: &[&str] = &[
-    "cat",
-    "concat",
-    "concatenate",
-    "stack",
-    "vstack",
-    "hstack",
-    "dstack",
-    "row_stack",
-    "column_stack",
-];
 
 pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     if !checker.grad_enabled() {
@@ -88,6 +81,13 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
         },
         _ => return,
     };
+    let Some(key) = dotted(target) else { return };
+    // `h = x if h is None else torch.cat([h, x])`: the branch that rebuilds `h` from itself.
+    let value = match value {
+        Expr::If(e) if is_self_update(&key, &e.orelse) => &*e.orelse,
+        Expr::If(e) if is_self_update(&key, &e.body) => &*e.body,
+        v => v,
+    };
     let (concat_expr, sliced) = unwrap_result(value);
     let Expr::Call(call) = concat_expr else {
         return;
@@ -95,7 +95,6 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     let Some(func) = concat_function(checker, call) else {
         return;
     };
-    let Some(key) = dotted(target) else { return };
     let Some(seq) = call.arguments.args.first().or_else(|| {
         call.arguments
             .keywords
@@ -185,54 +184,5 @@ fn carried_across_iterations(checker: &Checker, target: &Expr, key: &str) -> boo
         Iteration::Call { .. } => false,
         // Bound before the training loop (or first bound by this very assignment inside it).
         Iteration::Loop { depth, .. } => checker.carried_by_loop(depth, key),
-    }
-}
-
-/// The concatenation under a result that is sliced (`[-N:]`) or copied (`.to(device)`),
-/// and whether it was sliced.
-fn unwrap_result(expr: &Expr) -> (&Expr, bool) {
-    let mut cur = expr;
-    let mut sliced = false;
-    loop {
-        match cur {
-            Expr::Subscript(s) => {
-                sliced = true;
-                cur = &s.value;
-            }
-            Expr::Call(c) => match &*c.func {
-                Expr::Attribute(a) if is_snapshot_method(a.attr.as_str()) => cur = &a.value,
-                _ => return (cur, sliced),
-            },
-            _ => return (cur, sliced),
-        }
-    }
-}
-
-/// `torch.cat`-like function being called, by its short name.
-fn concat_function(checker: &Checker, call: &ExprCall) -> Option<String> {
-    let q = checker.qualified_function(&call.func)?;
-    let last = last_segment(&q);
-    (q.starts_with("torch.") && CONCAT.contains(&last)).then(|| format!("torch.{last}"))
-}
-
-/// Is the element the history itself, possibly sliced or copied (`h`, `h[1:]`, `h.to(dev)`)?
-/// A `.detach()` on the way is not stripped: its value carries no graph.
-fn refers_to(expr: &Expr, key: &str) -> bool {
-    let mut cur = expr;
-    loop {
-        if is_dotted(cur, key) {
-            return true;
-        }
-        match cur {
-            Expr::Subscript(s) => cur = &s.value,
-            Expr::Starred(s) => cur = &s.value,
-            Expr::Call(c) => match &*c.func {
-                Expr::Attribute(a) if c.arguments.is_empty() || is_snapshot_method(&a.attr) => {
-                    cur = &a.value;
-                }
-                _ => return false,
-            },
-            _ => return false,
-        }
     }
 }

@@ -9,7 +9,7 @@
 use std::cell::{Cell, OnceCell, RefCell};
 use std::rc::Rc;
 
-use ruff_python_ast::{Expr, Stmt, StmtClassDef, StmtFunctionDef};
+use ruff_python_ast::{Expr, ExprCall, Stmt, StmtClassDef, StmtFunctionDef};
 use ruff_text_size::{Ranged, TextRange, TextSize};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -363,6 +363,17 @@ impl<'a> SemanticModel<'a> {
         f
     }
 
+    /// Does evaluating this call read its arguments (a function or class of this file)?
+    pub(crate) fn follows_call(&self, call: &ExprCall) -> bool {
+        match &*call.func {
+            Expr::Name(n) => {
+                let name = n.id.as_str();
+                self.facts.functions.contains(name) || self.facts.classes.contains_key(name)
+            }
+            _ => false,
+        }
+    }
+
     /// How many (function, parameter) pairs are known to receive graphs. Parameters that
     /// receive numbers do not count: what the first walk learns of them serves the walks after
     /// it, and a file that passes no graph needs no second silent walk for them.
@@ -585,17 +596,37 @@ impl<'a> SemanticModel<'a> {
         if !self.scope().body_facts.returns_value {
             return true;
         }
-        fn graphless(v: &Value) -> bool {
-            v.graph == Graph::No
-                && match &v.parts {
-                    Parts::Elements(e) => e.iter().all(graphless),
-                    Parts::Keys(k) => k.iter().all(|(_, v)| graphless(v)),
-                    _ => true,
-                }
+        // The summary was made in a silent walk, maybe before the walk reached the callers that
+        // say what the parameters are: a graph it returns only because a parameter might carry
+        // one (`chars = [start]` in `generate(model, start, n)`) is none when this walk knows
+        // that parameter carries no graph (every caller passes a number).
+        let env = &self.scope().env;
+        let positional: Vec<Option<&Value>> = crate::summaries::extract::positional_params(def)
+            .into_iter()
+            .map(|n| env.get(n))
+            .collect();
+        let param_graphless = |i: usize| {
+            positional
+                .get(i)
+                .copied()
+                .flatten()
+                .is_some_and(|v| v.graph == Graph::No)
+        };
+        fn graphless(v: &Value, param_graphless: &dyn Fn(usize) -> bool) -> bool {
+            let own = match &v.graph {
+                Graph::No => true,
+                Graph::Yes(o) => o.param.is_some() && o.params().all(param_graphless),
+                Graph::Unknown => false,
+            };
+            own && match &v.parts {
+                Parts::Elements(e) => e.iter().all(|x| graphless(x, param_graphless)),
+                Parts::Keys(k) => k.iter().all(|(_, x)| graphless(x, param_graphless)),
+                _ => true,
+            }
         }
         self.summaries
             .get(&super::summary::summary_key(def, class))
-            .is_some_and(graphless)
+            .is_some_and(|v| graphless(v, &param_graphless))
     }
 
     /// Does the current statement run a number of times written in the source, at most `limit`:

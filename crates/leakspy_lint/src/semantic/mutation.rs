@@ -237,13 +237,43 @@ fn calls_in(expr: &Expr, keys: Keys, f: &mut dyn FnMut(String, Mutation, TextSiz
     V { keys, f }.visit_expr(expr);
 }
 
-/// `key = key + x` (or `x + key`, any binary operator): the new value is built from the old.
+/// `key = key + x` (or `x + key`, any binary operator), or `key = torch.cat([key, x])` (any
+/// concatenation that lists `key` itself, also as one branch of `x if key is None else ...`):
+/// the new value is built from the old, and holds all of it.
 pub fn is_self_update(key: &str, value: &Expr) -> bool {
-    let Expr::BinOp(bin) = value else {
-        return false;
-    };
-    is_dotted(&bin.left, key) || is_dotted(&bin.right, key)
+    match value {
+        Expr::BinOp(bin) => is_dotted(&bin.left, key) || is_dotted(&bin.right, key),
+        Expr::If(e) => is_self_update(key, &e.body) || is_self_update(key, &e.orelse),
+        Expr::Call(call) => {
+            let concat = match &*call.func {
+                Expr::Attribute(a) => CONCATENATIONS.contains(&a.attr.as_str()),
+                Expr::Name(n) => CONCATENATIONS.contains(&n.id.as_str()),
+                _ => false,
+            };
+            concat
+                && match call.arguments.args.first() {
+                    Some(Expr::List(l)) => l.elts.iter().any(|e| is_dotted(e, key)),
+                    Some(Expr::Tuple(t)) => t.elts.iter().any(|e| is_dotted(e, key)),
+                    _ => false,
+                }
+        }
+        _ => false,
+    }
 }
+
+/// The functions that concatenate arrays or tensors (`torch.cat`, `np.concatenate` and their
+/// kin), by short name.
+pub const CONCATENATIONS: &[&str] = &[
+    "cat",
+    "concat",
+    "concatenate",
+    "stack",
+    "vstack",
+    "hstack",
+    "dstack",
+    "row_stack",
+    "column_stack",
+];
 
 /// What a container method call stores, and the method: `xs.append(v)`, `s.add(v)`,
 /// `xs.insert(i, v)`, `xs.extend(vs)`. `None` when the call does not have a container store's

@@ -262,14 +262,7 @@ impl<'a> SemanticModel<'a> {
             scope.env.insert(pname.clone(), v);
             scope.params.insert(pname);
         }
-        let positional: Vec<&str> = def
-            .parameters
-            .posonlyargs
-            .iter()
-            .chain(def.parameters.args.iter())
-            .map(|p| p.parameter.name.as_str())
-            .filter(|n| !matches!(*n, "self" | "cls"))
-            .collect();
+        let positional = crate::summaries::extract::positional_params(def);
         // Parameters that every call site in this file gives a number are numbers (`i` in
         // `agent.update(i, batch)` called with `range`'s ints).
         if let Some(numbers) = self.param_numbers.borrow().get(&key) {
