@@ -25,7 +25,9 @@
 //! a hook closes over lives as long as the hook's registration (on a tensor the call makes, or
 //! with its handle removed or handed out); a tensor's `.clone()` is no model copy because a
 //! model class of the file also has a `clone` method; a function's result built from a
-//! parameter carries no graph where every caller passes a number there.
+//! parameter carries no graph where every caller passes a number there; a closure cell that a
+//! function nested in its factory clears, or that a factory running once per step makes
+//! afresh, is no history.
 
 mod common;
 

@@ -8,7 +8,9 @@
 //! is weaker than its growth: a `pop(0)` in another, less frequent method, or in the same method
 //! outside the loop that appends (one per episode against one append per step). Also flags a list
 //! or dict in a module global or in a closure cell of a returned function (a logger made by a
-//! factory) that grows on every step and that nothing in the file clears. Reported once per
+//! factory) that grows on every step and that nothing in the file clears (the factory, the
+//! closure itself or a sibling closure), made by a factory that does not itself run once per
+//! step (each step's closures would get cells of their own). Reported once per
 //! attribute, at its first growth site.
 //!
 //! ## Why is this bad?

@@ -593,8 +593,9 @@ impl SemanticModel<'_> {
         returned
     }
 
-    /// Is the closure variable `key` cleared, trimmed or rebound in the function that made it
-    /// (outside the function that grows it)?
+    /// Is the closure variable `key` cleared, trimmed or rebound in the function that made it,
+    /// or in a function nested in that one? Or is it made afresh on every step, by a function
+    /// that itself runs once per step (each step's closures get cells of their own)?
     pub fn closure_reset(&self, key: &str) -> bool {
         let Some(owner) = self.scopes[..self.scopes.len().saturating_sub(1)]
             .iter()
@@ -612,7 +613,28 @@ impl SemanticModel<'_> {
             }
         }
         // Made once (`metrics = {}`); a second binding starts it afresh.
-        bound > 1
+        if bound > 1 {
+            return true;
+        }
+        let ScopeKind::Function { def, .. } = owner.kind else {
+            return false;
+        };
+        if self.training().cadence(def).grain().is_some() {
+            return true;
+        }
+        // A function nested in the owner that clears, trims or pops the cell (the closure
+        // itself, `events.clear()` before `events.append(e)`, or a sibling that drains it)
+        // bounds it too. A binding there makes a local of its own (without `nonlocal`).
+        let mut reset = false;
+        super::facts::visit_body(&def.body, &mut |stmt| {
+            if reset || !matches!(stmt, Stmt::Expr(_) | Stmt::Delete(_) | Stmt::Assign(_)) {
+                return;
+            }
+            super::mutation::for_each_mutation(stmt, &mut |k, m, _| {
+                reset |= k == key && !matches!(m, Mutation::Grow | Mutation::Rebind);
+            });
+        });
+        reset
     }
 
     /// Is the local `name` bound within the current iteration (inside the training loop, or in
