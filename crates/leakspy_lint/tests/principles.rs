@@ -27,7 +27,8 @@
 //! model class of the file also has a `clone` method; a function's result built from a
 //! parameter carries no graph where every caller passes a number there; a closure cell that a
 //! function nested in its factory clears, or that a factory running once per step makes
-//! afresh, is no history.
+//! afresh, is no history; a local summing the elements of a collection the caller passed keeps
+//! no graph the caller's collection does not.
 
 mod common;
 

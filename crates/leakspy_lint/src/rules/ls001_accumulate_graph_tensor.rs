@@ -50,12 +50,14 @@
 //! that runs once, as under `if step == 0:` or `if self.x is None:`, or only with a debugging
 //! option on); a module's own state that its output is computed from and another method of the
 //! class resets (a spiking neuron's `self.v += dv` before `return self.spiking()`, cleared by
-//! `reset()` between samples: the computation backpropagated through time, not a log).
+//! `reset()` between samples: the computation backpropagated through time, not a log); a local
+//! summing the elements of a collection the caller passed (`for aux in aux_losses: total +=
+//! aux`), whose graphs the caller's collection holds anyway.
 
 use ruff_python_ast::{Expr, Operator, Stmt};
 use ruff_text_size::Ranged;
 
-use crate::checker::Checker;
+use crate::checker::{Checker, Holder};
 use crate::diagnostic::Diagnostic;
 use crate::registry::Rule;
 use crate::rules::helpers::{
@@ -144,6 +146,9 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     let Some(lifetime) = checker.keeps_graphs(target) else {
         return;
     };
+    if sums_a_parameter(checker, added, &lifetime.holder) {
+        return;
+    }
     let container_key = match target {
         Expr::Subscript(sub) => dotted(&sub.value),
         t => dotted(t),
@@ -190,6 +195,44 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
         ));
     }
     checker.report(diagnostic);
+}
+
+/// Is the added value an element of a collection the caller passed (`for loss in losses:
+/// total += loss`), summed into a local of the function? The caller's collection holds every
+/// graph the total reaches, for longer than the call: the total keeps nothing more.
+fn sums_a_parameter(checker: &Checker, added: &Expr, holder: &Holder) -> bool {
+    let Expr::Name(name) = added else {
+        return false;
+    };
+    if *holder != Holder::OuterLocal {
+        return false;
+    }
+    let (params, name) = (&checker.scope().params, name.id.as_str());
+    // The element as the loop gives it: not rebound in the loop's body.
+    checker.loops().iter().any(|l| {
+        let Stmt::For(f) = l.stmt else { return false };
+        crate::semantic::scan::keys_in(&f.target).contains(name)
+            && matches!(&*f.iter, Expr::Name(n) if params.contains(n.id.as_str()))
+            && !rebound_in(&f.body, name)
+    })
+}
+
+/// Does the block (or a block nested in it) assign to `name`?
+fn rebound_in(body: &[Stmt], name: &str) -> bool {
+    let mut rebound = false;
+    crate::semantic::facts::visit_body(body, &mut |s| {
+        let targets: Vec<&Expr> = match s {
+            Stmt::Assign(a) => a.targets.iter().collect(),
+            Stmt::AugAssign(a) => vec![&a.target],
+            Stmt::AnnAssign(a) => vec![&a.target],
+            Stmt::For(f) => vec![&f.target],
+            _ => return,
+        };
+        rebound |= targets
+            .iter()
+            .any(|t| crate::semantic::scan::keys_in(t).contains(name));
+    });
+    rebound
 }
 
 /// A function of this file or another of the project (called by name) that adds one
