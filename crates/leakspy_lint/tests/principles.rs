@@ -28,7 +28,8 @@
 //! parameter carries no graph where every caller passes a number there; a closure cell that a
 //! function nested in its factory clears, or that a factory running once per step makes
 //! afresh, is no history; a local summing the elements of a collection the caller passed keeps
-//! no graph the caller's collection does not.
+//! no graph the caller's collection does not; a module global a script writes out once, after
+//! its loop, is its result.
 
 mod common;
 

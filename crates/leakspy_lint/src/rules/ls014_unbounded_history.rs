@@ -10,7 +10,9 @@
 //! or dict in a module global or in a closure cell of a returned function (a logger made by a
 //! factory) that grows on every step and that nothing in the file clears (the factory, the
 //! closure itself or a sibling closure), made by a factory that does not itself run once per
-//! step (each step's closures would get cells of their own). Reported once per
+//! step (each step's closures would get cells of their own); a global the script writes out
+//! once, outside any loop (`torch.save(feats, path)` after the loop), is its result, not a
+//! leak. Reported once per
 //! attribute, at its first growth site.
 //!
 //! ## Why is this bad?
@@ -106,7 +108,7 @@ use crate::semantic::iteration::{Grain, LoopRole, Training};
 use crate::semantic::lifetime::reset_from_outside;
 use crate::semantic::located::child_blocks;
 use crate::semantic::mutation::Mutation;
-use crate::semantic::names::{dotted, last_segment};
+use crate::semantic::names::{dotted, is_dotted, last_segment};
 use crate::semantic::scan::keys_in;
 use crate::semantic::value::Kind;
 
@@ -413,11 +415,14 @@ fn free_history(
         return;
     }
     let reset = match lifetime.holder {
-        Holder::Global => checker
-            .facts
-            .globals
-            .get(key.as_str())
-            .is_none_or(|g| g.changes.iter().any(|c| c.mutation != Mutation::Grow)),
+        Holder::Global => {
+            checker
+                .facts
+                .globals
+                .get(key.as_str())
+                .is_none_or(|g| g.changes.iter().any(|c| c.mutation != Mutation::Grow))
+                || written_out_once(checker.semantic().suite(), key)
+        }
         // A cell outlives the call that made it only through a function that is returned (a
         // logger made by a factory); a reset in the factory bounds it, and so does a
         // registration of that function as a hook that ends with the owner's call.
@@ -452,6 +457,34 @@ fn free_history(
         crate::rules::helpers::until(checker, &lifetime),
     );
     checker.report(Diagnostic::new(Rule::LS014, message, range));
+}
+
+/// Does the script write the global out once, outside any loop (`torch.save(feats, path)`,
+/// `pickle.dump(feats, f)`, `np.save(path, feats)` at module level, after the loop that fills
+/// it)? Then what it collects is the script's result, as a returned history is a method's.
+fn written_out_once(suite: &[Stmt], key: &str) -> bool {
+    const WRITERS: &[&str] = &["save", "savez", "savez_compressed", "dump", "save_file"];
+    suite.iter().any(|stmt| match stmt {
+        Stmt::Expr(e) => {
+            let Expr::Call(call) = &*e.value else {
+                return false;
+            };
+            let writes = match &*call.func {
+                Expr::Attribute(a) => WRITERS.contains(&a.attr.as_str()),
+                _ => false,
+            };
+            writes && call.arguments.args.iter().any(|a| is_dotted(a, key))
+        }
+        Stmt::With(w) => written_out_once(&w.body, key),
+        Stmt::If(i) => {
+            written_out_once(&i.body, key)
+                || i.elif_else_clauses
+                    .iter()
+                    .any(|c| written_out_once(&c.body, key))
+        }
+        Stmt::Try(t) => written_out_once(&t.body, key) || written_out_once(&t.finalbody, key),
+        _ => false,
+    })
 }
 
 struct Site {
