@@ -612,6 +612,69 @@ def test_a_bounded_deque_that_fills_is_reported_with_its_bound_weight_and_holder
     assert monitor.messages("suspect") == [], json.dumps(monitor.messages("suspect"))
 
 
+@needs_torch
+def test_the_probes_own_search_never_runs_under_its_tracemalloc(monitor):
+    # Creation sites are looked up with tracemalloc, which makes every
+    # allocation 50-100 times slower: the probe's own holder searches must
+    # be over before it starts. A DQN whose replay buffer (a bounded deque)
+    # passed a MiB as its logged Q-values were first named had the buffer's
+    # holder searched under tracing: 16 s of the probe's work, and the
+    # job's steps stalled from 2 ms to 280 ms. Here a new buffer passes a
+    # MiB every 20 steps, so that censuses which name a leak's holder also
+    # have a buffer to name.
+    p = monitor.run("""
+        import collections, time, tracemalloc
+        import torch
+        import leakspy._explain as explain
+
+        searched = []
+        search = explain.attribute_steps
+
+        def watched(*args, **kwargs):
+            pieces = search(*args, **kwargs)
+            while True:
+                searched.append(tracemalloc.is_tracing())
+                try:
+                    piece = next(pieces)
+                except StopIteration as e:
+                    return e.value
+                yield piece
+
+        explain.attribute_steps = watched
+
+        model = torch.nn.Linear(8, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        losses = []
+        buffers = []
+        n = 0
+        t0 = time.monotonic()
+        # 1,500 steps at least (about 5 s on an idle machine; a busy one
+        # stretches them), and until a creation site was looked up.
+        import leakspy._probe as probe
+        while n < 1500 or (not any(m.get("created_at") for m in probe.S.sent.values())
+                           and time.monotonic() - t0 < 60):
+            if n % 20 == 0:
+                buffers.append(collections.deque(maxlen=10000))
+                del buffers[:-4]
+            for b in buffers:
+                b.append(bytes(16384))  # a buffer passes a MiB in 64 steps
+            loss = model(torch.randn(16, 8)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss)
+            time.sleep(0.002)
+            n += 1
+        print(len(searched), sum(searched))
+    """, env=monitor.env(LEAKSPY_PROBE_BUDGET="1.0"), timeout=120)
+    check_ok(p)
+    pieces, traced = map(int, p.stdout.split())
+    censuses = points(monitor)
+    assert any(c.get("bounded") for c in censuses), censuses
+    assert any(s["created_at"] for s in monitor.messages("suspect")), suspects_by_key(monitor)
+    assert pieces > 0 and traced == 0, (pieces, traced)
+
+
 def test_a_program_that_never_steps_gets_timer_censuses(monitor):
     p = monitor.run("""
         import time
