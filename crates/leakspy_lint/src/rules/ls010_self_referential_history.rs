@@ -65,7 +65,6 @@ use crate::rules::helpers::{
 };
 use crate::semantic::facts::self_attr;
 use crate::semantic::model::Iteration;
-use crate::semantic::mutation::is_self_update;
 use crate::semantic::names::{dotted, is_dotted};
 use crate::semantic::value::Graph;
 
@@ -82,32 +81,15 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
         _ => return,
     };
     let Some(key) = dotted(target) else { return };
-    // `h = x if h is None else torch.cat([h, x])`: the branch that rebuilds `h` from itself.
+    // `h = x if h is None else torch.cat([h.to(dev), x])`: the branch that rebuilds `h` from
+    // itself.
     let value = match value {
-        Expr::If(e) if is_self_update(&key, &e.orelse) => &*e.orelse,
-        Expr::If(e) if is_self_update(&key, &e.body) => &*e.body,
+        Expr::If(e) if rebuilt_from(checker, &key, &e.orelse).is_some() => &*e.orelse,
+        Expr::If(e) if rebuilt_from(checker, &key, &e.body).is_some() => &*e.body,
         v => v,
     };
-    let (concat_expr, sliced) = unwrap_result(value);
-    let Expr::Call(call) = concat_expr else {
+    let Some((concat_expr, sliced, elts, func)) = rebuilt_from(checker, &key, value) else {
         return;
-    };
-    let Some(func) = concat_function(checker, call) else {
-        return;
-    };
-    let Some(seq) = call.arguments.args.first().or_else(|| {
-        call.arguments
-            .keywords
-            .iter()
-            .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "tensors"))
-            .map(|k| &k.value)
-    }) else {
-        return;
-    };
-    let elts = match seq {
-        Expr::List(l) => &l.elts,
-        Expr::Tuple(t) => &t.elts,
-        _ => return,
     };
     let Some(old) = elts.iter().find(|e| refers_to(e, &key)) else {
         return;
@@ -166,6 +148,35 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
         append_call(checker, old, "detach"),
     );
     checker.report(Diagnostic::new(Rule::LS010, message, stmt.range()).with_fix(fix));
+}
+
+/// The concatenation `value` rebuilds `key` from (`torch.cat([key, x])`, `torch.cat([key[1:],
+/// x])[-N:]`), with whether its result is sliced, its elements and the function's name.
+fn rebuilt_from<'a>(
+    checker: &Checker,
+    key: &str,
+    value: &'a Expr,
+) -> Option<(&'a Expr, bool, &'a [Expr], String)> {
+    let (concat_expr, sliced) = unwrap_result(value);
+    let Expr::Call(call) = concat_expr else {
+        return None;
+    };
+    let func = concat_function(checker, call)?;
+    let seq = call.arguments.args.first().or_else(|| {
+        call.arguments
+            .keywords
+            .iter()
+            .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "tensors"))
+            .map(|k| &k.value)
+    })?;
+    let elts = match seq {
+        Expr::List(l) => &l.elts,
+        Expr::Tuple(t) => &t.elts,
+        _ => return None,
+    };
+    elts.iter()
+        .any(|e| refers_to(e, key))
+        .then_some((concat_expr, sliced, &elts[..], func))
 }
 
 /// Is `key` carried from one training iteration to the next by this assignment?
