@@ -29,7 +29,9 @@
 //! function nested in its factory clears, or that a factory running once per step makes
 //! afresh, is no history; a local summing the elements of a collection the caller passed keeps
 //! no graph the caller's collection does not; a module global a script writes out once, after
-//! its loop, is its result.
+//! its loop, is its result; a total made afresh by a call that steps the optimizer once after
+//! counted rounds of micro-batches that only backpropagate (gradient accumulation) keeps one
+//! step's graphs.
 
 mod common;
 

@@ -43,6 +43,8 @@
 //!
 //! ## Stays silent on
 //! A total re-created inside the iteration and backpropagated (gradient accumulation); a total
+//! made afresh by a call that steps the optimizer once, after `for _ in range(n)` rounds of
+//! micro-batches that only backpropagate (one training step's micro-batches); a total
 //! that a method of the class backpropagates; `loss.item()`; tuples and lists concatenated
 //! (`outputs += (h,)`, a store); statistics named as such (`mean`, `ema`: LS011); code under
 //! `torch.no_grad()`; code that does not run once per training iteration (a loop over layers,

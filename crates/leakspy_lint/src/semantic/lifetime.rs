@@ -338,6 +338,14 @@ impl SemanticModel<'_> {
             if self.loops_run_fixed_times(bound, FEW_ROUNDS) && afresh() {
                 return None;
             }
+            // Gradient accumulation: a call that steps the optimizer once, after counted rounds
+            // of micro-batches that only backpropagate, is one training step; a total it makes
+            // afresh keeps that step's micro-batches, handed out or not, and the next call's
+            // total replaces it. (A pass over the data before one step keeps a graph for every
+            // batch of the data set: not this.)
+            if matches!(lifetime.until, Until::Return { .. }) && self.accumulates_gradients(bound) {
+                return None;
+            }
         }
         match lifetime.holder {
             Holder::Attribute if self.backpropagated_in_class(key) => None,
@@ -366,6 +374,21 @@ impl SemanticModel<'_> {
             return None;
         }
         resets.periodic
+    }
+
+    /// Are the loops from `depth` on micro-batch rounds of one optimizer step: each `for _ in
+    /// range(...)`, backpropagating without stepping, in a function that steps the optimizer?
+    fn accumulates_gradients(&self, depth: usize) -> bool {
+        let scope = self.scope();
+        let loops = scope.loops.get(depth..).unwrap_or_default();
+        scope.body_facts.steps_optimizer
+            && !loops.is_empty()
+            && loops.iter().all(|l| {
+                l.facts.calls_backward
+                    && !l.facts.steps_optimizer
+                    && matches!(l.stmt, Stmt::For(f)
+                        if matches!(&*f.iter, Expr::Call(c) if super::names::is_dotted(&c.func, "range")))
+            })
     }
 
     /// Does the current function return or yield what `key` names?
