@@ -2,7 +2,9 @@
 //! Flags copies of models or agents kept in a growing collection: `copy.deepcopy(model)`,
 //! `copy.deepcopy(model.state_dict())`, `agent.clone()` (a method of a class of this file that
 //! holds modules), or what a function of this file returns when it returns such a copy on every
-//! path (`fast = adapt(model, task)` with `fast = copy.deepcopy(model)` in `adapt`) appended to
+//! path (`fast = adapt(model, task)` with `fast = copy.deepcopy(model)` in `adapt`), or a copy
+//! passed through a function of this file that hands back the model it was given (`learner =
+//! fine_tune(learner, task)` after `learner = copy.deepcopy(model)`), appended to
 //! an attribute or a long-lived list on every generation, episode or epoch, when nothing ever
 //! clears or bounds that collection.
 //!
@@ -242,9 +244,10 @@ fn module_copy(checker: &Checker, expr: &Expr) -> Option<String> {
                 Some(Stmt::While(w)) => &w.body,
                 _ => &checker.function()?.body,
             };
-            let mut found: Option<String> = None;
+            let mut found: Option<&Expr> = None;
             visit_block(body, &mut |s| {
-                if s.start() >= expr.start() {
+                // (A binding that holds the use, `learner = adapt(learner)`, comes after it.)
+                if s.end() > expr.start() {
                     return;
                 }
                 if let Stmt::Assign(a) = s {
@@ -252,24 +255,29 @@ fn module_copy(checker: &Checker, expr: &Expr) -> Option<String> {
                         && matches!(&a.targets[0], Expr::Name(t) if t.id == n.id)
                     {
                         // The last binding before the use wins.
-                        found = if matches!(&*a.value, Expr::Name(_)) {
-                            None
-                        } else {
-                            module_copy(checker, &a.value)
-                        };
+                        found = Some(&a.value);
                     }
                 }
             });
-            found
+            let value = found?;
+            match value {
+                Expr::Name(_) => None,
+                // `learner = adapt(learner, task)` where `adapt` returns the model it was given
+                // (updated in place): still the copy the argument names.
+                Expr::Call(c) => module_copy(checker, value)
+                    .or_else(|| module_copy(checker, passed_through(checker, c)?)),
+                v => module_copy(checker, v),
+            }
         }
         _ => None,
     }
 }
 
-/// "a deep copy of `model` (made by `adapt()`)" when `call` calls a function of this file that
-/// returns a fresh deep copy of a module on every path: of what the caller passes it
-/// (`fast = copy.deepcopy(model)` of its parameter `model`), or of a model it names.
-fn helper_copy(checker: &Checker, name: &str, call: &ExprCall) -> Option<String> {
+/// The function of this file that `call` calls by name, and its positional parameters.
+fn local_function<'a>(
+    checker: &'a Checker,
+    name: &str,
+) -> Option<(&'a ruff_python_ast::StmtFunctionDef, Vec<&'a str>)> {
     let def = checker
         .semantic()
         .suite()
@@ -279,18 +287,54 @@ fn helper_copy(checker: &Checker, name: &str, call: &ExprCall) -> Option<String>
             _ => None,
         })
         .last()?;
-    let params = crate::summaries::extract::positional_params(def);
-    // What the caller gives parameter `p`: its positional argument, or its keyword.
-    let passed = |p: &str| -> Option<&Expr> {
-        let i = params.iter().position(|q| *q == p)?;
-        call.arguments.args.get(i).or_else(|| {
-            call.arguments
-                .keywords
-                .iter()
-                .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == p))
-                .map(|k| &k.value)
-        })
+    Some((def, crate::summaries::extract::positional_params(def)))
+}
+
+/// What the caller gives parameter `p` of `params`: its positional argument, or its keyword.
+fn argument_for<'a>(call: &'a ExprCall, params: &[&str], p: &str) -> Option<&'a Expr> {
+    let i = params.iter().position(|q| *q == p)?;
+    call.arguments.args.get(i).or_else(|| {
+        call.arguments
+            .keywords
+            .iter()
+            .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == p))
+            .map(|k| &k.value)
+    })
+}
+
+/// The argument `call` hands back, when it calls a function of this file that returns one of
+/// its parameters, never rebound, on every path (`def adapt(model, x): ...; return model`).
+fn passed_through<'a>(checker: &'a Checker, call: &'a ExprCall) -> Option<&'a Expr> {
+    let Expr::Name(f) = &*call.func else {
+        return None;
     };
+    let (def, params) = local_function(checker, f.id.as_str())?;
+    let mut returned: Option<&str> = None;
+    let mut through = true;
+    let mut rebound: Vec<&str> = Vec::new();
+    visit_block(&def.body, &mut |s| match s {
+        Stmt::Return(r) => match r.value.as_deref() {
+            Some(Expr::Name(v)) if returned.is_none_or(|p| p == v.id.as_str()) => {
+                returned = Some(v.id.as_str());
+            }
+            _ => through = false,
+        },
+        Stmt::Assign(a) => rebound.extend(a.targets.iter().flat_map(|t| match t {
+            Expr::Name(n) => vec![n.id.as_str()],
+            _ => vec![],
+        })),
+        _ => {}
+    });
+    let p = returned.filter(|p| through && params.contains(p) && !rebound.contains(p))?;
+    argument_for(call, &params, p)
+}
+
+/// "a deep copy of `model` (made by `adapt()`)" when `call` calls a function of this file that
+/// returns a fresh deep copy of a module on every path: of what the caller passes it
+/// (`fast = copy.deepcopy(model)` of its parameter `model`), or of a model it names.
+fn helper_copy(checker: &Checker, name: &str, call: &ExprCall) -> Option<String> {
+    let (def, params) = local_function(checker, name)?;
+    let passed = |p: &str| argument_for(call, &params, p);
     // `copy.deepcopy(x)` of a module: the copied module, as the caller sees it.
     let copied = |e: &Expr| -> Option<String> {
         let Expr::Call(c) = e else { return None };
