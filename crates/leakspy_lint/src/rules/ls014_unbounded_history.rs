@@ -12,7 +12,9 @@
 //! closure itself or a sibling closure), made by a factory that does not itself run once per
 //! step (each step's closures would get cells of their own); a global the script writes out
 //! once, outside any loop (`torch.save(feats, path)` after the loop), is its result, not a
-//! leak. Reported once per
+//! leak. Also flags a local list of a function that runs once, bound before its step loop and
+//! grown on every step, that the function never reads (`all_infos.append(infos)`): it keeps the
+//! whole run's entries for nothing. Reported once per
 //! attribute, at its first growth site.
 //!
 //! ## Why is this bad?
@@ -79,7 +81,9 @@
 //! of them); lists set by index (`ids[env_id] = n` overwrites an entry); lists cleared, truncated (`x = x[-n:]`, `del x[:-n]`) or rebound in any
 //! method (`reset()`, `on_epoch_end()`); lists grown only under `if len(self.x) < capacity:` (a
 //! ring buffer that overwrites once full); a `pop(0)` in the loop that appends or in a
-//! `while len(...) > n` loop; local lists; histories of numbers (`loss.item()`, rewards); objects
+//! `while len(...) > n` loop; local lists the function reads, returns or passes on (what an
+//! evaluation or a feature pass collects is its result), and those of a function that runs
+//! again and again; histories of numbers (`loss.item()`, rewards); objects
 //! made afresh in each epoch, evaluation or episode (a callback created per validation keeps one
 //! validation's entries); classes defined elsewhere in the project whose base may clear the list,
 //! and public attributes of classes this file never instantiates (their users may clear them);
@@ -431,6 +435,16 @@ fn free_history(
                 || checker.closure_reset(key)
                 || checker.hook_cell_scoped(key)
         }
+        // A local of a function that runs once, bound before its step loop, kept until it
+        // returns and never read there: it keeps the whole run's entries for nothing. (One the
+        // function reads, returns or passes on is what it collects: its result.)
+        Holder::OuterLocal => {
+            !matches!(
+                lifetime.until,
+                crate::semantic::lifetime::Until::Return { .. }
+            ) || checker.cadence().grain().is_some()
+                || checker.function().is_none_or(|f| !only_grown(&f.body, key))
+        }
         _ => return,
     };
     if reset || reset_from_outside(checker.source, key) {
@@ -438,6 +452,7 @@ fn free_history(
     }
     let holder = match lifetime.holder {
         Holder::Global => "a module global",
+        Holder::OuterLocal => "a local of the whole run",
         _ => "a closure variable",
     };
     let when = match checker.innermost_loop() {
@@ -457,6 +472,49 @@ fn free_history(
         crate::rules::helpers::until(checker, &lifetime),
     );
     checker.report(Diagnostic::new(Rule::LS014, message, range));
+}
+
+/// Is `name` used in `body` only as what it is bound to and what grows (`xs = []`,
+/// `xs.append(v)`), never read?
+fn only_grown(body: &[Stmt], name: &str) -> bool {
+    use ruff_python_ast::visitor::{walk_expr, walk_stmt, Visitor};
+    struct Uses<'n> {
+        name: &'n str,
+        read: bool,
+    }
+    impl<'a> Visitor<'a> for Uses<'_> {
+        fn visit_stmt(&mut self, stmt: &'a Stmt) {
+            if let Stmt::Expr(e) = stmt {
+                if let Expr::Call(c) = &*e.value {
+                    if let Expr::Attribute(a) = &*c.func {
+                        if GROW_METHODS.contains(&a.attr.as_str()) && is_dotted(&a.value, self.name)
+                        {
+                            for arg in &*c.arguments.args {
+                                self.visit_expr(arg);
+                            }
+                            return;
+                        }
+                    }
+                }
+            }
+            if let Stmt::Assign(a) = stmt {
+                if a.targets.iter().all(|t| is_dotted(t, self.name)) {
+                    self.visit_expr(&a.value);
+                    return;
+                }
+            }
+            walk_stmt(self, stmt);
+        }
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if matches!(expr, Expr::Name(n) if n.id.as_str() == self.name) {
+                self.read = true;
+            }
+            walk_expr(self, expr);
+        }
+    }
+    let mut uses = Uses { name, read: false };
+    uses.visit_body(body);
+    !uses.read
 }
 
 /// Does the script write the global out once, outside any loop (`torch.save(feats, path)`,

@@ -313,6 +313,16 @@ impl<'a> SemanticModel<'a> {
                 }
                 _ => {}
             }
+            // A progress bar yields what it wraps (`tqdm(enumerate(data))`, `Tqdm.tqdm(...)`),
+            // and `trange` numbers.
+            match super::names::dotted(&call.func)
+                .as_deref()
+                .map(super::names::last_segment)
+            {
+                Some("tqdm") if !args.is_empty() => return first().unwrap_or_default(),
+                Some("trange") => return Value::plain(),
+                _ => {}
+            }
         }
         self.element_of(self.value_inner(iter))
     }
