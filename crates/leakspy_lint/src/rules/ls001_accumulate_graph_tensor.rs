@@ -215,26 +215,8 @@ fn sums_a_parameter(checker: &Checker, added: &Expr, holder: &Holder) -> bool {
         let Stmt::For(f) = l.stmt else { return false };
         crate::semantic::scan::keys_in(&f.target).contains(name)
             && matches!(&*f.iter, Expr::Name(n) if params.contains(n.id.as_str()))
-            && !rebound_in(&f.body, name)
+            && !crate::semantic::facts::rebound_in(&f.body, name)
     })
-}
-
-/// Does the block (or a block nested in it) assign to `name`?
-fn rebound_in(body: &[Stmt], name: &str) -> bool {
-    let mut rebound = false;
-    crate::semantic::facts::visit_body(body, &mut |s| {
-        let targets: Vec<&Expr> = match s {
-            Stmt::Assign(a) => a.targets.iter().collect(),
-            Stmt::AugAssign(a) => vec![&a.target],
-            Stmt::AnnAssign(a) => vec![&a.target],
-            Stmt::For(f) => vec![&f.target],
-            _ => return,
-        };
-        rebound |= targets
-            .iter()
-            .any(|t| crate::semantic::scan::keys_in(t).contains(name));
-    });
-    rebound
 }
 
 /// A function of this file or another of the project (called by name) that adds one

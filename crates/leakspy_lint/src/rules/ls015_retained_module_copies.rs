@@ -311,21 +311,19 @@ fn passed_through<'a>(checker: &'a Checker, call: &'a ExprCall) -> Option<&'a Ex
     let (def, params) = local_function(checker, f.id.as_str())?;
     let mut returned: Option<&str> = None;
     let mut through = true;
-    let mut rebound: Vec<&str> = Vec::new();
-    visit_block(&def.body, &mut |s| match s {
-        Stmt::Return(r) => match r.value.as_deref() {
-            Some(Expr::Name(v)) if returned.is_none_or(|p| p == v.id.as_str()) => {
-                returned = Some(v.id.as_str());
+    visit_block(&def.body, &mut |s| {
+        if let Stmt::Return(r) = s {
+            match r.value.as_deref() {
+                Some(Expr::Name(v)) if returned.is_none_or(|p| p == v.id.as_str()) => {
+                    returned = Some(v.id.as_str());
+                }
+                _ => through = false,
             }
-            _ => through = false,
-        },
-        Stmt::Assign(a) => rebound.extend(a.targets.iter().flat_map(|t| match t {
-            Expr::Name(n) => vec![n.id.as_str()],
-            _ => vec![],
-        })),
-        _ => {}
+        }
     });
-    let p = returned.filter(|p| through && params.contains(p) && !rebound.contains(p))?;
+    let p = returned.filter(|p| {
+        through && params.contains(p) && !crate::semantic::facts::rebound_in(&def.body, p)
+    })?;
     argument_for(call, &params, p)
 }
 

@@ -512,6 +512,24 @@ fn collect_imports_deep(suite: &[Stmt], imports: &mut Imports) {
     });
 }
 
+/// Does the block (or a block nested in it) assign to `name`?
+pub fn rebound_in(body: &[Stmt], name: &str) -> bool {
+    let mut rebound = false;
+    visit_body(body, &mut |s| {
+        let targets: Vec<&Expr> = match s {
+            Stmt::Assign(a) => a.targets.iter().collect(),
+            Stmt::AugAssign(a) => vec![&a.target],
+            Stmt::AnnAssign(a) => vec![&a.target],
+            Stmt::For(f) => vec![&f.target],
+            _ => return,
+        };
+        rebound |= targets
+            .iter()
+            .any(|t| super::scan::keys_in(t).contains(name));
+    });
+    rebound
+}
+
 /// Calls `f` on every statement of a body, nested blocks and nested functions included.
 pub fn visit_body(body: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
     for stmt in body {

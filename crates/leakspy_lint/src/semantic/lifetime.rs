@@ -392,7 +392,7 @@ impl SemanticModel<'_> {
     }
 
     /// Does the current function return or yield what `key` names?
-    pub fn hands_out(&self, key: &str) -> bool {
+    fn hands_out(&self, key: &str) -> bool {
         let Some(def) = self.function() else {
             return true;
         };
