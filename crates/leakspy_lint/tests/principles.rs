@@ -31,7 +31,9 @@
 //! no graph the caller's collection does not; a module global a script writes out once, after
 //! its loop, is its result; a total made afresh by a call that steps the optimizer once after
 //! counted rounds of micro-batches that only backpropagate (gradient accumulation) keeps one
-//! step's graphs.
+//! step's graphs; a callback a framework drives and keeps for the run (stable-baselines3's,
+//! skorch's, transformers') keeps what its per-step hook appends, as a `LightningModule` does,
+//! unless one of its own hooks clears it.
 
 mod common;
 

@@ -12,10 +12,11 @@
 //! closure itself or a sibling closure), made by a factory that does not itself run once per
 //! step (each step's closures would get cells of their own); a global the script writes out
 //! once, outside any loop (`torch.save(feats, path)` after the loop), is its result, not a
-//! leak. Also flags a local list of a function that runs once, bound before its step loop and
-//! grown on every step, that the function never reads (`all_infos.append(infos)`): it keeps the
-//! whole run's entries for nothing. Reported once per
-//! attribute, at its first growth site.
+//! leak. Also flags a local list of a function that runs once, bound before its training loop
+//! (one that backpropagates or steps an optimizer) and grown on every step, that the function
+//! never reads (`all_infos.append(infos)`): it keeps the whole run's entries for nothing; a
+//! loop that only runs a model (an evaluation, a test episode) ends with its data. Reported
+//! once per attribute, at its first growth site.
 //!
 //! ## Why is this bad?
 //! The object lives for the whole run (an agent, an environment, a trainer), so the list keeps
@@ -435,14 +436,16 @@ fn free_history(
                 || checker.closure_reset(key)
                 || checker.hook_cell_scoped(key)
         }
-        // A local of a function that runs once, bound before its step loop, kept until it
+        // A local of a function that runs once, bound before its training loop, kept until it
         // returns and never read there: it keeps the whole run's entries for nothing. (One the
-        // function reads, returns or passes on is what it collects: its result.)
+        // function reads, returns or passes on is what it collects: its result. A loop that
+        // only runs a model, an evaluation or a test episode, ends with its data.)
         Holder::OuterLocal => {
             !matches!(
                 lifetime.until,
                 crate::semantic::lifetime::Until::Return { .. }
             ) || checker.cadence().grain().is_some()
+                || !checker.innermost_loop().is_some_and(|l| l.trains)
                 || checker.function().is_none_or(|f| !only_grown(&f.body, key))
         }
         _ => return,

@@ -100,9 +100,9 @@ pub const HOOKS: &[Hook] = &[
 ];
 
 /// Base classes whose objects a framework drives through the hooks above and keeps for the
-/// run: the user makes one and hands it over (`trainer.fit(model)`), and the framework never
-/// touches the attributes the subclass adds. What its hooks keep, only the class itself can
-/// release.
+/// run: the user makes one and hands it over (`trainer.fit(model)`, `model.learn(callback=cb)`,
+/// `NeuralNet(callbacks=[cb])`, `Trainer(callbacks=[cb])`), and the framework never touches the
+/// attributes the subclass adds. What its hooks keep, only the class itself can release.
 const FRAMEWORK_OWNED: &[&str] = &[
     "pytorch_lightning.LightningModule",
     "pytorch_lightning.core.LightningModule",
@@ -111,6 +111,11 @@ const FRAMEWORK_OWNED: &[&str] = &[
     "lightning.pytorch.LightningModule",
     "lightning.pytorch.core.LightningModule",
     "lightning.pytorch.core.module.LightningModule",
+    "stable_baselines3.common.callbacks.BaseCallback",
+    "skorch.callbacks.Callback",
+    "skorch.callbacks.base.Callback",
+    "transformers.TrainerCallback",
+    "transformers.trainer_callback.TrainerCallback",
 ];
 
 /// Is the qualified name one of those bases?
