@@ -255,6 +255,8 @@ struct LoopInfo {
     callees: Vec<usize>,
     /// The loop around it in the same function.
     parent: Option<usize>,
+    /// The function it is in (index into `funcs`; 0: the module).
+    func: usize,
 }
 
 struct Site {
@@ -409,6 +411,7 @@ impl<'a> Collector<'a, '_> {
             named,
             callees: Vec::new(),
             parent: self.loop_stack.last().copied(),
+            func: self.current,
         });
         self.loop_stack.push(self.loops.len() - 1);
         // A condition outside the loop says how often the loop runs, not its body's statements.
@@ -689,12 +692,17 @@ impl<'a> Collector<'a, '_> {
             .iter()
             .map(|l| l.trains || l.callees.iter().any(|&c| trains[c]))
             .collect();
+        let in_pass = within_forward_pass(&funcs, &sites, external);
         let roles: Vec<LoopRole> = loops
             .iter()
             .zip(&loop_trains)
             .map(
                 |(l, &trains_through)| match (l.named, l.steps || trains_through) {
                     _ if l.fixed => LoopRole::Other,
+                    // A loop of one forward pass goes over its time steps, layers or samples
+                    // (`for k in range(self.max_forecast_steps)`), whatever it is named: the
+                    // step is the call.
+                    (_, false) if in_pass[l.func] => LoopRole::Other,
                     (Some(g), _) => LoopRole::Training(g),
                     (None, true) => LoopRole::Training(Grain::Step),
                     (None, false) => LoopRole::Other,
@@ -1066,6 +1074,46 @@ fn event_handlers<'a>(source: &str, suite: &'a [Stmt]) -> FxHashMap<&'a str, Gra
         ruff_python_ast::visitor::walk_stmt(&mut h, stmt);
     }
     out
+}
+
+/// Which functions run only inside a module's forward pass: `forward` (or `__call__`) of an
+/// `nn.Module`, and a function of this file that only such functions call (and that no other
+/// file is known to call). Their loops iterate within one step.
+fn within_forward_pass(
+    funcs: &[Func],
+    sites: &[Site],
+    external: &crate::summaries::ExternalFacts,
+) -> Vec<bool> {
+    let mut pass: Vec<bool> = funcs
+        .iter()
+        .map(|f| {
+            f.in_module_class
+                && f.decorated.is_none()
+                && f.def
+                    .is_some_and(|d| matches!(d.name.as_str(), "forward" | "__call__"))
+        })
+        .collect();
+    for _ in 0..funcs.len().min(16) {
+        let mut changed = false;
+        for (i, f) in funcs.iter().enumerate().skip(1) {
+            if pass[i]
+                || f.def.is_none()
+                || f.decorated.is_some()
+                || external.cadence.contains_key(&f.name)
+            {
+                continue;
+            }
+            let mut callers = sites.iter().filter(|s| s.callee == i).peekable();
+            if callers.peek().is_some() && callers.all(|s| pass[s.caller]) {
+                pass[i] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    pass
 }
 
 fn seed_cadence(f: &Func, funcs: &[Func], hooks: &FxHashSet<String>) -> Cadence {
