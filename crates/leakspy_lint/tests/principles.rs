@@ -33,7 +33,8 @@
 //! counted rounds of micro-batches that only backpropagate (gradient accumulation) keeps one
 //! step's graphs; a callback a framework drives and keeps for the run (stable-baselines3's,
 //! skorch's, transformers') keeps what its per-step hook appends, as a `LightningModule` does,
-//! unless one of its own hooks clears it.
+//! unless one of its own hooks clears it; the lists a dataset's `__getitem__` serves are its
+//! storage, however it is filled.
 
 mod common;
 

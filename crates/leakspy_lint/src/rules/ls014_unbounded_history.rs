@@ -84,10 +84,12 @@
 //! ring buffer that overwrites once full); a `pop(0)` in the loop that appends or in a
 //! `while len(...) > n` loop; local lists the function reads, returns or passes on (what an
 //! evaluation or a feature pass collects is its result), and those of a function that runs
-//! again and again; histories of numbers (`loss.item()`, rewards); objects
+//! again and again, or whose loop trains nothing (a test episode); histories of numbers (`loss.item()`, rewards); objects
 //! made afresh in each epoch, evaluation or episode (a callback created per validation keeps one
 //! validation's entries); classes defined elsewhere in the project whose base may clear the list,
-//! and public attributes of classes this file never instantiates (their users may clear them);
+//! and public attributes of classes this file never instantiates (their users may clear them),
+//! except a callback or module a framework drives and keeps for the run; a dataset's storage,
+//! the lists its `__getitem__` serves (a dataset filled through its `add()` holds its data);
 //! histories that grow once per epoch, generation or episode; a history object that another
 //! class fills through its methods and hands back from the method that fills it (`return
 //! self.losshistory` at the end of `train()`: the result its caller asked for, as Keras returns
@@ -244,6 +246,11 @@ fn check(
     }
     // The history is what training hands back to its caller (a loss curve), kept on purpose.
     if returned_by_filler(checker, class.name.as_str()) {
+        return;
+    }
+    // What a dataset's `__getitem__` reads is its storage: a dataset that `add()` fills holds
+    // its data, bounded by the data, not a history of steps.
+    if is_dataset(checker, class) && indexed_storage(class, name) {
         return;
     }
     let kind_ok = if dict {
@@ -707,6 +714,51 @@ fn trim_range(source: &str, offset: TextSize) -> ruff_text_size::TextRange {
     let line = rest.lines().next().unwrap_or("");
     let len = line.split('#').next().unwrap_or(line).trim_end().len();
     ruff_text_size::TextRange::at(offset, TextSize::try_from(len).unwrap_or_default())
+}
+
+/// Is the class a dataset: does a base's qualified name end in `Dataset` (`torch.utils.data.
+/// Dataset`, `datasets.Dataset`, a dataset class of the file)?
+fn is_dataset(checker: &Checker, class: &StmtClassDef) -> bool {
+    class
+        .arguments
+        .iter()
+        .flat_map(|a| a.args.iter())
+        .filter_map(|b| checker.facts.imports.qualify(b))
+        .any(|q| last_segment(&q).ends_with("Dataset"))
+}
+
+/// Does the class's `__getitem__` read `self.<name>`: is the list what the object serves by
+/// index (a dataset's samples)?
+fn indexed_storage(class: &StmtClassDef, name: &str) -> bool {
+    use ruff_python_ast::visitor::{walk_expr, Visitor};
+    struct Reads<'n> {
+        key: &'n str,
+        found: bool,
+    }
+    impl<'a> Visitor<'a> for Reads<'_> {
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if self.found {
+                return;
+            }
+            if is_dotted(expr, self.key) {
+                self.found = true;
+                return;
+            }
+            walk_expr(self, expr);
+        }
+    }
+    let key = format!("self.{name}");
+    class.body.iter().any(|s| match s {
+        Stmt::FunctionDef(f) if f.name.as_str() == "__getitem__" => {
+            let mut reads = Reads {
+                key: &key,
+                found: false,
+            };
+            reads.visit_body(&f.body);
+            reads.found
+        }
+        _ => false,
+    })
 }
 
 fn method_def<'c>(

@@ -41,3 +41,27 @@ def main(roots, loader, opt):
     model = Boosted(10)
     model.build(4)
     return data, model
+
+
+class PageSet(torch.utils.data.Dataset):
+    # Filled page by page through a public method; what `__getitem__` serves is its storage.
+    def __init__(self):
+        self.images = []
+        self.targets = []
+
+    def add(self, image, target):
+        self.images.append(torch.as_tensor(image))
+        self.targets.append(torch.as_tensor(target))
+
+    def __getitem__(self, idx):
+        return self.images[idx], self.targets[idx]
+
+    def __len__(self):
+        return len(self.images)
+
+
+def build_pages(data):
+    pages = PageSet()
+    for sample in data:
+        pages.add(**sample)
+    return pages
