@@ -399,6 +399,66 @@ fn a_leak_with_no_known_fix_stops_with_its_holder_and_the_advice() {
 }
 
 #[test]
+fn a_leak_the_run_did_not_explain_is_fixed_from_the_jobs_findings() {
+    let _turn = turn();
+    let p = Project::new(&[("examples/zoo/cat_history.py", "cat_history.py")]);
+    let original = p.files();
+    // A first run that names nothing that grows, as a job too short for a census: its probe
+    // counts steps only.
+    let run = Command::new(leakspy())
+        .current_dir(p.root())
+        .args(["run", "-q", "--no-census", "--"])
+        .arg(torch_python())
+        .arg("cat_history.py")
+        .env("TMPDIR", p.tmp())
+        .env("ZOO_SECONDS", "20")
+        .output()
+        .unwrap();
+    let run_err = String::from_utf8_lossy(&run.stderr);
+    assert!(run_err.contains("leakspy: LEAK"), "{run_err}");
+    let (before, _) = p.traces();
+    assert_eq!(before.len(), 1, "{before:?}");
+    let out = Fixed::from(
+        {
+            let mut cmd = Command::new(leakspy());
+            cmd.current_dir(p.root())
+                .args(["fix", "--from"])
+                .arg(&before[0])
+                .env("TMPDIR", p.tmp())
+                .env("ZOO_SECONDS", "600");
+            cmd
+        }
+        .output()
+        .unwrap(),
+    );
+    // The leak findings of the script the job runs are tried, and the next run proves them.
+    assert!(
+        out.stderr
+            .contains("trying the fixes of `check`'s leak findings")
+            && out
+                .stderr
+                .contains("fix: LS010 cat_history.py:40 Detach the old history")
+            && out.stderr.contains("the run named no holder"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(told(out.proof(), "FIXED"), "{}", out.stderr);
+    let applied = assert_applies(&p.root().join("leakspy-fix.patch"), &original);
+    let fixed = String::from_utf8(applied[Path::new("cat_history.py")].clone()).unwrap();
+    let was = String::from_utf8(original[Path::new("cat_history.py")].clone()).unwrap();
+    assert_eq!(
+        fixed,
+        was.replace(
+            "torch.cat([history, pred])",
+            "torch.cat([history.detach(), pred])"
+        )
+    );
+    assert_eq!(p.files(), original, "the project's files changed");
+    p.assert_clean("no holder named");
+}
+
+#[test]
 fn a_fix_that_leaves_the_growth_is_not_fixed_and_writes_no_patch() {
     let _turn = turn();
     let p = Project::new(&[(

@@ -126,6 +126,14 @@ fn attach(
     job_files.sort();
     job_files.dedup();
     check_together(&job_files, cwd, cache);
+    // Each of them in the record, joined or not: where the run named nothing, `fix` tries the
+    // leak findings of the files the job runs.
+    for f in job_files.iter().chain(notebooks) {
+        if !cache.contains_key(f) {
+            let checked = check_file(f, cwd);
+            cache.insert(f.clone(), checked);
+        }
+    }
     for g in groups.iter_mut() {
         let mut files: Vec<String> = Vec::new();
         let mut named = named_by(g);
@@ -251,7 +259,7 @@ fn runtime_retained(message: &str, saved_per_step: f64) -> String {
 /// What a finding says keeps the objects: the container or name its
 /// message starts with (`self.hall_of_fame` of "`self.hall_of_fame` keeps a
 /// deep copy ..."), or pyplot for a figure never closed.
-fn kept_by(rule: &str, message: &str) -> Option<String> {
+pub fn kept_by(rule: &str, message: &str) -> Option<String> {
     if rule == "LS012" {
         return Some("pyplot (a figure never closed)".to_string());
     }

@@ -29,7 +29,7 @@ pub use census::{
 pub use diagnose::{diagnose, fmt_rate as fmt_growth};
 pub use diff::{compare, holder_name, Comparison, DiffSide, DiffVerdict, HolderChange};
 pub use html::{render_html, render_ranks_html};
-pub use join::{attach_static_findings, modules_beside};
+pub use join::{attach_static_findings, kept_by, modules_beside};
 pub use json::{render_diff_json, render_json, render_ranks_json, report_kind};
 pub use model::{
     Basis, DiagnoseOptions, Diagnosis, ExitInfo, Finding, Fit, Growth, InUse, Mechanism,

@@ -270,12 +270,12 @@ fn fix(args: &FixArgs, interrupts: &Interrupts) -> Result<u8> {
         }
     };
     let mut before = diagnose(&before_trace, &opts);
-    if args.from.is_some() {
+    let checked = if args.from.is_some() {
         // A trace of the user's: read, never written.
-        leakspy_report::attach_static_findings(&mut before, before_trace.static_record());
+        leakspy_report::attach_static_findings(&mut before, before_trace.static_record())
     } else {
-        super::run::join_static(&mut before, &before_trace, &before_path);
-    }
+        super::run::join_static(&mut before, &before_trace, &before_path)
+    };
     let cwd = before_trace.header.cwd.clone();
     if cwd.is_empty() {
         bail!(
@@ -312,8 +312,20 @@ fn fix(args: &FixArgs, interrupts: &Interrupts) -> Result<u8> {
         }
     }
 
-    // 2. The fixes joined to what grows.
-    let plan = plan::plan(&before, args.unsafe_fixes);
+    // 2. The fixes joined to what grows; where the run named nothing that grows, those of the
+    // leak findings in the files the job runs, which only the next run can prove.
+    let mut plan = plan::plan(&before, args.unsafe_fixes);
+    if plan.apply.is_empty() && plan.withheld.is_empty() && plan.unfixed.is_empty() {
+        let found = plan::from_findings(&checked.files, args.unsafe_fixes);
+        if !found.apply.is_empty() || !found.withheld.is_empty() {
+            say(&plan_text(&plan, &before));
+            say(
+                "leakspy fix: trying the fixes of `check`'s leak findings in the files the job \
+                 runs instead; the next run tells whether they were the leak\n",
+            );
+            plan = found;
+        }
+    }
     say(&plan_text(&plan, &before));
     if plan.apply.is_empty() {
         if !plan.withheld.is_empty() {

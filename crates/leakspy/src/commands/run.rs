@@ -359,11 +359,12 @@ pub(crate) fn report_trace(
 /// Joins `check`'s findings to the diagnosis of a trace just recorded (or
 /// those it recorded already), and records them in the trace when it has
 /// none yet.
+/// Returns what `check` said of the files the job ran.
 pub(crate) fn join_static(
     diagnosis: &mut leakspy_report::Diagnosis,
     trace: &leakspy_trace::Trace,
     trace_path: &Path,
-) {
+) -> leakspy_trace::StaticRecord {
     let joined = leakspy_report::attach_static_findings(diagnosis, trace.static_record());
     if trace.static_record().is_none() && !joined.files.is_empty() {
         // What `check` said of the sources the run ran, so that a later
@@ -371,11 +372,12 @@ pub(crate) fn join_static(
         // take it still reports: `check` then runs on the source of the day.
         let record = leakspy_trace::StaticRecord {
             t: trace.duration(),
-            ..joined
+            ..joined.clone()
         };
         let _ = leakspy_trace::TraceWriter::append(trace_path)
             .and_then(|mut w| w.write(&leakspy_trace::Event::Static(record)));
     }
+    joined
 }
 
 /// What [`create_trace`] made, to take back when nothing gets recorded.

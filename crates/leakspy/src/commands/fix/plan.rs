@@ -121,6 +121,44 @@ pub(super) fn plan(d: &Diagnosis, unsafe_fixes: bool) -> Plan {
     p
 }
 
+/// Where the run named nothing that grows (no census in time: a short job), the fixes of the
+/// leak findings of `check` in the files the job runs. Only the run after them can tell
+/// whether they were the leak, so each says that the run did not name it.
+pub(super) fn from_findings(files: &[leakspy_trace::CheckedFile], unsafe_fixes: bool) -> Plan {
+    let mut p = Plan::default();
+    for m in files.iter().flat_map(|f| &f.findings) {
+        let leak = leakspy_lint::Rule::from_code(&m.rule)
+            .is_some_and(|r| r.kind() == leakspy_lint::RuleKind::Leak);
+        let Some(fix) = m.fix.clone().filter(|_| leak) else {
+            continue;
+        };
+        let kept = leakspy_report::kept_by(&m.rule, &m.message)
+            .unwrap_or_else(|| format!("what check {} says", m.rule));
+        let planned = Planned {
+            file: m.file.clone(),
+            cell: m.cell,
+            line: m.line,
+            rule: m.rule.clone(),
+            fix,
+            safe: m.safe_fix,
+            holder: format!("{kept}; the run named no holder"),
+        };
+        if p.apply
+            .iter()
+            .chain(&p.withheld)
+            .any(|q| q.same_place(&planned))
+        {
+            continue;
+        }
+        if planned.safe || unsafe_fixes {
+            p.apply.push(planned);
+        } else {
+            p.withheld.push(planned);
+        }
+    }
+    p
+}
+
 /// Who keeps a group's objects: the holder the probe named, else what the
 /// finding on the line that made them says keeps them.
 fn holder_of(g: &GrowthGroup) -> Option<String> {
