@@ -78,6 +78,9 @@ impl<'a> SemanticModel<'a> {
                 }
                 if let Some(a) = self_attr(expr) {
                     if let Some(place) = self.attr_facts(a) {
+                        if place.holds_numbers() {
+                            return Value::plain();
+                        }
                         return Value::of_kind(place.init);
                     }
                 }
@@ -551,6 +554,10 @@ impl<'a> SemanticModel<'a> {
             Some("torch" | "torch.nn.functional" | "torch.linalg" | "torch.fft" | "torch.special")
         ) && last.starts_with(|c: char| c.is_ascii_lowercase());
         if q.starts_with("torch.") && !op_namespace {
+            // torch's memory counters (`torch.cuda.max_memory_allocated()`) are numbers.
+            if init_kind_of_call(call, &self.facts.imports, &self.facts.classes) == Kind::Plain {
+                return Value::plain();
+            }
             return Value::unknown();
         }
         if q.starts_with("torch.") && torch_function_makes_no_tensor(last) {

@@ -38,6 +38,9 @@ pub struct PlaceFacts {
     /// Bound in `__init__` from its positional parameter `i` (after `self`), not rebound there
     /// (`self.agent = agent`): the object each caller passes, which the project index can tell.
     pub from_param: Option<usize>,
+    /// Bound (`self.x = ...`) in the class's methods, and every time to a number or `None`
+    /// (`self._start = time.perf_counter()`): it holds a number wherever it is read.
+    pub bound_to_numbers: Option<bool>,
 }
 
 impl PlaceFacts {
@@ -56,6 +59,11 @@ impl PlaceFacts {
     }
     pub fn is_bounded(&self) -> bool {
         matches!(self.init, Kind::Deque { bounded: true })
+    }
+
+    /// Is every binding of it a number (or `None`)?
+    pub fn holds_numbers(&self) -> bool {
+        self.bound_to_numbers == Some(true)
     }
 }
 
@@ -299,6 +307,16 @@ impl ModuleFacts {
                     let method = func.name.as_str();
                     visit_body(&func.body, &mut |stmt| {
                         if let Stmt::Assign(assign) = stmt {
+                            let number = assign.value.is_none_literal_expr()
+                                || init_kind(&assign.value, &self.imports, &self.classes)
+                                    == Kind::Plain;
+                            for target in &assign.targets {
+                                if let Some(attr) = self_attr(target) {
+                                    let place = attrs.entry(attr.to_string()).or_default();
+                                    place.bound_to_numbers =
+                                        Some(place.bound_to_numbers.unwrap_or(true) && number);
+                                }
+                            }
                             if method == "__init__"
                                 || method == "reset"
                                 || method.starts_with("_init")
@@ -736,10 +754,20 @@ pub fn init_kind_of_call(
     let Some(q) = imports.qualify(&call.func) else {
         return Kind::Unknown;
     };
-    // The standard library's clocks and math functions return numbers.
+    // The standard library's clocks and math functions return numbers, and so do torch's
+    // memory counters.
     if matches!(
         q.as_str(),
-        "time.time" | "time.perf_counter" | "time.monotonic" | "time.process_time"
+        "time.time"
+            | "time.perf_counter"
+            | "time.monotonic"
+            | "time.process_time"
+            | "torch.cuda.memory_allocated"
+            | "torch.cuda.max_memory_allocated"
+            | "torch.cuda.memory_reserved"
+            | "torch.cuda.max_memory_reserved"
+            | "torch.cuda.device_count"
+            | "torch.cuda.current_device"
     ) || q.starts_with("math.")
         || q.starts_with("random.")
     {
