@@ -78,6 +78,21 @@ impl Project {
         Fixed::from(output)
     }
 
+    /// `leakspy fix ARGS --from TRACE` in the project (its command runs again).
+    fn fix_from(&self, args: &[&str], trace: &Path) -> Fixed {
+        let output = Command::new(leakspy())
+            .current_dir(self.root())
+            .arg("fix")
+            .args(args)
+            .arg("--from")
+            .arg(trace)
+            .env("TMPDIR", self.tmp())
+            .env("ZOO_SECONDS", "600")
+            .output()
+            .expect("leakspy fix runs");
+        Fixed::from(output)
+    }
+
     /// The traces `fix` wrote: (first run, fixed runs in their order).
     fn traces(&self) -> (Vec<PathBuf>, Vec<PathBuf>) {
         let mut all: Vec<PathBuf> = std::fs::read_dir(self.root().join("leakspy-runs"))
@@ -336,19 +351,7 @@ fn an_unsafe_fix_is_tried_only_when_asked_and_then_proven() {
 
     // With the flag, from the first run's trace (its command runs again),
     // written into the project.
-    let out = Fixed::from(
-        {
-            let mut cmd = Command::new(leakspy());
-            cmd.current_dir(p.root())
-                .args(["fix", "--unsafe-fixes", "--apply", "--from"])
-                .arg(&before[0])
-                .env("TMPDIR", p.tmp())
-                .env("ZOO_SECONDS", "600");
-            cmd
-        }
-        .output()
-        .unwrap(),
-    );
+    let out = p.fix_from(&["--unsafe-fixes", "--apply"], &before[0]);
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert!(out.proof().starts_with("FIXED: +"), "{}", out.stderr);
     assert!(
@@ -418,19 +421,7 @@ fn a_leak_the_run_did_not_explain_is_fixed_from_the_jobs_findings() {
     assert!(run_err.contains("leakspy: LEAK"), "{run_err}");
     let (before, _) = p.traces();
     assert_eq!(before.len(), 1, "{before:?}");
-    let out = Fixed::from(
-        {
-            let mut cmd = Command::new(leakspy());
-            cmd.current_dir(p.root())
-                .args(["fix", "--from"])
-                .arg(&before[0])
-                .env("TMPDIR", p.tmp())
-                .env("ZOO_SECONDS", "600");
-            cmd
-        }
-        .output()
-        .unwrap(),
-    );
+    let out = p.fix_from(&[], &before[0]);
     // The leak findings of the script the job runs are tried, and the next run proves them.
     assert!(
         out.stderr

@@ -250,7 +250,7 @@ fn check(
     }
     // What a dataset's `__getitem__` reads is its storage: a dataset that `add()` fills holds
     // its data, bounded by the data, not a history of steps.
-    if is_dataset(checker, class) && indexed_storage(class, name) {
+    if is_dataset(checker, class) && place.read_in.contains("__getitem__") {
         return;
     }
     let kind_ok = if dict {
@@ -725,40 +725,6 @@ fn is_dataset(checker: &Checker, class: &StmtClassDef) -> bool {
         .flat_map(|a| a.args.iter())
         .filter_map(|b| checker.facts.imports.qualify(b))
         .any(|q| last_segment(&q).ends_with("Dataset"))
-}
-
-/// Does the class's `__getitem__` read `self.<name>`: is the list what the object serves by
-/// index (a dataset's samples)?
-fn indexed_storage(class: &StmtClassDef, name: &str) -> bool {
-    use ruff_python_ast::visitor::{walk_expr, Visitor};
-    struct Reads<'n> {
-        key: &'n str,
-        found: bool,
-    }
-    impl<'a> Visitor<'a> for Reads<'_> {
-        fn visit_expr(&mut self, expr: &'a Expr) {
-            if self.found {
-                return;
-            }
-            if is_dotted(expr, self.key) {
-                self.found = true;
-                return;
-            }
-            walk_expr(self, expr);
-        }
-    }
-    let key = format!("self.{name}");
-    class.body.iter().any(|s| match s {
-        Stmt::FunctionDef(f) if f.name.as_str() == "__getitem__" => {
-            let mut reads = Reads {
-                key: &key,
-                found: false,
-            };
-            reads.visit_body(&f.body);
-            reads.found
-        }
-        _ => false,
-    })
 }
 
 fn method_def<'c>(
