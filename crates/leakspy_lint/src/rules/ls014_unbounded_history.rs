@@ -97,7 +97,9 @@
 //! made as a local of a function that neither trains nor runs a training loop, used there only
 //! through its methods, never handed out by them); histories grown by loops that run
 //! a count written in the source, at most 1,000 times in all (`for r in range(N_ROUNDS + 1)`
-//! with `N_ROUNDS = 25`: the rounds of an experiment); dicts keyed by names (bounded key sets); files that do not use torch or numpy; appended values that carry an autograd graph
+//! with `N_ROUNDS = 25`: the rounds of an experiment); dicts keyed by names (bounded key sets)
+//! or by the elements a loop takes from a collection (`for t in self.timesteps`: the same keys
+//! every time it runs); files that do not use torch or numpy; appended values that carry an autograd graph
 //! (LS002 reports those); attributes that code elsewhere in the file or in another file of the
 //! project resets or drains (`agent.loss_history.clear()`, `state.activations.popleft()`: a
 //! queue one module fills and another consumes).
@@ -178,8 +180,9 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
                     }
                     continue;
                 };
+                let around: Vec<&Stmt> = checker.scope().loops.iter().map(|l| l.stmt).collect();
                 if checker.value(&a.value).has_graph()
-                    || !step_key(&sub.slice)
+                    || !step_key(&sub.slice, &around)
                     || !heavy(checker, &a.value)
                 {
                     continue;
@@ -200,8 +203,10 @@ pub(crate) fn stmt(checker: &mut Checker, stmt: &Stmt) {
     }
 }
 
-/// A key that changes every step: a step counter, `len(self.x)`, `time.time()`.
-fn step_key(slice: &Expr) -> bool {
+/// A key that changes every step: a step counter, `len(self.x)`, `time.time()`. A name that a
+/// `for` statement of `around` takes from a collection is one of its elements, whatever it is
+/// called (`for t in self.timesteps`): its values come again each time the loop runs.
+fn step_key(slice: &Expr, around: &[&Stmt]) -> bool {
     if let Expr::Call(c) = slice {
         if let Some(f) = crate::semantic::names::dotted(&c.func) {
             if matches!(f.as_str(), "len" | "time.time" | "time.perf_counter") {
@@ -209,9 +214,45 @@ fn step_key(slice: &Expr) -> bool {
             }
         }
     }
-    keys_in(slice)
-        .iter()
-        .any(|k| coarse_name(last_segment(k)) == Some(false) || matches!(last_segment(k), "t"))
+    keys_in(slice).iter().any(|k| {
+        (coarse_name(last_segment(k)) == Some(false) || matches!(last_segment(k), "t"))
+            && !around.iter().any(|s| takes_element(s, k))
+    })
+}
+
+/// Does the `for` statement bind `name` to an element of what it goes through, rather than to a
+/// count (`range`, `itertools.count`, the index of `enumerate`)?
+fn takes_element(stmt: &Stmt, name: &str) -> bool {
+    let Stmt::For(f) = stmt else { return false };
+    element_of(&f.target, &f.iter, name)
+}
+
+fn element_of(target: &Expr, iter: &Expr, name: &str) -> bool {
+    if let Expr::Call(c) = iter {
+        let func = dotted(&c.func).unwrap_or_default();
+        let first = c.arguments.args.first();
+        match last_segment(&func) {
+            "range" | "trange" | "count" => return false,
+            // What a progress bar or a copy goes through.
+            "tqdm" | "iter" | "list" | "sorted" | "reversed" => {
+                if let Some(inner) = first {
+                    return element_of(target, inner, name);
+                }
+            }
+            "enumerate" => {
+                if let (Expr::Tuple(t), Some(inner)) = (target, first) {
+                    return t.elts.get(1).is_some_and(|e| element_of(e, inner, name));
+                }
+                return false;
+            }
+            _ => {}
+        }
+    }
+    match target {
+        Expr::Name(n) => n.id.as_str() == name,
+        Expr::Tuple(t) => t.elts.iter().any(|e| element_of(e, iter, name)),
+        _ => false,
+    }
 }
 
 fn check(
@@ -592,7 +633,7 @@ fn site(
         let stmt = path.last()?;
         let Stmt::Assign(a) = stmt else { return None };
         let key_ok = a.targets.iter().any(
-            |t| matches!(t, Expr::Subscript(s) if s.start() == change.offset && step_key(&s.slice)),
+            |t| matches!(t, Expr::Subscript(s) if s.start() == change.offset && step_key(&s.slice, &path)),
         );
         if !key_ok {
             return None;
