@@ -50,8 +50,9 @@
 //! concatenated within one forward pass (in a module's `forward`, or in a loop over layers or
 //! blocks, as in DenseNet), whose graph is freed with the step; code that does not run once per
 //! training iteration (a loop over layers, heads or time steps of one forward pass, whose graph
-//! dies with the step, also in a method only `forward` calls, whatever the loop is named; set-up code; code that runs once, as under `if step == 0:` or
-//! `if self.x is None:`, or only with a debugging option on).
+//! dies with the step, also in a method only `forward` calls, whatever the loop is named;
+//! set-up code; code that runs once, as under `if step == 0:` or `if self.x is None:`, or only
+//! with a debugging option on).
 
 use ruff_python_ast::{Expr, Stmt};
 use ruff_text_size::Ranged;

@@ -84,8 +84,8 @@
 //! ring buffer that overwrites once full); a `pop(0)` in the loop that appends or in a
 //! `while len(...) > n` loop; local lists the function reads, returns or passes on (what an
 //! evaluation or a feature pass collects is its result), and those of a function that runs
-//! again and again, or whose loop trains nothing (a test episode); histories of numbers (`loss.item()`, rewards); objects
-//! made afresh in each epoch, evaluation or episode (a callback created per validation keeps one
+//! again and again, or whose loop trains nothing (a test episode); histories of numbers
+//! (`loss.item()`, rewards); objects made afresh in each epoch, evaluation or episode (a callback created per validation keeps one
 //! validation's entries); classes defined elsewhere in the project whose base may clear the list,
 //! and public attributes of classes this file never instantiates (their users may clear them),
 //! except a callback or module a framework drives and keeps for the run; a dataset's storage,

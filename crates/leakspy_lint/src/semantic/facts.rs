@@ -290,6 +290,44 @@ impl ModuleFacts {
             || q.starts_with("torch.nn.") && is_module_ctor(&q, &self.classes)
     }
 
+    /// Whether each attribute the statement binds (`self.x = v`, `self.x += v`,
+    /// `self.x: T = v`, `self.x, y = ...`) gets a number (or `None`): `bound_to_numbers`.
+    fn bind_numbers(&self, stmt: &Stmt, attrs: &mut FxHashMap<String, PlaceFacts>) {
+        let number = |value: &Expr| {
+            value.is_none_literal_expr()
+                || init_kind(value, &self.imports, &self.classes) == Kind::Plain
+        };
+        let mut bind = |target: &Expr, value: Option<&Expr>| {
+            let mut mark = |attr: &str, is_number: bool| {
+                let place = attrs.entry(attr.to_string()).or_default();
+                place.bound_to_numbers = Some(place.bound_to_numbers.unwrap_or(true) && is_number);
+            };
+            match target {
+                Expr::Tuple(t) => t
+                    .elts
+                    .iter()
+                    .filter_map(self_attr)
+                    .for_each(|a| mark(a, false)),
+                Expr::List(l) => l
+                    .elts
+                    .iter()
+                    .filter_map(self_attr)
+                    .for_each(|a| mark(a, false)),
+                t => {
+                    if let Some(attr) = self_attr(t) {
+                        mark(attr, value.is_some_and(number));
+                    }
+                }
+            }
+        };
+        match stmt {
+            Stmt::Assign(a) => a.targets.iter().for_each(|t| bind(t, Some(&a.value))),
+            Stmt::AugAssign(a) => bind(&a.target, Some(&a.value)),
+            Stmt::AnnAssign(a) => bind(&a.target, a.value.as_deref()),
+            _ => {}
+        }
+    }
+
     fn collect_class(&mut self, class: &StmtClassDef) {
         let name = class.name.as_str().to_string();
         let mut attrs: FxHashMap<String, PlaceFacts> = FxHashMap::default();
@@ -306,17 +344,8 @@ impl ModuleFacts {
                     arity.insert(func.name.as_str().to_string(), method_arity(func));
                     let method = func.name.as_str();
                     visit_body(&func.body, &mut |stmt| {
+                        self.bind_numbers(stmt, &mut attrs);
                         if let Stmt::Assign(assign) = stmt {
-                            let number = assign.value.is_none_literal_expr()
-                                || init_kind(&assign.value, &self.imports, &self.classes)
-                                    == Kind::Plain;
-                            for target in &assign.targets {
-                                if let Some(attr) = self_attr(target) {
-                                    let place = attrs.entry(attr.to_string()).or_default();
-                                    place.bound_to_numbers =
-                                        Some(place.bound_to_numbers.unwrap_or(true) && number);
-                                }
-                            }
                             if method == "__init__"
                                 || method == "reset"
                                 || method.starts_with("_init")
