@@ -355,7 +355,7 @@ class Census(object):
 
     def _own_ids(self):
         ids = {id(self.growth.prev), id(self.growth.runs), id(self.growth.streak),
-               id(self.growth.at_cap), id(self.container_prev), id(self.bounded_prev),
+               id(self.growth.at_cap), id(self.growth.rose), id(self.container_prev), id(self.bounded_prev),
                id(self.bounded_followed), id(self.bounded_tried), id(self.bounded_to_name),
                id(self.bounded),
                id(self.container_types), id(self.reported_types), id(self.saved_names),

@@ -946,6 +946,23 @@ def test_a_rare_leaks_instances_are_searched_before_the_programs_own():
     assert c._survivors_first(key, everything)[:3] == live[:3]
 
 
+def test_the_probes_own_containers_are_never_the_jobs():
+    # Each census replaces some of its sets (the keys that rose); a new one
+    # often lands at the old one's address, so one left out of the probe's
+    # own ids reads as one container of the job that keeps growing.
+    from leakspy._census import Census, Libraries
+
+    c = Census(Libraries(None))
+    c.growth.update({"type:x.Y": 1.0, "type:x.Z": 1.0})
+    c.growth.update({"type:x.Y": 2.0, "type:x.Z": 2.0})
+    own = c._own_ids()
+    held = [v for v in vars(c.growth).values() if isinstance(v, (set, dict, list))]
+    held += [v for v in vars(c).values() if isinstance(v, (set, dict, list))]
+    assert held and all(id(v) in own for v in held), [
+        (k, type(v).__name__) for k, v in list(vars(c).items()) + list(vars(c.growth).items())
+        if isinstance(v, (set, dict, list)) and id(v) not in own]
+
+
 def test_a_graphs_history_qualifies_after_two_rises():
     from leakspy._census import Growth
 
