@@ -354,15 +354,17 @@ class Census(object):
     # -- helpers ---------------------------------------------------------
 
     def _own_ids(self):
-        ids = {id(self.growth.prev), id(self.growth.runs), id(self.growth.streak),
-               id(self.growth.at_cap), id(self.growth.rose), id(self.container_prev), id(self.bounded_prev),
-               id(self.bounded_followed), id(self.bounded_tried), id(self.bounded_to_name),
-               id(self.bounded),
-               id(self.container_types), id(self.reported_types), id(self.saved_names),
-               id(self.suspect_keys), id(self.suppressed), id(self.libs._modules),
-               id(self.libs._files), id(self._type_info), id(self.own_tensors),
-               id(self.saved_ids), id(self.saved_root), id(self.rising_types), id(self.survivors),
-               id(self.tensor_keys), id(self.survivors_old), id(self.survivors_first)}
+        """Ids of the census's own containers: every set, dict, list and
+        deque it or its Growth holds (taken from their attributes, so one
+        added later cannot be left out: a set made anew each census often
+        lands at the old one's address and would read as the job's), the
+        library index's tables, and the containers inside the survivor maps
+        and series runs."""
+        ids = set()
+        for holder in (self, self.growth, self.libs):
+            for v in vars(holder).values():
+                if isinstance(v, (set, frozenset, dict, list, deque)):
+                    ids.add(id(v))
         ids.update(map(id, self.survivors.values()))
         ids.update(map(id, self.survivors_old.values()))
         ids.update(map(id, self.survivors_first.values()))
