@@ -34,7 +34,11 @@
 //! step's graphs; a callback a framework drives and keeps for the run (stable-baselines3's,
 //! skorch's, transformers') keeps what its per-step hook appends, as a `LightningModule` does,
 //! unless one of its own hooks clears it; the lists a dataset's `__getitem__` serves are its
-//! storage, however it is filled.
+//! storage, however it is filled; a list grown only while a count the method steps is below a
+//! cap (or after a guard that returns once it reaches it) is bounded; an input detached under
+//! an option before a running statistic's update keeps its graph only where the author asked;
+//! an object the loop that grows it renews when a condition ends its stretch (`if done:
+//! recorders[i] = EpisodeRecorder()`) keeps one episode.
 
 mod common;
 

@@ -658,3 +658,66 @@ def train(model, opt, loader):
         vec![("state.py".to_string(), 10, "LS014".to_string())]
     );
 }
+
+const EPISODE_BUFFER: &str = "\
+import numpy as np
+
+
+class EpisodeBuffer:
+    def __init__(self):
+        self.obs = []
+
+    def put(self, obs):
+        self.obs.append(np.asarray(obs))
+";
+
+/// An object that another file's loop renews when its stretch ends (`episode[i] =
+/// EpisodeBuffer()` under `if done:` in the loop that calls `episode[i].put(...)`) keeps one
+/// episode; made once before a training loop that only grows it, it keeps the whole run.
+#[test]
+fn an_object_another_files_loop_renews_keeps_one_stretch() {
+    let renewed = "\
+import torch
+from buffers import EpisodeBuffer
+
+
+def train(agent, envs, optimizer, steps):
+    episode = [EpisodeBuffer() for _ in envs]
+    obs = [env.reset() for env in envs]
+    for _ in range(steps):
+        loss = agent.loss(obs)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        for i, env in enumerate(envs):
+            obs[i], done = env.step(agent.act(obs[i]))
+            episode[i].put(obs[i])
+            if done:
+                agent.memory.store(episode[i])
+                episode[i] = EpisodeBuffer()
+";
+    assert_eq!(
+        findings(&[("buffers.py", EPISODE_BUFFER), ("train.py", renewed)]),
+        vec![]
+    );
+    let kept = "\
+import torch
+from buffers import EpisodeBuffer
+
+
+def train(agent, env, optimizer, steps):
+    episode = EpisodeBuffer()
+    obs = env.reset()
+    for _ in range(steps):
+        loss = agent.loss(obs)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        obs, done = env.step(agent.act(obs))
+        episode.put(obs)
+";
+    assert_eq!(
+        findings(&[("buffers.py", EPISODE_BUFFER), ("train.py", kept)]),
+        vec![("buffers.py".to_string(), 9, "LS014".to_string())]
+    );
+}

@@ -738,6 +738,32 @@ impl<'f> ProjectIndex<'f> {
             {
                 out.made_elsewhere.insert(c.name.clone());
             }
+            // Every object another file makes lives one iteration there: made in a training
+            // loop, by a function that runs once per iteration, or renewed by the loop that
+            // grows it. An object a test makes lives for that test.
+            let elsewhere: Vec<&(usize, usize)> = self
+                .constructions
+                .get(&id)
+                .into_iter()
+                .flatten()
+                .filter(|&&(m, k)| {
+                    let caller = &self.files[m].summary.calls[k].caller;
+                    m != file
+                        && !caller
+                            .rsplit('.')
+                            .next()
+                            .is_some_and(|f| f.starts_with("test"))
+                })
+                .collect();
+            let fresh = |&&(m, k): &&(usize, usize)| {
+                let fact = &self.files[m].summary.calls[k];
+                fact.grain.is_some()
+                    || fact.renews
+                    || self.cadence.contains_key(&(m, fact.caller.clone()))
+            };
+            if !elsewhere.is_empty() && elsewhere.iter().all(fresh) {
+                out.fresh_elsewhere.insert(c.name.clone());
+            }
         }
         // Attributes of this file's classes that other files reset.
         for a in f.summary.classes.iter().flat_map(|c| c.attrs.iter()) {

@@ -85,7 +85,8 @@
 //!
 //! ## Stays silent on
 //! Updates under `torch.no_grad()`/`inference_mode()`, from detached values (`x.detach()`,
-//! `.item()`), or from inputs the analysis cannot see carrying a graph; a conditional whose
+//! `.item()`), from inputs detached under an option before the update (`if not
+//! self.differentiable: inputs = inputs.detach()`: the graph is kept where the author asked), or from inputs the analysis cannot see carrying a graph; a conditional whose
 //! branches each take one value whole (`best = loss if loss < best else best` keeps one graph,
 //! never a chain); an attribute set afresh earlier in the same call on every path
 //! (`self.loss = F.cross_entropy(...)` before `self.loss = (1 - w) * self.loss + w * reg`: a sum
@@ -480,6 +481,17 @@ fn report(
             .is_some_and(|def| crate::semantic::scan::rebound_before(&def.body, key, stmt.start()))
     {
         return;
+    }
+    // An input detached under an option before the update (`if not self.differentiable:
+    // inputs = inputs.detach()`): the graph is kept only where the author asked for it.
+    if let Some(def) = checker.function() {
+        let chosen = inputs
+            .iter()
+            .filter_map(|(e, _)| dotted(e))
+            .any(|input| crate::semantic::scan::detached_before(&def.body, &input, stmt.start()));
+        if chosen {
+            return;
+        }
     }
     let element = state_element(checker, target, stmt);
     let owner = if element.is_none() && form == Form::InPlace {

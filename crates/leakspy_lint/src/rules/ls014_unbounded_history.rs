@@ -81,12 +81,15 @@
 //! `deque(maxlen=...)` (also when one branch of an initialiser makes it one and another a list
 //! of them); lists set by index (`ids[env_id] = n` overwrites an entry); lists cleared, truncated (`x = x[-n:]`, `del x[:-n]`) or rebound in any
 //! method (`reset()`, `on_epoch_end()`); lists grown only under `if len(self.x) < capacity:` (a
-//! ring buffer that overwrites once full); a `pop(0)` in the loop that appends or in a
+//! ring buffer that overwrites once full) or after a guard that returns once a count reaches a
+//! cap (`if self.n_measured >= self.max: return`, with `self.n_measured += 1` in that method); a `pop(0)` in the loop that appends or in a
 //! `while len(...) > n` loop; local lists the function reads, returns or passes on (what an
 //! evaluation or a feature pass collects is its result), and those of a function that runs
 //! again and again, or whose loop trains nothing (a test episode); histories of numbers
 //! (`loss.item()`, rewards); objects made afresh in each epoch, evaluation or episode (a callback created per validation keeps one
-//! validation's entries); classes defined elsewhere in the project whose base may clear the list,
+//! validation's entries), in this file or in the other files that make them, and objects the
+//! loop that grows them renews when a condition ends their stretch (`if done: episode[i] =
+//! EpisodeBuffer()` in the loop that calls `episode[i].put(...)`); classes defined elsewhere in the project whose base may clear the list,
 //! and public attributes of classes this file never instantiates (their users may clear them),
 //! except a callback or module a framework drives and keeps for the run; a dataset's storage,
 //! the lists its `__getitem__` serves (a dataset filled through its `add()` holds its data);
@@ -779,35 +782,88 @@ fn method_def<'c>(
     })
 }
 
-/// Is the growth made only while the list is shorter than a bound: in the body of an
-/// `if len(self.x) < n:` (or `<=`, or `n > len(self.x)`), as a ring buffer fills before it
-/// overwrites (`else: self.x[self.pos] = item`)? It then keeps at most `n` entries.
+/// Is the growth made only while a count is below a bound: the list's own length or a counter
+/// the same method steps (`self.n_measured += 1`)? Either in the body of an `if len(self.x) < n:`
+/// (or `<=`, or `n > ...`), as a ring buffer fills before it overwrites (`else: self.x[self.pos]
+/// = item`), or after a guard that returns once the count reaches it (`if self.n >= self.max:
+/// return`, also as one operand of `and`/`or`). It then keeps at most `n` entries: a cap the
+/// author wrote, even where its limit is an option.
 fn below_a_length(class: &StmtClassDef, name: &str, growth: &Change) -> bool {
     let Some(method) = method_def(class, &growth.function, growth.offset) else {
         return false;
     };
-    let is_len = |e: &Expr| {
-        let Expr::Call(call) = e else { return false };
-        matches!(&*call.func, Expr::Name(n) if n.id.as_str() == "len")
-            && call.arguments.args.len() == 1
-            && dotted(&call.arguments.args[0])
-                .is_some_and(|d| d.strip_prefix("self.") == Some(name))
+    let stepped = stepped_counters(&method.body);
+    let is_count = |e: &Expr| match e {
+        Expr::Call(call) => {
+            matches!(&*call.func, Expr::Name(n) if n.id.as_str() == "len")
+                && call.arguments.args.len() == 1
+                && dotted(&call.arguments.args[0])
+                    .is_some_and(|d| d.strip_prefix("self.") == Some(name))
+        }
+        _ => dotted(e).is_some_and(|d| stepped.contains(&d)),
     };
-    path_at(&method.body, growth.offset).iter().any(|s| {
-        let Stmt::If(i) = s else { return false };
-        let Expr::Compare(c) = &*i.test else {
-            return false;
-        };
+    // `count < n` when `below`, `count >= n` when not.
+    let compares = |e: &Expr, below: bool| {
+        let Expr::Compare(c) = e else { return false };
         let ([op], [right]) = (&*c.ops, &*c.comparators) else {
             return false;
         };
-        let below = match op {
-            CmpOp::Lt | CmpOp::LtE => is_len(&c.left),
-            CmpOp::Gt | CmpOp::GtE => is_len(right),
+        match (op, below) {
+            (CmpOp::Lt | CmpOp::LtE, true) | (CmpOp::Gt | CmpOp::GtE, false) => is_count(&c.left),
+            (CmpOp::Gt | CmpOp::GtE, true) | (CmpOp::Lt | CmpOp::LtE, false) => is_count(right),
             _ => false,
-        };
-        below && i.body.iter().any(|b| b.range().contains(growth.offset))
-    })
+        }
+    };
+    let path = path_at(&method.body, growth.offset);
+    let inside = path.iter().any(|s| {
+        let Stmt::If(i) = s else { return false };
+        compares(&i.test, true) && i.body.iter().any(|b| b.range().contains(growth.offset))
+    });
+    let blocks = std::iter::once(method.body.as_slice()).chain(path.iter().flat_map(|s| {
+        child_blocks(s)
+            .into_iter()
+            .filter(|b| b.iter().any(|x| x.range().contains(growth.offset)))
+    }));
+    let stopped = blocks.into_iter().any(|block| {
+        block
+            .iter()
+            .take_while(|s| s.range().end() <= growth.offset)
+            .any(|s| {
+                let Stmt::If(i) = s else { return false };
+                matches!(i.body.last(), Some(Stmt::Return(_) | Stmt::Break(_)))
+                    && any_operand(&i.test, &|e| compares(e, false))
+            })
+    });
+    inside || stopped
+}
+
+/// The `self.` counters a method body steps by one (`self.n += 1`).
+fn stepped_counters(body: &[Stmt]) -> Vec<String> {
+    use ruff_python_ast::visitor::{self, Visitor};
+    struct Steps(Vec<String>);
+    impl<'a> Visitor<'a> for Steps {
+        fn visit_stmt(&mut self, stmt: &'a Stmt) {
+            if let Stmt::AugAssign(a) = stmt {
+                if a.op == ruff_python_ast::Operator::Add {
+                    if let Some(d) = dotted(&a.target).filter(|d| d.starts_with("self.")) {
+                        self.0.push(d);
+                    }
+                }
+            }
+            visitor::walk_stmt(self, stmt);
+        }
+    }
+    let mut steps = Steps(Vec::new());
+    steps.visit_body(body);
+    steps.0
+}
+
+/// Does `pred` hold for `test` or for any operand of its `and`/`or` chains?
+fn any_operand(test: &Expr, pred: &dyn Fn(&Expr) -> bool) -> bool {
+    match test {
+        Expr::BoolOp(b) => b.values.iter().any(|v| any_operand(v, pred)),
+        _ => pred(test),
+    }
 }
 
 /// The statements containing `offset`, outermost first.

@@ -106,8 +106,11 @@ pub struct Training {
     owned: FxHashSet<String>,
     /// Classes of this file whose every object is made afresh in each iteration of a training
     /// loop (or by a function that runs once per iteration): an object lives one epoch, one
-    /// evaluation, one episode.
+    /// evaluation, one episode. Also those a loop renews (`renewal`), and those only other
+    /// files make, each afresh so (the project index's account).
     fresh: FxHashSet<String>,
+    /// The calls whose object a loop renews (`renewal::renewed_calls`).
+    renewed: FxHashSet<TextSize>,
     /// Module constants bound once to a collection written out in the source.
     constants: FxHashSet<String>,
 }
@@ -141,9 +144,15 @@ impl Training {
         self.owned.contains(class)
     }
 
-    /// Is every object of `class` this file makes made afresh per training iteration?
+    /// Is every object of `class` made afresh per training iteration, or renewed by the loop
+    /// that grows it?
     pub fn made_per_iteration(&self, class: &str) -> bool {
         self.fresh.contains(class)
+    }
+
+    /// Does a loop renew the object the call at `at` makes (`renewal`)?
+    pub fn renews(&self, at: TextSize) -> bool {
+        self.renewed.contains(&at)
     }
 
     /// How often `class.method` runs, when it runs once per iteration.
@@ -205,6 +214,7 @@ impl Training {
             event_handlers: event_handlers(source, suite),
             owned: FxHashSet::default(),
             made: FxHashMap::default(),
+            renewed: super::renewal::renewed_calls(suite),
             external,
             test_suite: facts.imports.has_alias_for("pytest")
                 || facts.imports.has_alias_for("unittest"),
@@ -307,8 +317,9 @@ struct Collector<'a, 'f> {
     event_handlers: FxHashMap<&'a str, Grain>,
     /// Classes of this file made outside test functions.
     owned: FxHashSet<String>,
-    /// Where they are made: (function, innermost loop around the call).
-    made: FxHashMap<String, Vec<(usize, Option<usize>)>>,
+    /// Where they are made: (function, innermost loop around the call, renewed by a loop).
+    made: FxHashMap<String, Vec<(usize, Option<usize>, bool)>>,
+    renewed: FxHashSet<TextSize>,
     /// What the project index says of other files: which of the functions this file calls
     /// there train.
     external: &'f crate::summaries::ExternalFacts,
@@ -550,10 +561,11 @@ impl<'a> Collector<'a, '_> {
                     .is_some_and(|d| d.name.as_str().starts_with("test"));
                 if !in_test {
                     self.owned.insert(name.to_string());
-                    self.made
-                        .entry(name.to_string())
-                        .or_default()
-                        .push((self.current, self.loop_stack.last().copied()));
+                    self.made.entry(name.to_string()).or_default().push((
+                        self.current,
+                        self.loop_stack.last().copied(),
+                        self.renewed.contains(&call.start()),
+                    ));
                 }
             }
             if !self.defined.contains(name) {
@@ -623,6 +635,7 @@ impl<'a> Collector<'a, '_> {
             owned,
             made,
             constants,
+            renewed,
             ..
         } = self;
         // Resolve callees: module functions and nested functions by name, methods through the
@@ -818,18 +831,25 @@ impl<'a> Collector<'a, '_> {
             }
             false
         };
-        let fresh = made
-            .into_iter()
-            .filter(|(_, sites)| {
-                sites
-                    .iter()
-                    .all(|&(f, l)| in_training_loop(l) || cadence[f].grain().is_some())
-            })
-            .map(|(class, _)| class)
+        let mut fresh: FxHashSet<String> = external
+            .fresh_elsewhere
+            .iter()
+            .filter(|c| !made.contains_key(c.as_str()))
+            .cloned()
             .collect();
+        fresh.extend(
+            made.into_iter()
+                .filter(|(_, sites)| {
+                    sites.iter().all(|&(f, l, renewed)| {
+                        renewed || in_training_loop(l) || cadence[f].grain().is_some()
+                    })
+                })
+                .map(|(class, _)| class),
+        );
         let mut out = Training {
             owned,
             fresh,
+            renewed,
             constants: constants.into_iter().map(str::to_string).collect(),
             ..Default::default()
         };

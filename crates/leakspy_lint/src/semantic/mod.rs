@@ -15,6 +15,7 @@ pub mod located;
 pub mod model;
 pub mod mutation;
 pub mod names;
+pub mod renewal;
 pub mod scan;
 pub mod summary;
 pub mod uses;

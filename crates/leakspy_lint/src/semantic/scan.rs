@@ -405,6 +405,35 @@ pub fn rebound_before(body: &[Stmt], key: &str, at: ruff_text_size::TextSize) ->
     false
 }
 
+/// Is `key` detached by a statement before `at` in `body` (`x = x.detach()`, `x.detach_()`)?
+/// Where that statement runs on every path the value is seen as detached already, so this
+/// finds the detach an option guards (`if not self.differentiable: x = x.detach()`): the
+/// author chose when the value keeps its graph.
+pub fn detached_before(body: &[Stmt], key: &str, at: ruff_text_size::TextSize) -> bool {
+    use ruff_text_size::Ranged;
+    let detach_of = |e: &Expr| {
+        let Expr::Call(c) = e else { return false };
+        let Expr::Attribute(a) = &*c.func else {
+            return false;
+        };
+        matches!(a.attr.as_str(), "detach" | "detach_") && super::names::is_dotted(&a.value, key)
+    };
+    let mut found = false;
+    visit_block(body, &mut |s| {
+        if s.end() > at || found {
+            return;
+        }
+        found = match s {
+            Stmt::Assign(a) => {
+                a.targets.iter().any(|t| super::names::is_dotted(t, key)) && detach_of(&a.value)
+            }
+            Stmt::Expr(e) => detach_of(&e.value),
+            _ => false,
+        };
+    });
+    found
+}
+
 fn rebinds_on_every_path(s: &Stmt, key: &str) -> bool {
     let fresh = |targets: &[&Expr], value: &Expr| {
         targets.iter().any(|t| super::names::is_dotted(t, key)) && !keys_in(value).contains(key)

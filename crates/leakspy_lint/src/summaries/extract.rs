@@ -165,6 +165,7 @@ impl SemanticModel<'_> {
             }),
             grad,
             line: self.line(call.start()) as u32,
+            renews: self.training().renews(call.start()),
         };
         out.borrow_mut().push(fact);
     }
@@ -217,6 +218,7 @@ impl SemanticModel<'_> {
                     grain: None,
                     grad,
                     line: self.line(layer.start()) as u32,
+                    renews: false,
                 });
             }
         }

@@ -124,6 +124,9 @@ pub struct CallFact {
     /// Autograd records where it is.
     pub grad: bool,
     pub line: u32,
+    /// A constructor call whose object a loop renews (`semantic::renewal`).
+    #[serde(default)]
+    pub renews: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -388,6 +391,11 @@ pub struct ExternalFacts {
     pub cadence: BTreeMap<String, (Grain, String)>,
     /// This file's classes whose objects other files make.
     pub made_elsewhere: BTreeSet<String>,
+    /// This file's classes that other files make, each object afresh in a training loop or
+    /// renewed by the loop that grows it (`semantic::renewal`): an object lives one epoch,
+    /// episode or segment.
+    #[serde(default)]
+    pub fresh_elsewhere: BTreeSet<String>,
     #[serde(default)]
     /// This file's classes that other files make objects of or subclass: their methods may be
     /// called, and their attributes read, where this file cannot see.
@@ -430,6 +438,7 @@ impl ExternalFacts {
         taints: BTreeMap::new(),
         cadence: BTreeMap::new(),
         made_elsewhere: BTreeSet::new(),
+        fresh_elsewhere: BTreeSet::new(),
         used_elsewhere: BTreeSet::new(),
         reset_elsewhere: BTreeSet::new(),
         trains: BTreeSet::new(),
