@@ -38,7 +38,8 @@
 //! cap (or after a guard that returns once it reaches it) is bounded; an input detached under
 //! an option before a running statistic's update keeps its graph only where the author asked;
 //! an object the loop that grows it renews when a condition ends its stretch (`if done:
-//! recorders[i] = EpisodeRecorder()`) keeps one episode.
+//! recorders[i] = EpisodeRecorder()`) keeps one episode; views a decode loop over `range`
+//! keeps and stacks before it returns die with the call.
 
 mod common;
 

@@ -53,7 +53,10 @@
 //! they do not show (how long the container keeps them is another matter, not this rule's);
 //! advanced indexing with
 //! index tensors or lists (a copy); per-iteration containers; local lists of a function that does
-//! not run per iteration; graph-carrying values (LS002).
+//! not run per iteration, and those filled by a loop that counts its own steps (`for _ in
+//! range(num_decode_steps)`) and trains nothing, which the function only reduces into a copy
+//! (`torch.stack(outputs)`) and never hands out (an autoregressive decode: the bases die with the
+//! call); graph-carrying values (LS002).
 
 use ruff_python_ast::{Expr, ExprCall, Stmt};
 use ruff_text_size::{Ranged, TextRange};
@@ -62,8 +65,10 @@ use crate::checker::{Checker, Lifetime};
 use crate::diagnostic::{Diagnostic, Fix};
 use crate::registry::Rule;
 use crate::rules::helpers::{append_call, short, until};
+use crate::semantic::lifetime::Until;
 use crate::semantic::mutation::Mutation;
 use crate::semantic::names::dotted;
+use crate::semantic::scan::only_grown;
 use crate::semantic::value::Kind;
 
 /// Container methods that grow it (a buffer class's `push` may copy what it keeps).
@@ -215,6 +220,22 @@ fn kept(checker: &Checker, container: &Expr) -> Option<Lifetime> {
         return None;
     }
     let lifetime = checker.lifetime(container)?;
+    // A local of a function whose loop counts its own steps and trains nothing (an
+    // autoregressive decode over `range(num_decode_steps)`), which the function only reduces
+    // into a copy (`torch.stack(outs)`) and never hands out: the bases die with the call, and
+    // there are as many as the call asks for. A pass over data keeps one base per batch of
+    // the data set until it ends, and stays reported.
+    if matches!(lifetime.until, Until::Return { .. })
+        && checker
+            .iteration()
+            .and_then(|it| checker.iteration_loop(it))
+            .is_some_and(|l| !l.trains && counts(l.stmt))
+        && checker
+            .function()
+            .is_some_and(|f| only_grown(&f.body, &lifetime.key, &copies))
+    {
+        return None;
+    }
     let emptied = checker
         .block_facts()
         .changes
@@ -227,6 +248,24 @@ fn kept(checker: &Checker, container: &Expr) -> Option<Lifetime> {
         return None;
     }
     Some(lifetime)
+}
+
+/// Is the loop a `for ... in range(...)`: a count, not a pass over data?
+fn counts(stmt: &Stmt) -> bool {
+    matches!(stmt, Stmt::For(f)
+        if matches!(&*f.iter, Expr::Call(c) if crate::semantic::names::is_dotted(&c.func, "range")))
+}
+
+/// Calls that copy what a list holds into a new tensor or array (or only count it).
+fn copies(call: &ExprCall) -> bool {
+    match &*call.func {
+        Expr::Attribute(a) => matches!(
+            a.attr.as_str(),
+            "stack" | "cat" | "concat" | "concatenate" | "vstack" | "hstack" | "dstack" | "array"
+        ),
+        Expr::Name(n) => n.id.as_str() == "len",
+        _ => false,
+    }
 }
 
 /// Is `expr` a view selecting part of a per-iteration tensor or array?

@@ -121,10 +121,8 @@ use crate::semantic::lifetime::reset_from_outside;
 use crate::semantic::located::child_blocks;
 use crate::semantic::mutation::Mutation;
 use crate::semantic::names::{dotted, is_dotted, last_segment};
-use crate::semantic::scan::keys_in;
+use crate::semantic::scan::{keys_in, GROW_METHODS};
 use crate::semantic::value::Kind;
-
-const GROW_METHODS: &[&str] = &["append", "extend", "insert", "appendleft", "extendleft"];
 
 pub(crate) fn call(checker: &mut Checker, call: &ExprCall) {
     let Expr::Attribute(attr) = &*call.func else {
@@ -497,7 +495,9 @@ fn free_history(
                 crate::semantic::lifetime::Until::Return { .. }
             ) || checker.cadence().grain().is_some()
                 || !checker.innermost_loop().is_some_and(|l| l.trains)
-                || checker.function().is_none_or(|f| !only_grown(&f.body, key))
+                || checker
+                    .function()
+                    .is_none_or(|f| !crate::semantic::scan::only_grown(&f.body, key, &|_| false))
         }
         _ => return,
     };
@@ -526,49 +526,6 @@ fn free_history(
         crate::rules::helpers::until(checker, &lifetime),
     );
     checker.report(Diagnostic::new(Rule::LS014, message, range));
-}
-
-/// Is `name` used in `body` only as what it is bound to and what grows (`xs = []`,
-/// `xs.append(v)`), never read?
-fn only_grown(body: &[Stmt], name: &str) -> bool {
-    use ruff_python_ast::visitor::{walk_expr, walk_stmt, Visitor};
-    struct Uses<'n> {
-        name: &'n str,
-        read: bool,
-    }
-    impl<'a> Visitor<'a> for Uses<'_> {
-        fn visit_stmt(&mut self, stmt: &'a Stmt) {
-            if let Stmt::Expr(e) = stmt {
-                if let Expr::Call(c) = &*e.value {
-                    if let Expr::Attribute(a) = &*c.func {
-                        if GROW_METHODS.contains(&a.attr.as_str()) && is_dotted(&a.value, self.name)
-                        {
-                            for arg in &*c.arguments.args {
-                                self.visit_expr(arg);
-                            }
-                            return;
-                        }
-                    }
-                }
-            }
-            if let Stmt::Assign(a) = stmt {
-                if a.targets.iter().all(|t| is_dotted(t, self.name)) {
-                    self.visit_expr(&a.value);
-                    return;
-                }
-            }
-            walk_stmt(self, stmt);
-        }
-        fn visit_expr(&mut self, expr: &'a Expr) {
-            if matches!(expr, Expr::Name(n) if n.id.as_str() == self.name) {
-                self.read = true;
-            }
-            walk_expr(self, expr);
-        }
-    }
-    let mut uses = Uses { name, read: false };
-    uses.visit_body(body);
-    !uses.read
 }
 
 /// Does the script write the global out once, outside any loop (`torch.save(feats, path)`,

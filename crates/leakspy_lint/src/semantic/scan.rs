@@ -3,7 +3,7 @@
 //! rebound, or consumed by `.backward()`?
 
 use ruff_python_ast::visitor::{walk_expr, walk_stmt, Visitor};
-use ruff_python_ast::{Expr, Stmt};
+use ruff_python_ast::{Expr, ExprCall, Stmt};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::facts::visit_body;
@@ -403,6 +403,78 @@ pub fn rebound_before(body: &[Stmt], key: &str, at: ruff_text_size::TextSize) ->
         }
     }
     false
+}
+
+/// Methods that grow a container in place.
+pub const GROW_METHODS: &[&str] = &["append", "extend", "insert", "appendleft", "extendleft"];
+
+/// Is `name` used in `body` only as what it is bound to and what grows (`xs = []`,
+/// `xs.append(v)`), and as an argument of the calls `reader` allows (`torch.stack(xs)`)?
+pub fn only_grown(body: &[Stmt], name: &str, reader: &dyn Fn(&ExprCall) -> bool) -> bool {
+    struct Uses<'n, 'r> {
+        name: &'n str,
+        reader: &'r dyn Fn(&ExprCall) -> bool,
+        read: bool,
+    }
+    impl<'a> Visitor<'a> for Uses<'_, '_> {
+        fn visit_stmt(&mut self, stmt: &'a Stmt) {
+            if let Stmt::Expr(e) = stmt {
+                if let Expr::Call(c) = &*e.value {
+                    if let Expr::Attribute(a) = &*c.func {
+                        if GROW_METHODS.contains(&a.attr.as_str())
+                            && super::names::is_dotted(&a.value, self.name)
+                        {
+                            for arg in &*c.arguments.args {
+                                self.visit_expr(arg);
+                            }
+                            return;
+                        }
+                    }
+                }
+            }
+            if let Stmt::Assign(a) = stmt {
+                if a.targets
+                    .iter()
+                    .all(|t| super::names::is_dotted(t, self.name))
+                {
+                    self.visit_expr(&a.value);
+                    return;
+                }
+            }
+            walk_stmt(self, stmt);
+        }
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            if let Expr::Call(c) = expr {
+                if (self.reader)(c)
+                    && c.arguments
+                        .args
+                        .iter()
+                        .any(|a| super::names::is_dotted(a, self.name))
+                {
+                    for arg in c.arguments.args.iter() {
+                        if !super::names::is_dotted(arg, self.name) {
+                            self.visit_expr(arg);
+                        }
+                    }
+                    for k in c.arguments.keywords.iter() {
+                        self.visit_expr(&k.value);
+                    }
+                    return;
+                }
+            }
+            if matches!(expr, Expr::Name(n) if n.id.as_str() == self.name) {
+                self.read = true;
+            }
+            walk_expr(self, expr);
+        }
+    }
+    let mut uses = Uses {
+        name,
+        reader,
+        read: false,
+    };
+    uses.visit_body(body);
+    !uses.read
 }
 
 /// Is `key` detached by a statement before `at` in `body` (`x = x.detach()`, `x.detach_()`)?
