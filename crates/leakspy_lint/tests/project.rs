@@ -721,3 +721,56 @@ def train(agent, env, optimizer, steps):
         vec![("buffers.py".to_string(), 9, "LS014".to_string())]
     );
 }
+
+const GREEDY_DECODER: &str = "\
+import torch
+from base import BaseDecoder
+
+
+class GreedyDecoder(BaseDecoder):
+    def __init__(self, max_seq_len=25):
+        super().__init__()
+        self.max_seq_len = max_seq_len
+        self.classifier = torch.nn.Linear(8, 8)
+
+    def forward_train(self, feat):
+        return self.classifier(feat)
+
+    def forward_test(self, feat):
+        outputs = []
+        for step in range(self.max_seq_len):
+            outputs.append(self.classifier(feat[:, step]))
+        return torch.stack(outputs, dim=1)
+";
+
+/// A decode loop that a base class's `forward` runs (`self.forward_test(feat)`) goes over the
+/// time steps of one forward pass, also where the base is OpenMMLab's `BaseModule` (an
+/// `nn.Module`): whether autograd records is the caller's choice. Without the base in sight,
+/// the loop reads as an evaluation loop.
+#[test]
+fn a_decode_loop_a_base_modules_forward_runs_is_part_of_the_pass() {
+    let base = "\
+from mmengine.model import BaseModule
+
+
+class BaseDecoder(BaseModule):
+    def forward(self, feat, mode=\"predict\"):
+        if mode == \"loss\":
+            return self.forward_train(feat)
+        return self.forward_test(feat)
+
+    def forward_train(self, feat):
+        raise NotImplementedError
+
+    def forward_test(self, feat):
+        raise NotImplementedError
+";
+    assert_eq!(
+        findings(&[("base.py", base), ("greedy.py", GREEDY_DECODER)]),
+        vec![]
+    );
+    assert_eq!(
+        findings(&[("greedy.py", GREEDY_DECODER)]),
+        vec![("greedy.py".to_string(), 16, "LS009".to_string())]
+    );
+}

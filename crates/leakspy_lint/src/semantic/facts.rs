@@ -283,9 +283,16 @@ impl ModuleFacts {
         }
         // Any of torch's own layers is a module: a hand-written batch norm that subclasses
         // `nn.BatchNorm2d` runs its `forward` with autograd on like any `nn.Module`'s.
+        // OpenMMLab's `BaseModule` (mmengine, and mmcv before it) is an `nn.Module` with
+        // weight initialisation added.
         matches!(
             q.as_str(),
-            "torch.nn.Module" | "torch.nn.modules.module.Module"
+            "torch.nn.Module"
+                | "torch.nn.modules.module.Module"
+                | "mmengine.model.BaseModule"
+                | "mmengine.model.base_module.BaseModule"
+                | "mmcv.runner.BaseModule"
+                | "mmcv.runner.base_module.BaseModule"
         ) || matches!(last_segment(&q), "Module" | "LightningModule")
             || q.starts_with("torch.nn.") && is_module_ctor(&q, &self.classes)
     }
