@@ -516,6 +516,24 @@ fn decide(b: &DiffSide, a: &DiffSide) -> (DiffVerdict, String) {
                 a.summary
             ),
         ),
+        // Memory that grew steadily before has stopped growing after (its own fit: flat
+        // since a step), and only the probe's census still calls it a leak: what the fix
+        // left grows in objects, not in the memory the run before lost. Its overall slope
+        // still counts the climb before it levelled, so it is no measure of that.
+        (Leak, Leak)
+            if a.leak_by.is_some()
+                && a.shape == Shape::Saturating
+                && matches!(b.shape, Shape::LinearGrowth | Shape::Accelerating) =>
+        {
+            (
+                DiffVerdict::Improved,
+                format!(
+                    "before leaked; after's memory stopped growing ({}), but the probe still \
+                     sees objects grow",
+                    a.shape_text
+                ),
+            )
+        }
         (Leak, Leak) if clearly_higher => (
             DiffVerdict::Worse,
             "both leak, and after grows significantly faster".to_string(),
@@ -608,6 +626,29 @@ mod tests {
         // grow is too little to matter there, and so here.
         let c = compare(&before, "b", &after_of(&before, Verdict::NoLeak), "a");
         assert_eq!(c.verdict, DiffVerdict::Fixed, "{}", c.reason);
+    }
+
+    #[test]
+    fn memory_that_levels_off_after_a_fix_is_improved_while_the_census_still_sees_growth() {
+        let before = loss_list();
+        assert!(before
+            .series
+            .iter()
+            .any(|s| s.key == before.headline && s.shape == Shape::LinearGrowth));
+        // The run after climbs as fast at first, then levels off: its overall slope
+        // overlaps before's, and only the census keeps it a leak.
+        let mut after = before.clone();
+        for s in &mut after.series {
+            s.shape = Shape::Saturating;
+            s.shape_text = "saturating: flat since step 180".to_string();
+            s.leak_by = Some("the probe's census".to_string());
+        }
+        let c = compare(&before, "b", &after, "a");
+        assert_eq!(c.verdict, DiffVerdict::Improved, "{}", c.reason);
+        assert!(c.reason.contains("flat since step 180"), "{}", c.reason);
+        // Growing as before by its own fit: not fixed.
+        let c = compare(&before, "b", &before.clone(), "a");
+        assert_eq!(c.verdict, DiffVerdict::NotFixed, "{}", c.reason);
     }
 
     #[test]
