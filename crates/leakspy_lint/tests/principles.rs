@@ -39,7 +39,8 @@
 //! an option before a running statistic's update keeps its graph only where the author asked;
 //! an object the loop that grows it renews when a condition ends its stretch (`if done:
 //! recorders[i] = EpisodeRecorder()`) keeps one episode; views a decode loop over `range`
-//! keeps and stacks before it returns die with the call.
+//! keeps and stacks before it returns die with the call; what a module-level loop that trains
+//! nothing collects and reads afterwards is the script's result.
 
 mod common;
 

@@ -85,7 +85,9 @@
 //! cap (`if self.n_measured >= self.max: return`, with `self.n_measured += 1` in that method); a `pop(0)` in the loop that appends or in a
 //! `while len(...) > n` loop; local lists the function reads, returns or passes on (what an
 //! evaluation or a feature pass collects is its result), and those of a function that runs
-//! again and again, or whose loop trains nothing (a test episode); histories of numbers
+//! again and again, or whose loop trains nothing (a test episode); module globals that a
+//! script's or notebook's loop that trains nothing fills and the code reads afterwards (an
+//! evaluation pass whose predictions are concatenated for its metrics); histories of numbers
 //! (`loss.item()`, rewards); objects made afresh in each epoch, evaluation or episode (a callback created per validation keeps one
 //! validation's entries), in this file or in the other files that make them, and objects the
 //! loop that grows them renews when a condition ends their stretch (`if done: episode[i] =
@@ -469,6 +471,9 @@ fn free_history(
         return;
     }
     let reset = match lifetime.holder {
+        // Module-level code gets a function's exemptions: what a script's or notebook's loop
+        // that trains nothing collects and reads afterwards (an evaluation pass over the test
+        // set, concatenated for its metrics) is its result, as a run-long local's is below.
         Holder::Global => {
             checker
                 .facts
@@ -476,6 +481,10 @@ fn free_history(
                 .get(key.as_str())
                 .is_none_or(|g| g.changes.iter().any(|c| c.mutation != Mutation::Grow))
                 || written_out_once(checker.semantic().suite(), key)
+                || checker.innermost_loop().is_some_and(|l| !l.trains)
+                    && !crate::semantic::scan::only_grown(checker.semantic().suite(), key, &|_| {
+                        false
+                    })
         }
         // A cell outlives the call that made it only through a function that is returned (a
         // logger made by a factory); a reset in the factory bounds it, and so does a

@@ -12,6 +12,7 @@ use ruff_python_ast::{Expr, Stmt};
 use ruff_text_size::{Ranged, TextSize};
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::located::child_blocks;
 use super::names::dotted;
 
 /// The offsets of the constructor-like calls (`Name(...)`, `mod.Name(...)`) that a loop of
@@ -83,34 +84,28 @@ impl<'a> Walk<'a, '_> {
                 self.looped(&w.body);
                 self.block(&w.orelse);
             }
-            Stmt::If(i) => {
+            Stmt::If(_) => {
                 let saved: Vec<bool> = self.loops.iter().map(|l| l.1).collect();
                 for l in &mut self.loops {
                     l.1 = true;
                 }
-                self.block(&i.body);
-                for c in &i.elif_else_clauses {
-                    self.block(&c.body);
+                for block in child_blocks(stmt) {
+                    self.block(block);
                 }
                 for (l, s) in self.loops.iter_mut().zip(saved) {
                     l.1 = s;
                 }
             }
-            Stmt::With(w) => self.block(&w.body),
-            Stmt::Try(t) => {
-                self.block(&t.body);
-                for h in &t.handlers {
-                    let ruff_python_ast::ExceptHandler::ExceptHandler(h) = h;
-                    self.block(&h.body);
-                }
-                self.block(&t.orelse);
-                self.block(&t.finalbody);
-            }
             Stmt::Assign(a) => {
                 let [target] = &a.targets[..] else { return };
                 self.binding(target, &a.value);
             }
-            _ => {}
+            // `with`, `try`, `match`: their blocks run where the statement is.
+            _ => {
+                for block in child_blocks(stmt) {
+                    self.block(block);
+                }
+            }
         }
     }
 
