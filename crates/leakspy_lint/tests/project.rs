@@ -774,3 +774,72 @@ class BaseDecoder(BaseModule):
         vec![("greedy.py".to_string(), 16, "LS009".to_string())]
     );
 }
+
+const PREDICT: &str = "\
+import torch
+
+from .toolkit import eval_context
+
+
+def predict(model, loader):
+    results = []
+    with eval_context(model):
+        for batch in loader:
+            results.append(model(batch))
+    return torch.cat(results)
+";
+
+/// A context manager of the project whose protocol methods turn autograd off (here through
+/// its base, which builds the `torch.no_grad()` it enters) runs its block without grad, in
+/// the files that import it too. A class that names `no_grad` only in another method (a
+/// trainer's `evaluate()`) is no such context.
+#[test]
+fn a_project_context_manager_that_enters_no_grad_turns_grad_off() {
+    let toolkit = "\
+import torch
+
+
+class mode_context:
+    def __init__(self, module, *, to_train, use_grad):
+        self.module, self.to_train = module, to_train
+        self.grad = torch.enable_grad() if use_grad else torch.no_grad()
+
+    def __enter__(self):
+        self.module.train(self.to_train)
+        self.grad.__enter__()
+
+    def __exit__(self, *args):
+        self.grad.__exit__(*args)
+
+
+class eval_context(mode_context):
+    def __init__(self, module, *, use_grad=False):
+        super().__init__(module, to_train=False, use_grad=use_grad)
+";
+    assert_eq!(
+        findings(&[("toolkit.py", toolkit), ("predict.py", PREDICT)]),
+        vec![]
+    );
+    let only_eval = "\
+import torch
+
+
+class eval_context:
+    def __init__(self, module):
+        self.module = module
+
+    def __enter__(self):
+        self.module.eval()
+
+    def __exit__(self, *args):
+        self.module.train()
+
+    def score(self, x):
+        with torch.no_grad():
+            return self.module(x)
+";
+    assert_eq!(
+        findings(&[("toolkit.py", only_eval), ("predict.py", PREDICT)]),
+        vec![("predict.py".to_string(), 9, "LS009".to_string())]
+    );
+}

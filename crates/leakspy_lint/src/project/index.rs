@@ -661,7 +661,7 @@ impl<'f> ProjectIndex<'f> {
                 Some(Symbol::Constant) => {
                     out.constants.insert(local.clone());
                 }
-                Some(Symbol::Function(t))
+                Some(Symbol::Function(t) | Symbol::Class(t))
                     if t.0 != file
                         && self.files[t.0]
                             .summary

@@ -119,8 +119,8 @@ pub struct ModuleFacts {
     /// `N_CHARS = len(CHARS)`), and never declared `global` in a function: plain values
     /// wherever they are read, in this file and in those that import them.
     pub plain_globals: FxHashSet<String>,
-    /// Functions (of this file, or imported from another file of the project) whose body turns
-    /// autograd off (`return (torch.inference_mode if new else torch.no_grad)()(fn)`): used as
+    /// Functions and context-manager classes (of this file, or imported from another file of
+    /// the project) whose body turns autograd off (`return (torch.inference_mode if new else torch.no_grad)()(fn)`): used as
     /// a decorator or a context manager, what they wrap runs without grad. By the name this
     /// file calls them.
     pub grad_off: FxHashSet<String>,
@@ -1309,7 +1309,11 @@ fn is_plain_value(e: &Expr, imports: &Imports, plain: &dyn Fn(&str) -> bool) -> 
 }
 
 /// Top-level functions whose body (nested functions included) names `torch.no_grad` or
-/// `torch.inference_mode`: decorators and context managers that turn autograd off.
+/// `torch.inference_mode`: decorators and context managers that turn autograd off. So are the
+/// classes whose protocol methods (`__init__`, `__enter__`, `__call__`), or those of a base
+/// class of the same file, name them (`class eval_context(mode_context)` entering the
+/// `torch.no_grad()` its base built); a class whose other methods do (a trainer's
+/// `evaluate()`) is not one.
 fn grad_off_functions(suite: &[Stmt], imports: &Imports) -> FxHashSet<String> {
     use ruff_python_ast::visitor::{walk_expr, walk_stmt, Visitor};
     struct Finds<'i> {
@@ -1329,18 +1333,39 @@ fn grad_off_functions(suite: &[Stmt], imports: &Imports) -> FxHashSet<String> {
             walk_expr(self, expr);
         }
     }
-    let mut out = FxHashSet::default();
-    for stmt in suite {
-        let Stmt::FunctionDef(f) = stmt else { continue };
+    let names_grad_off = |body: &[Stmt]| {
         let mut finds = Finds {
             imports,
             found: false,
         };
-        for s in &f.body {
+        for s in body {
             walk_stmt(&mut finds, s);
         }
-        if finds.found {
-            out.insert(f.name.as_str().to_string());
+        finds.found
+    };
+    let mut out = FxHashSet::default();
+    for stmt in suite {
+        match stmt {
+            Stmt::FunctionDef(f) if names_grad_off(&f.body) => {
+                out.insert(f.name.as_str().to_string());
+            }
+            Stmt::ClassDef(c) => {
+                // In file order, so a base defined above is already known.
+                let protocol = c.body.iter().any(|s| {
+                    matches!(s, Stmt::FunctionDef(f)
+                        if matches!(f.name.as_str(), "__init__" | "__enter__" | "__call__")
+                            && names_grad_off(&f.body))
+                });
+                let base_is = c
+                    .arguments
+                    .iter()
+                    .flat_map(|a| a.args.iter())
+                    .any(|b| matches!(b, Expr::Name(n) if out.contains(n.id.as_str())));
+                if protocol || base_is {
+                    out.insert(c.name.as_str().to_string());
+                }
+            }
+            _ => {}
         }
     }
     out

@@ -48,8 +48,8 @@ pub struct FileSummary {
     /// Module-level names bound once to a number or a string, sorted.
     #[serde(default)]
     pub constants: Vec<String>,
-    /// Top-level functions whose body turns autograd off (a decorator such as
-    /// `smart_inference_mode()`), sorted.
+    /// Top-level functions and context-manager classes whose body turns autograd off (a
+    /// decorator such as `smart_inference_mode()`, `class eval_context`), sorted.
     #[serde(default)]
     pub grad_off: Vec<String>,
 }
@@ -419,7 +419,8 @@ pub struct ExternalFacts {
     /// (`from helpers import all_characters`).
     #[serde(default)]
     pub constants: BTreeSet<String>,
-    /// Names this file imports that stand for another file's functions that turn autograd off.
+    /// Names this file imports that stand for another file's functions or context-manager
+    /// classes that turn autograd off.
     #[serde(default)]
     pub grad_off: BTreeSet<String>,
     /// Names this file imports that stand for another file's functions that add one of their
