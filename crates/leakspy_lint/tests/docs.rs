@@ -5,7 +5,7 @@ use leakspy_lint::{Rule, RuleDefault, RuleKind};
 
 fn generate() -> String {
     let mut out = String::from(
-        "# leakspy rules\n\n<!-- Generated from crates/leakspy_lint/src/rules/*.rs and registry.rs by `LEAKSPY_UPDATE_DOCS=1 cargo test -p leakspy_lint --test docs`. Do not edit. -->\n\nRules marked *opt-in* run with `--select ALL` or `extend-select`: their precision on real training code (the corpus in `bench/corpus`, figures in `bench/RESULTS.md`) is below 90 %.\n\n| code | name | kind | default |\n| --- | --- | --- | --- |\n",
+        "# leakspy rules\n\n<!-- Generated from crates/leakspy_lint/src/rules/*.rs and registry.rs by `LEAKSPY_UPDATE_DOCS=1 cargo test -p leakspy_lint --test docs`. Do not edit. -->\n\nRules marked *opt-in* run with `--select ALL` or `extend-select`: their precision on real training code (the corpus in `bench/corpus`, figures in `bench/RESULTS.md`) is below 90 %. The leak rules speak of what a job keeps through its steps, so they stay silent in a module of tests (one that imports pytest or unittest and defines tests): what a test keeps dies with it.\n\n| code | name | kind | default |\n| --- | --- | --- | --- |\n",
     );
     for rule in Rule::ALL {
         let kind = match rule.kind() {

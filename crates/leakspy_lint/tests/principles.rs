@@ -40,7 +40,9 @@
 //! an object the loop that grows it renews when a condition ends its stretch (`if done:
 //! recorders[i] = EpisodeRecorder()`) keeps one episode; views a decode loop over `range`
 //! keeps and stacks before it returns die with the call; what a module-level loop that trains
-//! nothing collects and reads afterwards is the script's result.
+//! nothing collects and reads afterwards is the script's result; a module of tests (it imports
+//! pytest or unittest and defines tests) runs no job's steps: what its helpers keep dies with
+//! the test that made them.
 
 mod common;
 

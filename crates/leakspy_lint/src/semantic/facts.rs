@@ -127,6 +127,8 @@ pub struct ModuleFacts {
     /// Does the file use torch at all (import or `torch.` access)? Several rules only make
     /// sense in ML code.
     pub uses_torch: bool,
+    /// Is the file a test module (`is_test_module`)?
+    pub test_module: bool,
 }
 
 impl ModuleFacts {
@@ -241,6 +243,7 @@ impl ModuleFacts {
         }
         facts.plain_globals = plain_globals(suite, &facts.imports);
         facts.grad_off = grad_off_functions(suite, &facts.imports);
+        facts.test_module = is_test_module(suite, &facts.imports);
         facts.has_module_forward = facts
             .classes
             .values()
@@ -1306,6 +1309,39 @@ fn is_plain_value(e: &Expr, imports: &Imports, plain: &dyn Fn(&str) -> bool) -> 
         }
         _ => false,
     }
+}
+
+/// Does the file import pytest or unittest? Its `test*` functions are tests, each run once with
+/// fixed inputs (`iteration.rs`).
+pub fn imports_test_framework(imports: &Imports) -> bool {
+    imports.has_alias_for("pytest") || imports.has_alias_for("unittest")
+}
+
+/// A module of tests, as pytest and unittest collect them: it imports one of them and defines
+/// tests (`def test_*`, or a `Test*` class or `TestCase` subclass with `test*` methods). Each
+/// test runs for seconds and drops what it made: what its code keeps never lives through a
+/// training job's steps. A training script's own `def test_epoch()` does not make it one: it
+/// imports no test framework.
+fn is_test_module(suite: &[Stmt], imports: &Imports) -> bool {
+    imports_test_framework(imports) && suite.iter().any(|s| match s {
+        Stmt::FunctionDef(f) => f.name.as_str().starts_with("test_"),
+        Stmt::ClassDef(c) => {
+            let named = c.name.as_str().starts_with("Test")
+                || c.arguments.iter().flat_map(|a| a.args.iter()).any(|b| {
+                    let b = match b {
+                        Expr::Attribute(a) => a.attr.as_str(),
+                        Expr::Name(n) => n.id.as_str(),
+                        _ => "",
+                    };
+                    b.ends_with("TestCase")
+                });
+            named
+                && c.body.iter().any(
+                    |m| matches!(m, Stmt::FunctionDef(f) if f.name.as_str().starts_with("test")),
+                )
+        }
+        _ => false,
+    })
 }
 
 /// Top-level functions whose body (nested functions included) names `torch.no_grad` or

@@ -216,8 +216,7 @@ impl Training {
             made: FxHashMap::default(),
             renewed: super::renewal::renewed_calls(suite),
             external,
-            test_suite: facts.imports.has_alias_for("pytest")
-                || facts.imports.has_alias_for("unittest"),
+            test_suite: super::facts::imports_test_framework(&facts.imports),
         };
         defined_names(suite, &mut c.defined);
         c.body(suite);
