@@ -129,6 +129,10 @@ pub(crate) fn call(checker: &mut Checker, call: &ExprCall, stmt: &Stmt) {
         Stmt::Assign(a) if a.value.range() == call.range() && a.targets.len() == 1 => {
             match &a.targets[0] {
                 Expr::Name(n) => (vec![n.id.to_string()], Some(n.id.to_string())),
+                // `self.figure, self.axis = plt.subplots()` stores the figure, as
+                // `self.figure = plt.figure()` does.
+                Expr::Tuple(t) if stores_first(&t.elts) => return,
+                Expr::List(l) if stores_first(&l.elts) => return,
                 Expr::Tuple(t) => tuple_names(&t.elts),
                 Expr::List(l) => tuple_names(&l.elts),
                 _ => return,
@@ -404,6 +408,11 @@ fn target_names(target: &Expr, out: &mut Vec<String>) {
         Expr::List(l) => l.elts.iter().for_each(|e| target_names(e, out)),
         _ => {}
     }
+}
+
+/// Does the unpacking put the figure (the first element) into an attribute or an entry?
+fn stores_first(elts: &[Expr]) -> bool {
+    matches!(elts.first(), Some(Expr::Attribute(_) | Expr::Subscript(_)))
 }
 
 fn tuple_names(elts: &[Expr]) -> (Vec<String>, Option<String>) {

@@ -1323,25 +1323,26 @@ pub fn imports_test_framework(imports: &Imports) -> bool {
 /// training job's steps. A training script's own `def test_epoch()` does not make it one: it
 /// imports no test framework.
 fn is_test_module(suite: &[Stmt], imports: &Imports) -> bool {
-    imports_test_framework(imports) && suite.iter().any(|s| match s {
-        Stmt::FunctionDef(f) => f.name.as_str().starts_with("test_"),
-        Stmt::ClassDef(c) => {
-            let named = c.name.as_str().starts_with("Test")
-                || c.arguments.iter().flat_map(|a| a.args.iter()).any(|b| {
-                    let b = match b {
-                        Expr::Attribute(a) => a.attr.as_str(),
-                        Expr::Name(n) => n.id.as_str(),
-                        _ => "",
-                    };
-                    b.ends_with("TestCase")
-                });
-            named
+    imports_test_framework(imports)
+        && suite.iter().any(|s| match s {
+            Stmt::FunctionDef(f) => f.name.as_str().starts_with("test_"),
+            Stmt::ClassDef(c) => {
+                let named = c.name.as_str().starts_with("Test")
+                    || c.arguments.iter().flat_map(|a| a.args.iter()).any(|b| {
+                        let b = match b {
+                            Expr::Attribute(a) => a.attr.as_str(),
+                            Expr::Name(n) => n.id.as_str(),
+                            _ => "",
+                        };
+                        b.ends_with("TestCase")
+                    });
+                named
                 && c.body.iter().any(
                     |m| matches!(m, Stmt::FunctionDef(f) if f.name.as_str().starts_with("test")),
                 )
-        }
-        _ => false,
-    })
+            }
+            _ => false,
+        })
 }
 
 /// Top-level functions whose body (nested functions included) names `torch.no_grad` or
