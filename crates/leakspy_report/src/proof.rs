@@ -307,7 +307,14 @@ mod tests {
     /// step; its censuses see malloc's freed memory rise by `freed` MiB
     /// over the run, and its memory in use by `used` bytes a step.
     fn leaking(per_step: f64, freed: f64, used: f64) -> Trace {
+        leaking_noisy(per_step, freed, used, 0.0)
+    }
+
+    /// As `leaking`, with each census's memory in use off its line by
+    /// `noise` bytes times 1, -2, 1, 1, -2, 1 (no slope of their own).
+    fn leaking_noisy(per_step: f64, freed: f64, used: f64, noise: f64) -> Trace {
         const MIB: f64 = 1024.0 * 1024.0;
+        const OFF: [f64; 6] = [1.0, -2.0, 1.0, 1.0, -2.0, 1.0];
         let mut lines = vec![header()];
         for i in 0..600u64 {
             let t = i as f64 * 0.1;
@@ -327,7 +334,7 @@ mod tests {
                 n * 9,
                 n * 450,
                 free + 100.0 * MIB,
-                100.0 * MIB + used * (n * 450) as f64
+                100.0 * MIB + used * (n * 450) as f64 + noise * OFF[n as usize - 1]
             ));
         }
         lines.push(r#"{"kind":"exit","t":60.0,"code":0,"status":0}"#.to_string());
@@ -441,6 +448,27 @@ mod tests {
         // A run before that did not leak: nothing to call fixed.
         let p = proof_of(&leaking(4096.0, 0.0, 4096.0), &leaking(24576.0, 100.0, 0.0));
         assert_eq!(p.verdict, FixVerdict::NotComparable, "{:?}", p.comparison);
+    }
+
+    #[test]
+    fn rates_whose_intervals_just_overlap_can_still_differ_significantly() {
+        // Few censuses on a busy machine: wide intervals on memory in use.
+        // Before 7.2 KiB/step and after 2.7 overlap by a sliver, but their
+        // difference has an interval of its own, clear of zero: improved.
+        let before = leaking_noisy(24576.0, 100.0, 1843.2, 0.13e6);
+        let p = proof_of(&before, &leaking_noisy(24576.0, 100.0, 691.2, 0.05e6));
+        let (b, a) = (
+            p.comparison.before.growth.clone().unwrap(),
+            p.comparison.after.growth.clone().unwrap(),
+        );
+        assert!(a.hi > b.lo, "the intervals should overlap: {b:?} {a:?}");
+        assert_eq!(p.verdict, FixVerdict::Improved, "{:?}", p.comparison);
+        assert_eq!(p.comparison.series, crate::diff::IN_USE_SERIES);
+        // As noisy, at 80 % of before's rate: not half as fast, so not
+        // improved, however the difference is read.
+        let p = proof_of(&before, &leaking_noisy(24576.0, 100.0, 1474.6, 0.05e6));
+        assert_ne!(p.verdict, FixVerdict::Improved, "{:?}", p.comparison);
+        assert_ne!(p.verdict, FixVerdict::Fixed, "{:?}", p.comparison);
     }
 
     #[test]
