@@ -120,9 +120,9 @@ pub struct ModuleFacts {
     /// wherever they are read, in this file and in those that import them.
     pub plain_globals: FxHashSet<String>,
     /// Functions and context-manager classes (of this file, or imported from another file of
-    /// the project) whose body turns autograd off (`return (torch.inference_mode if new else torch.no_grad)()(fn)`): used as
-    /// a decorator or a context manager, what they wrap runs without grad. By the name this
-    /// file calls them.
+    /// the project) whose body turns autograd off (`return (torch.inference_mode if new else
+    /// torch.no_grad)()(fn)`, `with eval_context(model):`): used as a decorator or a context
+    /// manager, what they wrap runs without grad. By the name this file calls them.
     pub grad_off: FxHashSet<String>,
     /// Does the file use torch at all (import or `torch.` access)? Several rules only make
     /// sense in ML code.
