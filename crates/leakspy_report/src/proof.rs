@@ -146,8 +146,14 @@ pub fn prove(before: &Leg<'_>, after: &Leg<'_>) -> FixProof {
     let mut not_comparable = comparability(before, after, &wb, &wa);
     // `diff` could not tell because the fixed run's growth is the
     // allocator's: the runs are not comparable on memory (said as such).
+    // Told on memory in use, which the allocator does not move, it is the
+    // censuses that could not tell the runs apart: that is the reason.
     if comparison.verdict == DiffVerdict::Inconclusive {
-        not_comparable.extend(crate::diff::allocator_growth(after.diagnosis));
+        if comparison.series == crate::diff::IN_USE_SERIES {
+            not_comparable.push(comparison.reason.clone());
+        } else {
+            not_comparable.extend(crate::diff::allocator_growth(after.diagnosis));
+        }
     }
     let verdict = if !not_comparable.is_empty() {
         FixVerdict::NotComparable
@@ -422,10 +428,18 @@ mod tests {
         let p = proof_of(&before, &leaking(24576.0, 100.0, 7000.0));
         assert_eq!(p.verdict, FixVerdict::NotFixed, "{:?}", p.comparison);
         assert_eq!(p.comparison.verdict, DiffVerdict::NotFixed);
-        // As fast as before: the censuses cannot tell the runs apart.
+        // As fast as before: the censuses cannot tell the runs apart, and
+        // that, not the allocator (which memory in use leaves out), is why.
         let p = proof_of(&before, &leaking(24576.0, 100.0, 8192.0));
         assert_eq!(p.verdict, FixVerdict::NotComparable, "{:?}", p.comparison);
         assert_eq!(p.comparison.verdict, DiffVerdict::Inconclusive);
+        assert!(
+            p.not_comparable.len() == 1
+                && p.not_comparable[0].contains("cannot tell the runs apart")
+                && !p.not_comparable[0].contains("jemalloc"),
+            "{:?}",
+            p.not_comparable
+        );
         // After's resident memory is flat, and would say fixed, but it is
         // what malloc keeps free that moves it, and its memory in use still
         // grows at half before's rate: improved.
