@@ -465,6 +465,49 @@ mod tests {
     }
 
     #[test]
+    fn the_html_says_of_each_holder_what_the_proofs_text_says() {
+        let (before, after) = (leaking(8192.0, 0.0, 8192.0), leaking(0.0, 0.0, 0.0));
+        let mut p = proof_of(&before, &after);
+        p.comparison.holders = vec![
+            crate::diff::HolderChange {
+                holder: "DDPGAgent.actor_opt (Adam)".to_string(),
+                before: "+2.56 tensors per 100 steps".to_string(),
+                after: None,
+                unseen: Some("tensors still rose over the run after".to_string()),
+            },
+            crate::diff::HolderChange {
+                holder: "Trainer.total_loss".to_string(),
+                before: "+10 autograd nodes per step".to_string(),
+                after: None,
+                unseen: None,
+            },
+        ];
+        let opts = crate::DiagnoseOptions::default();
+        let (db, da) = (
+            crate::diagnose(&before, &opts),
+            crate::diagnose(&after, &opts),
+        );
+        let html = crate::render_fix_html(&p, (&before, &db), (&after, &da), "");
+        assert!(
+            p.comparison.holders[0]
+                .describe()
+                .contains("not seen growing")
+                && html.contains(
+                    "<span class=\"v-inconclusive\">not seen growing</span>: tensors still \
+                     rose over the run after"
+                ),
+            "{html}"
+        );
+        assert!(
+            html.contains(
+                "<td><code>Trainer.total_loss</code></td><td>+10 autograd nodes per step</td>\
+                 <td><span class=\"v-no-leak\">gone</span>"
+            ),
+            "{html}"
+        );
+    }
+
+    #[test]
     fn rates_whose_intervals_just_overlap_can_still_differ_significantly() {
         // Few censuses on a busy machine: wide intervals on memory in use.
         // Before 7.2 KiB/step and after 2.7 overlap by a sliver, but their

@@ -260,9 +260,14 @@ fn holders(out: &mut String, proof: &FixProof) {
          <tr><th>holder</th><th>before the fixes</th><th>after</th></tr>",
     );
     for h in &proof.comparison.holders {
-        let after = match &h.after {
-            None => "<span class=\"v-no-leak\">gone</span>".to_string(),
-            Some(what) => format!(
+        // The same three answers as the proof's text (`HolderChange::describe`).
+        let after = match (&h.after, &h.unseen) {
+            (None, None) => "<span class=\"v-no-leak\">gone</span>".to_string(),
+            (None, Some(why)) => format!(
+                "<span class=\"v-inconclusive\">not seen growing</span>: {}",
+                escape(why)
+            ),
+            (Some(what), _) => format!(
                 "<span class=\"v-leak\">still grows</span>: {}",
                 escape(what)
             ),
