@@ -78,6 +78,9 @@ pub struct LiveLeak {
     pub per: &'static str,
     /// Seconds since the start when it was first suspected.
     pub since: f64,
+    /// Its rate is known, not still moving
+    /// ([`leakspy_stats::SeriesAnalysis::settled`]).
+    pub settled: bool,
 }
 
 #[derive(Debug, Default)]
@@ -377,6 +380,7 @@ impl LeakWatch {
                     slope: t.slope,
                     per,
                     since: now,
+                    settled: a.settled(),
                 })
         };
         let a = analyze(&xs, &ys, &opts);

@@ -414,6 +414,7 @@ mod tests {
                 slope: 2.0 * 1024.0 * 1024.0 / 20.0,
                 per: "step",
                 since: 30.0,
+                settled: true,
             }),
             holder: None,
             filling: None,

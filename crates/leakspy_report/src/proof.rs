@@ -223,13 +223,17 @@ fn comparability(before: &Leg<'_>, after: &Leg<'_>, wb: &Work, wa: &Work) -> Vec
         ));
     }
     // Slower by the CPU time a step costs where the traces have it: a busy
-    // machine slows the wall clock of one run and not the other, not what
-    // a step costs. Without CPU times, by steps per second.
+    // machine slows the wall clock of one run and not the other far more
+    // than what a step costs. Not never: torch's worker threads spin while
+    // they wait for a core, so a machine much busier during one run can
+    // double its CPU per step, and the message says so. Without CPU times,
+    // by steps per second.
     if let (Some(cb), Some(ca)) = (wb.cpu_per_step, wa.cpu_per_step) {
         if ca * SLOWER_LIMIT > cb {
             why.push(format!(
                 "the fixed run took {:.1} ms of CPU per step, the first {:.1} ms (a fix must \
-                 not slow training down)",
+                 not slow training down; a machine much busier during one run than the other \
+                 does it too: run `leakspy fix` again)",
                 ca * 1e3,
                 cb * 1e3
             ));

@@ -18,4 +18,4 @@ pub use series::{window_minima, window_size_for, Windowed};
 pub use theil_sen::{normal_quantile, theil_sen, Trend};
 pub use throughput::{step_rates, throughput_trend, ThroughputTrend};
 pub use units::{fmt_bytes, fmt_bytes_as, fmt_signed_bytes, fmt_thousands, fmt_value, ValueUnit};
-pub use verdict::{analyze, SeriesAnalysis, Shape, Verdict, VerdictOptions};
+pub use verdict::{analyze, SeriesAnalysis, Shape, Verdict, VerdictOptions, SETTLED_HALF_WIDTH};

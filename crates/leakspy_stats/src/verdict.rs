@@ -168,6 +168,28 @@ pub struct SeriesAnalysis {
     pub minima: Windowed,
 }
 
+/// Widest 95 % interval, as a fraction of the rate on each side, of a leak
+/// whose rate [`SeriesAnalysis::settled`] calls known.
+pub const SETTLED_HALF_WIDTH: f64 = 0.25;
+
+impl SeriesAnalysis {
+    /// A leak whose rate is known, not still moving: the second half of the
+    /// fit says what the whole says (their intervals meet) and the whole's
+    /// interval is within [`SETTLED_HALF_WIDTH`] of its rate. A run cut
+    /// while the rate still drifts (start-up allocations winding down over
+    /// its first few hundred steps) measures that drift, and a second run
+    /// as long measures its own: comparing the two proves nothing.
+    pub fn settled(&self) -> bool {
+        let (Verdict::Leak, Some(t), Some(l)) = (self.verdict, self.trend, self.late_trend) else {
+            return false;
+        };
+        t.slope > 0.0
+            && l.hi >= t.lo
+            && l.lo <= t.hi
+            && (t.hi - t.lo) / 2.0 <= SETTLED_HALF_WIDTH * t.slope
+    }
+}
+
 /// Decides whether the series `(xs, ys)` leaks. `xs` must be non-decreasing
 /// (steps when known, else seconds).
 pub fn analyze(xs: &[f64], ys: &[f64], opts: &VerdictOptions) -> SeriesAnalysis {

@@ -375,3 +375,31 @@ fn a_short_stall_near_the_end_of_a_steady_leak_is_still_a_leak() {
     let a = analyze(&xs, &ys, &secs());
     assert_eq!(a.verdict, Verdict::Leak, "{:#?}", a.evidence);
 }
+
+#[test]
+fn a_steady_leaks_rate_is_settled_and_a_drifting_ones_is_not() {
+    let xs = times(300, 10.0);
+    let mut noise = Noise::new(7);
+    let steady: Vec<f64> = xs
+        .iter()
+        .map(|t| GIB + 2.0 * MIB * t + 0.2 * MIB * noise.normal())
+        .collect();
+    let a = analyze(&xs, &steady, &secs());
+    assert_eq!(a.verdict, Verdict::Leak, "{:#?}", a.evidence);
+    assert!(a.settled(), "{:#?}", a.evidence);
+    // A leak under start-up allocations that wind down over the run: the
+    // whole run's rate is well above its second half's.
+    let drifting: Vec<f64> = xs
+        .iter()
+        .map(|t| GIB + 1.0 * MIB * t + 60.0 * MIB * (1.0 - (-t / 12.0).exp()))
+        .collect();
+    let a = analyze(&xs, &drifting, &secs());
+    assert_eq!(a.verdict, Verdict::Leak, "{:#?}", a.evidence);
+    assert!(!a.settled(), "{:#?}", a.evidence);
+    // Not a leak: no rate to settle.
+    let flat: Vec<f64> = xs
+        .iter()
+        .map(|_| GIB + 0.2 * MIB * noise.normal())
+        .collect();
+    assert!(!analyze(&xs, &flat, &secs()).settled());
+}

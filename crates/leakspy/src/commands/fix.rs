@@ -45,8 +45,8 @@ const MAX_ROUNDS: usize = 5;
 #[derive(Args)]
 #[command(
     override_usage = "leakspy fix [OPTIONS] -- CMD [ARGS...]\n       leakspy fix [OPTIONS] --from TRACE",
-    after_help = "By default the job runs until the leak and who holds it are known (at most 3 \
-minutes), then the fixed copy runs for as many steps. The project's files are never changed \
+    after_help = "By default the job runs until the leak, its rate and who holds it are known (at \
+most 3 minutes), then the fixed copy runs for as many steps. The project's files are never changed \
 without --apply; the scratch copy is removed however fix ends.\n\n\
 Exit status: 0 when the fixes are proven (the patch is written or applied) or the job does not \
 leak; 1 when growth remains (IMPROVED: the patch that reduces it is written; NOT FIXED), no fix \
@@ -219,7 +219,7 @@ fn fix(args: &FixArgs, interrupts: &Interrupts) -> Result<u8> {
                 args.command.join(" "),
                 match bound {
                     Bound::Verdict { max_s } => format!(
-                        "until the leak and who holds it are known (at most {}; --steps N or \
+                        "until the leak, its rate and who holds it are known (at most {}; --steps N or \
                          --duration SECS to choose)",
                         fmt_duration(max_s)
                     ),

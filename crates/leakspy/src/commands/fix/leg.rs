@@ -270,15 +270,24 @@ impl Stopper {
                     self.suspected_at = None;
                 }
                 let since = |t: Option<f64>| t.map_or(0.0, |t| st.elapsed - t);
-                if st.suspected.is_some() && self.holder_at.is_some() {
-                    (since(self.holder_at) >= SETTLE_S)
-                        .then(|| "the leak and who holds it are known".to_string())
-                } else if since(self.suspected_at) >= NO_HOLDER_S {
-                    Some(format!("a leak, but no holder named in {NO_HOLDER_S:.0} s"))
-                } else if st.elapsed >= max_s {
-                    Some(format!("{max_s:.0} s, the most the first run may take"))
-                } else {
+                // The fixed run goes on for as many steps and is judged
+                // against this one's rate: a rate still moving is no
+                // yardstick (`SeriesAnalysis::settled`).
+                let settled = st.suspected.as_ref().is_some_and(|l| l.settled);
+                if st.elapsed >= max_s {
+                    Some(if st.suspected.is_some() && !settled {
+                        format!("{max_s:.0} s, the most the first run may take (the leak's rate was still moving)")
+                    } else {
+                        format!("{max_s:.0} s, the most the first run may take")
+                    })
+                } else if !settled {
                     None
+                } else if self.holder_at.is_some() {
+                    (since(self.holder_at) >= SETTLE_S)
+                        .then(|| "the leak, its rate and who holds it are known".to_string())
+                } else {
+                    (since(self.suspected_at) >= NO_HOLDER_S)
+                        .then(|| format!("a leak, but no holder named in {NO_HOLDER_S:.0} s"))
                 }
             }
         }
@@ -297,6 +306,7 @@ mod tests {
                 slope: 1024.0,
                 per: "step",
                 since: 1.0,
+                settled: true,
             }),
             holder: holder.then(|| "Trainer.losses (list)".to_string()),
             ..LiveStatus::default()
@@ -318,6 +328,38 @@ mod tests {
         let mut s = Stopper::new(Bound::Verdict { max_s: 180.0 }, None);
         assert_eq!(s.due(&status(10.0, 50, true, false)), None);
         assert!(s.due(&status(50.5, 250, true, false)).is_some());
+    }
+
+    #[test]
+    fn the_default_bound_waits_for_the_leaks_rate_to_settle() {
+        let moving = |elapsed: f64, steps: u64| {
+            let mut st = status(elapsed, steps, true, true);
+            if let Some(l) = st.suspected.as_mut() {
+                l.settled = false;
+            }
+            st
+        };
+        let mut s = Stopper::new(Bound::Verdict { max_s: 180.0 }, None);
+        assert_eq!(s.due(&moving(10.0, 50)), None);
+        // Holder known long enough, but the rate still drifts.
+        assert_eq!(s.due(&moving(40.0, 300)), None);
+        // Settled: the holder has been known for long enough already.
+        assert!(s
+            .due(&status(41.0, 310, true, true))
+            .unwrap()
+            .contains("rate"));
+        // Never past the limit, and it says why the rate is not known.
+        let mut s = Stopper::new(Bound::Verdict { max_s: 180.0 }, None);
+        assert_eq!(s.due(&moving(10.0, 50)), None);
+        assert!(s.due(&moving(180.0, 900)).unwrap().contains("still moving"));
+        // No holder: the same wait for the rate.
+        let mut s = Stopper::new(Bound::Verdict { max_s: 180.0 }, None);
+        let mut st = moving(10.0, 50);
+        st.holder = None;
+        assert_eq!(s.due(&st), None);
+        st.elapsed = 60.0;
+        assert_eq!(s.due(&st), None);
+        assert!(s.due(&status(61.0, 300, true, false)).is_some());
     }
 
     #[test]

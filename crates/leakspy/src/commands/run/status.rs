@@ -113,6 +113,7 @@ mod tests {
                 slope: 60.0 * 1024.0,
                 per: "step",
                 since: 12.0,
+                settled: true,
             }),
             holder: Some("Trainer.losses (list)".into()),
             ..Default::default()
