@@ -470,11 +470,7 @@ impl<'a> SemanticModel<'a> {
                         return v;
                     }
                     if let Some(c) = self.facts.classes.get(&name) {
-                        return Value::of_kind(if c.is_module {
-                            Kind::Module
-                        } else {
-                            Kind::Unknown
-                        });
+                        return Value::of_kind(c.instance_kind());
                     }
                 }
                 Value::unknown()
@@ -645,11 +641,7 @@ impl<'a> SemanticModel<'a> {
             }
         }
         if let Some(class) = self.facts.classes.get(q) {
-            return Value::of_kind(if class.is_module {
-                Kind::Module
-            } else {
-                Kind::Unknown
-            });
+            return Value::of_kind(class.instance_kind());
         }
         let kind = init_kind_of_call(call, &self.facts.imports, &self.facts.classes);
         Value::of_kind(kind)

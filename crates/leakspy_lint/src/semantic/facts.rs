@@ -71,6 +71,9 @@ impl PlaceFacts {
 pub struct ClassFacts {
     pub name: String,
     pub is_module: bool,
+    /// A subclass of one of torch's losses (`class SmoothCE(nn.CrossEntropyLoss)`): its
+    /// instances are loss functions, and `.cuda()` moves the loss, not a tensor.
+    pub is_loss: bool,
     pub offset: TextSize,
     pub attrs: FxHashMap<String, PlaceFacts>,
     pub methods: FxHashSet<String>,
@@ -98,6 +101,19 @@ pub struct ClassFacts {
     /// A framework makes the object drive it and owns it (`hooks::FRAMEWORK_OWNED`): nothing
     /// outside the class resets its attributes.
     pub framework_owned: bool,
+}
+
+impl ClassFacts {
+    /// What calling the class makes.
+    pub fn instance_kind(&self) -> Kind {
+        if self.is_module {
+            Kind::Module
+        } else if self.is_loss {
+            Kind::LossFn
+        } else {
+            Kind::Unknown
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -144,6 +160,11 @@ impl ModuleFacts {
         for stmt in suite {
             if let Stmt::ClassDef(class) = stmt {
                 let is_module = facts.is_module_class_def(class);
+                let is_loss = class.arguments.iter().flat_map(|a| a.args.iter()).any(|b| {
+                    facts.imports.qualify(b).is_some_and(|q| {
+                        is_loss_ctor(&q) || facts.classes.get(q.as_str()).is_some_and(|c| c.is_loss)
+                    })
+                });
                 let (bases_seen, in_file_bases) = facts.bases_of(class);
                 let bases = class
                     .arguments
@@ -162,6 +183,7 @@ impl ModuleFacts {
                     ClassFacts {
                         name: class.name.as_str().to_string(),
                         is_module,
+                        is_loss,
                         offset: class.start(),
                         bases_seen,
                         in_file_bases,
