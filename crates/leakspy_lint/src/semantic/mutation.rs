@@ -212,7 +212,24 @@ fn call_mutation_of(call: &ExprCall, keys: Keys) -> Option<(String, Mutation)> {
         "pop" | "popleft" | "popitem" | "remove" | "discard" => Mutation::Trim,
         _ => return None,
     };
-    Some((keys.key(&attr.value)?, m))
+    if let Some(key) = keys.key(&attr.value) {
+        return Some((key, m));
+    }
+    // `queues[k].pop(0)`: an entry of the container changes, and what it holds with it. A
+    // queue per pipeline stage that takes one item in and one out each iteration is bounded
+    // as a single queue is. Clearing one entry trims the whole.
+    let mut inner = &*attr.value;
+    while let Expr::Subscript(sub) = inner {
+        inner = &sub.value;
+    }
+    if std::ptr::eq(inner, &*attr.value) {
+        return None;
+    }
+    let m = match m {
+        Mutation::Clear => Mutation::Trim,
+        m => m,
+    };
+    Some((keys.key(inner)?, m))
 }
 
 /// Method calls on containers anywhere inside an expression (lambda bodies excluded: they run
