@@ -910,9 +910,32 @@ def _vote(roots):
         h = first[k]
         return (-tally[k], _PRIORITY.get(h["kind"], 2), h["container"] is None)
 
-    best = first[min(tally, key=rank)]
+    order = sorted(tally, key=rank)
+    best = first[order[0]]
     best.pop("vote", None)
+    # The others the sampled objects reached, by references too: one series
+    # (all autograd graphs) is often fed by several leaks, and naming only
+    # the winner explains part of it. A frame's variable holding one object
+    # (the step's loss) and a library's root are no such holder.
+    also = []
+    for k in order[1:]:
+        h = first[k]
+        if len(also) >= MAX_ALSO or (h["kind"] == "local" and not h.get("container")):
+            continue
+        if h.get("library") or h["path"] == best["path"]:
+            continue
+        h.pop("vote", None)
+        also.append(dict({f: h.get(f) for f in _ALSO_FIELDS if h.get(f) is not None},
+                         share=round(tally[k] / len(roots), 3)))
+    if also:
+        best["share"] = round(tally[order[0]] / len(roots), 3)
+        best["also"] = also
     return best
+
+
+# Runners-up named beside the holder voted for, at most, and what is said of each.
+MAX_ALSO = 3
+_ALSO_FIELDS = ("kind", "path", "container", "container_id", "key", "file", "line", "chain")
 
 
 def _container(chain):

@@ -1528,7 +1528,9 @@ def _clean_holder(h):
             continue  # the probe's own notes
         if k == "file" and isinstance(v, str) and v and v[0] != "<":
             v = _explain.file_name(v)
-        if isinstance(v, str):
+        if k == "also" and isinstance(v, list):
+            v = [_clean_holder(x) for x in v if isinstance(x, dict)]
+        elif isinstance(v, str):
             v = _clean(v)
         elif isinstance(v, list):
             v = [_clean(x) for x in v]

@@ -302,3 +302,42 @@ def test_a_variable_holding_a_graph_other_than_the_biggest_is_no_holder_of_all_g
     # A young root: one step's graph. The biggest graph's root: all of it.
     assert holders[0] is None, holders
     assert holders[1] is not None and holders[1][0] == "local", holders
+
+
+class Stats:
+    """A running statistic updated from values with a graph: a chain."""
+
+    def __init__(self):
+        self.total = torch.zeros(())
+
+
+def test_graphs_fed_by_two_leaks_name_both_holders():
+    # One series (all autograd graphs) grows from two leaks: losses kept in
+    # a trainer's list, and a running statistic chained from step to step.
+    w = torch.ones(4, requires_grad=True)
+    trainer = Trainer()
+    stats = Stats()
+    for _ in range(6):
+        loss = (torch.randn(8, 4) * w).sum()
+        trainer.hall_of_fame.append(loss)
+        stats.total = stats.total + (torch.randn(4) * w).sum()
+    loss = None
+    group = trainer.hall_of_fame[-3:] + [stats.total]
+    (h,) = search([group])
+    assert h is not None
+    named = {h["path"]} | {a["path"] for a in h.get("also", [])}
+    assert named == {"Trainer.hall_of_fame", "Stats.total"}, h
+    # Each with the share of the objects that reached it.
+    assert h["share"] == pytest.approx(0.75), h
+    (other,) = h["also"]
+    assert other["path"] == "Stats.total" and other["share"] == pytest.approx(0.25), h
+    assert other["kind"] == "attribute" and other.get("line"), other
+
+
+def test_one_holder_alone_has_no_others():
+    trainer = Trainer()
+    for _ in range(3):
+        trainer.hall_of_fame.append(torch.randn(3, requires_grad=True) * 2)
+    (h,) = search([list(trainer.hall_of_fame)])
+    assert h["path"] == "Trainer.hall_of_fame"
+    assert "also" not in h and "share" not in h, h

@@ -186,3 +186,74 @@ fn a_native_leak_is_said_native_with_nothing_else_blamed() {
         "{why}\n{stderr}"
     );
 }
+
+/// The holders one group names (the one that leads, then the others its
+/// objects reached) and the rule and line of each finding joined to it.
+type NamedAndJoined = (Vec<String>, Vec<(String, u64)>);
+
+/// Every group's holders and findings.
+fn holders_and_findings(r: &Value) -> Vec<NamedAndJoined> {
+    r["growth"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|g| {
+            let h = &g["holder"];
+            let names = std::iter::once(h)
+                .chain(h["also"].as_array().into_iter().flatten())
+                .filter_map(|h| h["path"].as_str().map(str::to_string))
+                .collect();
+            let found = g["static_findings"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|m| {
+                    (
+                        m["rule"].as_str().unwrap_or_default().to_string(),
+                        m["line"].as_u64().unwrap_or_default(),
+                    )
+                })
+                .collect();
+            (names, found)
+        })
+        .collect()
+}
+
+#[test]
+fn two_leaks_feeding_the_graphs_are_each_named_with_their_finding() {
+    let Run { report: r, stderr } = run("two_graph_leaks.py");
+    assert_eq!(r["verdict"], "leak", "{}\n{stderr}", r["summary"]);
+    let groups = holders_and_findings(&r);
+    let line = |marker| line_of("two_graph_leaks.py", marker);
+    let (append, update) = (
+        line("self.losses.append(loss)"),
+        line("self.value = self.value +"),
+    );
+    for (holder, rule, at) in [
+        ("Trainer.losses", "LS002", append),
+        ("RunningMean.value", "LS001", update),
+    ] {
+        let g = groups
+            .iter()
+            .find(|(names, _)| names.iter().any(|n| n == holder))
+            .unwrap_or_else(|| panic!("{holder} not named: {groups:?}\n{stderr}"));
+        assert!(
+            g.1.iter().any(|(r, l)| r == rule && *l == at),
+            "{holder}: {groups:?}"
+        );
+    }
+    // A finding joins a group only for a holder that group names.
+    for (names, found) in &groups {
+        for (rule, at) in found {
+            let whose = if *at == append {
+                "Trainer.losses"
+            } else {
+                "RunningMean.value"
+            };
+            assert!(
+                names.iter().any(|n| n == whose),
+                "{rule} at {at} joined to {names:?}"
+            );
+        }
+    }
+}

@@ -916,9 +916,16 @@ fn typed<T: serde::de::DeserializeOwned>(
 
 /// A holder the probe named, in a few words for the status line.
 fn holder_words(h: &leakspy_trace::Holder) -> String {
-    match h.container.as_deref() {
+    let lead = match h.container.as_deref() {
         Some(c) if !c.is_empty() && h.kind != "pyplot" => format!("{} ({c})", h.path),
         _ => h.path.clone(),
+    };
+    // The others the same objects reached are in the report: the line says
+    // there are some.
+    match h.also.iter().filter(|a| a.is_named()).count() {
+        0 => lead,
+        1 => format!("{lead} and 1 more"),
+        n => format!("{lead} and {n} more"),
     }
 }
 
@@ -944,7 +951,17 @@ fn exited_without_reaping(pid: u32) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::probe_absent_reason;
+    use super::{holder_words, probe_absent_reason};
+
+    #[test]
+    fn the_live_line_counts_the_other_holders() {
+        let h: leakspy_trace::Holder = serde_json::from_str(
+            r#"{"kind":"attribute","path":"T.losses","container":"list",
+                "also":[{"kind":"attribute","path":"N.M2"},{"kind":"attribute","path":"T.total"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(holder_words(&h), "T.losses (list) and 2 more");
+    }
 
     fn v(args: &[&str]) -> Vec<String> {
         args.iter().map(|s| s.to_string()).collect()

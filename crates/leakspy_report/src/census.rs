@@ -226,8 +226,10 @@ fn merged_suspects(trace: &Trace) -> BTreeMap<(u32, String), Suspect> {
             }
             Some(e) => {
                 e.t = s.t;
-                if s.holder.is_some() {
-                    e.holder.clone_from(&s.holder);
+                match (&mut e.holder, &s.holder) {
+                    (Some(h), Some(later)) => h.merge_later(later),
+                    (h, later @ Some(_)) => h.clone_from(later),
+                    _ => {}
                 }
                 if s.created_at.is_some() {
                     e.created_at.clone_from(&s.created_at);
@@ -1259,15 +1261,7 @@ pub(crate) mod tests {
         let holder = Holder {
             kind: kind.into(),
             path: path.into(),
-            container: None,
-            container_id: None,
-            key: None,
-            library: false,
-            file: None,
-            line: None,
-            chain: Vec::new(),
-            hint: None,
-            reaches: Vec::new(),
+            ..Holder::default()
         };
         GrowthGroup {
             pid: 1,

@@ -385,15 +385,27 @@ fn holder_changes(before: &Diagnosis, after: &Diagnosis) -> Vec<HolderChange> {
     if after.probe.censuses == 0 {
         return Vec::new();
     }
+    let mut seen: Vec<&crate::census::Holder> = Vec::new();
     before
         .growth
         .iter()
-        .filter_map(|g| {
-            let h = g.holder.as_ref().filter(|h| h.is_named())?;
+        .flat_map(|g| {
+            g.holder
+                .iter()
+                .flat_map(|h| h.all_named())
+                .map(move |h| (g, h))
+        })
+        .filter_map(|(g, h)| {
+            if seen.iter().any(|s| s.same_root(h)) {
+                return None;
+            }
+            seen.push(h);
+            // (A holder the run after names beside another, for the same
+            // series, still holds what grows.)
             let same = |a: &&crate::census::GrowthGroup| {
                 a.holder
                     .as_ref()
-                    .is_some_and(|ah| ah.path == h.path && ah.kind == h.kind)
+                    .is_some_and(|ah| ah.all_named().any(|x| x.same_root(h)))
             };
             // Still growing where memory does not grow with it: not gone.
             let still = after

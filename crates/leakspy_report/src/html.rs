@@ -283,8 +283,29 @@ fn growth_section(out: &mut String, d: &Diagnosis) {
                     .map(|t| format!(" &#183; free it: {}", prose(t)))
                     .unwrap_or_default();
                 let library = if h.library { ", a library's own" } else { "" };
+                let also: Vec<String> = h
+                    .also
+                    .iter()
+                    .filter(|a| a.is_named())
+                    .map(|a| {
+                        let at = a
+                            .file
+                            .as_deref()
+                            .map(|f| format!(" ({})", loc(f, a.line)))
+                            .unwrap_or_default();
+                        format!("<code>{}</code>{at}", escape(&a.path))
+                    })
+                    .collect();
+                let also = if also.is_empty() {
+                    String::new()
+                } else {
+                    format!("; also held by {}", also.join(", "))
+                };
                 (
-                    format!("held by <code>{}</code>{container}{at}", escape(&h.path)),
+                    format!(
+                        "held by <code>{}</code>{container}{at}{also}",
+                        escape(&h.path)
+                    ),
                     format!(
                         "{}{library} &#183; {}{hint}",
                         escape(&h.kind),

@@ -112,7 +112,12 @@ fn attach(
         g.created_at
             .iter()
             .map(|c| c.file.clone())
-            .chain(g.holder.as_ref().and_then(|h| h.file.clone()))
+            .chain(
+                g.holder
+                    .iter()
+                    .flat_map(|h| h.all_named())
+                    .filter_map(|h| h.file.clone()),
+            )
             .collect()
     };
     // Where the job's code is, as far as the run showed it: the files the
@@ -160,6 +165,15 @@ fn attach(
             .as_ref()
             .map(|h| holder_name(&h.path).to_string())
             .filter(|n| !n.is_empty());
+        // Each other holder the probe reached from these objects keeps part
+        // of them: the findings about it are this group's too.
+        let others: Vec<String> = g
+            .holder
+            .iter()
+            .flat_map(|h| h.also.iter().filter(|a| a.is_named()))
+            .map(|a| holder_name(&a.path).to_string())
+            .filter(|n| !n.is_empty())
+            .collect();
         let mut matched: Vec<StaticMatch> = Vec::new();
         for file in files {
             let all = cache
@@ -175,7 +189,7 @@ fn attach(
                             None => c.file == m.file,
                         }
                 });
-                let names_holder = name.as_ref().is_some_and(|n| mentions(&m.message, n));
+                let names_holder = name.iter().chain(&others).any(|n| mentions(&m.message, n));
                 if (on_line || names_holder) && !matched.contains(m) {
                     matched.push(m.clone());
                 }
@@ -289,14 +303,20 @@ fn holder_name(path: &str) -> &str {
     cut.trim_start_matches('<')
 }
 
-/// Whether a message names `name` as a whole word (in backticks or not).
+/// Whether a message names `name` as what its code keeps: in a code span
+/// (between backticks), as the span's first name or an attribute
+/// (`self.losses`, `total_loss`), a whole word. Not in its prose ("stores a
+/// value" names no `value`), nor as an argument (`append(loss)` names no
+/// `loss` holder).
 fn mentions(message: &str, name: &str) -> bool {
-    let bytes = message.as_bytes();
     let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    message.match_indices(name).any(|(i, _)| {
-        let before = i.checked_sub(1).map(|j| bytes[j]);
-        let after = bytes.get(i + name.len()).copied();
-        !before.is_some_and(is_word) && !after.is_some_and(is_word)
+    message.split('`').skip(1).step_by(2).any(|code| {
+        let bytes = code.as_bytes();
+        code.match_indices(name).any(|(i, _)| {
+            let before = i.checked_sub(1).map(|j| bytes[j]);
+            let after = bytes.get(i + name.len()).copied();
+            matches!(before, None | Some(b'.')) && !after.is_some_and(is_word)
+        })
     })
 }
 
@@ -610,6 +630,44 @@ mod tests {
     }
 
     #[test]
+    fn the_other_holders_of_one_series_bring_their_findings() {
+        // All graphs, held mostly by `Trainer.losses` and also by
+        // `RunningMean.value`, a statistic chained from step to step: the
+        // findings on both holders are the group's, and only theirs.
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/growth");
+        let file = "two_graph_leaks.py";
+        let mut g = crate::census::tests::group_of("attribute", "Trainer.losses", "graph", 0.0);
+        let also = crate::census::Holder {
+            kind: "attribute".into(),
+            path: "RunningMean.value".into(),
+            file: Some(file.into()),
+            line: Some(22),
+            ..Default::default()
+        };
+        g.holder.as_mut().unwrap().also.push(also.clone());
+        let mut groups = vec![g];
+        attach(&mut groups, dir, &[], &[], &mut HashMap::new());
+        let rules: Vec<(&str, u64)> = groups[0]
+            .static_findings
+            .iter()
+            .map(|m| (m.rule.as_str(), m.line))
+            .collect();
+        assert_eq!(rules, [("LS001", 27), ("LS002", 43)], "{rules:?}");
+        // The statistic's group alone: the list's finding says "a value"
+        // in its prose, which names no `value`.
+        let mut g = crate::census::tests::group_of("attribute", "RunningMean.value", "graph", 0.0);
+        g.holder = Some(also);
+        let mut groups = vec![g];
+        attach(&mut groups, dir, &[], &[], &mut HashMap::new());
+        let rules: Vec<&str> = groups[0]
+            .static_findings
+            .iter()
+            .map(|m| m.rule.as_str())
+            .collect();
+        assert_eq!(rules, ["LS001"]);
+    }
+
+    #[test]
     fn the_jobs_files_are_checked_as_one_project() {
         // The probe names the figure's line in viz.py; viz.py alone does
         // not say that its function runs every step: train.py does.
@@ -664,5 +722,10 @@ mod tests {
         assert!(mentions("`self.losses` grows every step", "losses"));
         assert!(!mentions("`self.losses_2` grows", "losses"));
         assert!(!mentions("glosses", "losses"));
+        assert!(!mentions("`self.glosses` grows", "losses"));
+        assert!(mentions("`total_loss` adds `loss`", "total_loss"));
+        // Prose and arguments name no holder.
+        assert!(!mentions("`self.losses.append(x)` stores a value", "value"));
+        assert!(!mentions("`self.losses.append(loss)` stores it", "loss"));
     }
 }

@@ -32,9 +32,15 @@ pub fn resolve(file: &str, cwd: &str) -> PathBuf {
 /// The groups' holder and creation-site files, as shown.
 pub(crate) fn show_relative_to(groups: &mut [GrowthGroup], cwd: &str) {
     for g in groups {
-        let holder = g.holder.as_mut().and_then(|h| h.file.as_mut());
+        let (holder, also) = match g.holder.as_mut() {
+            Some(h) => (
+                h.file.as_mut(),
+                h.also.iter_mut().filter_map(|a| a.file.as_mut()).collect(),
+            ),
+            None => (None, Vec::new()),
+        };
         let created = g.created_at.as_mut().map(|c| &mut c.file);
-        for file in holder.into_iter().chain(created) {
+        for file in holder.into_iter().chain(also).chain(created) {
             *file = shown(file, cwd);
         }
     }

@@ -149,6 +149,15 @@ fn render_growth(out: &mut String, d: &Diagnosis) {
                     ""
                 };
                 let _ = writeln!(out, "  {}. held by {}{lib}{pid}", i + 1, h.describe());
+                let also: Vec<String> = h
+                    .also
+                    .iter()
+                    .filter(|a| a.is_named())
+                    .map(Describe::describe)
+                    .collect();
+                if !also.is_empty() {
+                    let _ = writeln!(out, "     also held by {}", also.join("; "));
+                }
                 if let Some(hint) = &h.hint {
                     let _ = writeln!(out, "     free it: {hint}");
                 }

@@ -292,6 +292,10 @@ pub struct Suspect {
     pub extra: Map<String, Value>,
 }
 
+/// The most holders named beside the one that leads (the probe's own cap, `MAX_ALSO` in
+/// `_holders.py`, plus those earlier looks named).
+pub const MAX_ALSO: usize = 4;
+
 /// Who keeps the growing objects alive, as the probe named it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Holder {
@@ -335,12 +339,74 @@ pub struct Holder {
         deserialize_with = "null_as_empty"
     )]
     pub reaches: Vec<String>,
+    /// The share of the objects the probe walked up from that reached this
+    /// holder, when some reached another (`also`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<f64>,
+    /// The other holders those objects reached, by references too, each with
+    /// its share: one series (all autograd graphs) fed by several leaks.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "null_as_empty"
+    )]
+    pub also: Vec<Holder>,
 }
 
 impl Holder {
     /// Whether the probe named a root (not `unknown`).
     pub fn is_named(&self) -> bool {
         self.kind != "unknown" && !self.path.is_empty()
+    }
+
+    /// This holder and the others its series' objects reached, the named
+    /// ones, this one first.
+    pub fn all_named(&self) -> impl Iterator<Item = &Holder> {
+        std::iter::once(self)
+            .chain(self.also.iter())
+            .filter(|h| h.is_named())
+    }
+
+    /// Whether this is the same root as `other` (kind and path).
+    pub fn same_root(&self, other: &Holder) -> bool {
+        self.kind == other.kind && self.path == other.path
+    }
+
+    /// Takes in what a later look at the same series named: the later holder
+    /// leads, and every other one named at any look stays among `also`. A
+    /// series fed by several leaks names one or another at each look; each
+    /// was reached from its objects by references.
+    pub fn merge_later(&mut self, later: &Holder) {
+        if !later.is_named() || !self.is_named() {
+            self.clone_from(later);
+            return;
+        }
+        let mut also: Vec<Holder> = Vec::new();
+        let earlier = std::mem::take(self);
+        *self = later.clone();
+        let leader = self.clone();
+        for h in later
+            .also
+            .iter()
+            .cloned()
+            .chain(std::iter::once(Holder {
+                also: Vec::new(),
+                ..earlier.clone()
+            }))
+            .chain(earlier.also.iter().cloned())
+        {
+            if also.len() < MAX_ALSO
+                && h.is_named()
+                && !h.same_root(&leader)
+                && !also.iter().any(|a| a.same_root(&h))
+            {
+                also.push(Holder {
+                    also: Vec::new(),
+                    ..h
+                });
+            }
+        }
+        self.also = also;
     }
 }
 
@@ -418,4 +484,64 @@ pub struct Cost {
     pub pause_s: Option<f64>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn holder(path: &str) -> Holder {
+        Holder {
+            kind: "attribute".into(),
+            path: path.into(),
+            ..Holder::default()
+        }
+    }
+
+    #[test]
+    fn a_later_look_leads_and_every_holder_named_before_stays() {
+        let mut h = Holder {
+            also: vec![holder("Stats.total")],
+            ..holder("Trainer.losses")
+        };
+        let later = Holder {
+            also: vec![holder("Trainer.losses")],
+            ..holder("Trainer.history")
+        };
+        h.merge_later(&later);
+        assert_eq!(h.path, "Trainer.history");
+        let also: Vec<&str> = h.also.iter().map(|a| a.path.as_str()).collect();
+        assert_eq!(also, ["Trainer.losses", "Stats.total"]);
+        assert!(h.also.iter().all(|a| a.also.is_empty()));
+        let named: Vec<&str> = h.all_named().map(|a| a.path.as_str()).collect();
+        assert_eq!(named, ["Trainer.history", "Trainer.losses", "Stats.total"]);
+    }
+
+    #[test]
+    fn a_look_that_named_nobody_replaces_as_before() {
+        let mut h = holder("Trainer.losses");
+        let unknown = Holder {
+            kind: "unknown".into(),
+            ..Holder::default()
+        };
+        h.merge_later(&unknown);
+        assert!(!h.is_named() && h.also.is_empty());
+        h.merge_later(&holder("Trainer.losses"));
+        assert_eq!(h.path, "Trainer.losses");
+        assert!(h.also.is_empty());
+    }
+
+    #[test]
+    fn the_others_read_from_the_probes_words() {
+        let h: Holder = serde_json::from_str(
+            r#"{"kind":"attribute","path":"A.x","share":0.6,
+                "also":[{"kind":"attribute","path":"B.y","share":0.4,"file":"t.py","line":3}]}"#,
+        )
+        .unwrap();
+        assert_eq!(h.share, Some(0.6));
+        assert_eq!(h.also[0].path, "B.y");
+        assert_eq!(h.also[0].line, Some(3));
+        let old: Holder = serde_json::from_str(r#"{"kind":"attribute","path":"A.x"}"#).unwrap();
+        assert!(old.also.is_empty() && old.share.is_none());
+    }
 }
