@@ -1343,33 +1343,55 @@ def test_dataloader_workers_have_their_own_channel_and_the_parent_keeps_its(moni
     assert steps(monitor, "manual", pid=parent[0]["pid"])[-1] == 2
 
 
-def test_a_forked_child_gets_a_probe_of_its_own(monitor):
-    p = monitor.run("""
-        import multiprocessing as mp, os, time
+FORKED_CHILD_SCRIPT = """
+    import multiprocessing as mp, os, sys, time
 
-        class Cache:
-            def __init__(self):
-                self.items = {}
+    class Cache:
+        def __init__(self):
+            self.items = {}
 
-        def work():
-            c = Cache()
-            t0 = time.time()
-            i = 0
-            while time.time() - t0 < 6:
+    def work(seconds, keep):
+        c = Cache()
+        t0 = time.time()
+        i = 0
+        while time.time() - t0 < seconds:
+            if keep:
                 c.items[i] = [float(i)] * 50  # KEPT
-                i += 1
-                time.sleep(0.002)
+            i += 1
+            time.sleep(0.002)
 
-        if __name__ == "__main__":
-            child = mp.get_context("fork").Process(target=work)
-            child.start()  # STARTED
-            child.join()
-            print(os.getpid(), child.pid)
-    """)
-    check_ok(p)
-    parent, child = map(int, p.stdout.split())
-    hello = monitor.wait_for("hello", pid=child, timeout=1)
-    assert hello["forked"] is True and hello["ppid"] == parent
+    if __name__ == "__main__":
+        seconds, keep = float(sys.argv[1]), sys.argv[2] == "keep"
+        child = mp.get_context("fork").Process(target=work, args=(seconds, keep))
+        child.start()  # STARTED
+        child.join()
+        print(os.getpid(), child.pid)
+"""
+
+
+def conn_of(monitor, pid):
+    """The connection a process said hello on."""
+    with monitor.lock:
+        return next(n for n, m in monitor.msgs if m["kind"] == "hello" and m["pid"] == pid)
+
+
+def test_a_forked_child_gets_a_probe_of_its_own(monitor):
+    p = run_async(monitor, FORKED_CHILD_SCRIPT, ["12", "keep"], monitor.env())
+    try:
+        parent = monitor.wait_for("hello", forked=False, timeout=60)
+        hello = monitor.wait_for("hello", forked=True, timeout=60)
+        assert parent is not None and hello is not None, p.stderr.read()
+        child = hello["pid"]
+        # The monitor sees the child's own memory grow: it asks that child.
+        monitor.send({"kind": "burst", "reason": "memory grows (test)"}, conn_of(monitor, child))
+        out, err = p.communicate(timeout=90)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 0, err
+    assert list(map(int, out.split())) == [parent["pid"], child]
+    assert hello["forked"] is True and hello["ppid"] == parent["pid"]
     assert hello["role"] == "multiprocessing ForkProcess-1"
     assert hello["started_at"]["line"] == line_of(monitor.script, "# STARTED")
     # Its own censuses on its own budget (the parent, waiting in join(),
@@ -1379,6 +1401,19 @@ def test_a_forked_child_gets_a_probe_of_its_own(monitor):
     held = [s for s in monitor.messages("suspect", pid=child)
             if s["holder"]["path"] == "Cache.items"]
     assert held, monitor.messages("suspect", pid=child)
+
+
+def test_a_forked_child_nobody_asks_takes_no_census(monitor):
+    # A census lists every object the child shares with its parent and writes
+    # each reference count: the kernel would copy those pages. Unasked (its
+    # memory did not grow), the child takes none, though its budget allows.
+    p = monitor.run(FORKED_CHILD_SCRIPT.replace("sys.argv[1]", "'6'").replace(
+        "sys.argv[2]", "'flat'"))
+    check_ok(p)
+    parent, child = map(int, p.stdout.split())
+    assert monitor.wait_for("hello", pid=child, timeout=1) is not None
+    assert monitor.messages("census", pid=child) == []
+    assert [m for m in monitor.messages("cost", pid=child) if m.get("censuses")] == []
 
 
 def test_a_forked_child_that_execs_says_nothing(monitor):

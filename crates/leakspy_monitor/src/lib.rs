@@ -7,6 +7,7 @@ mod cgroup;
 mod child;
 mod error;
 mod gpu;
+mod growing;
 mod inject;
 mod jitter;
 mod live;

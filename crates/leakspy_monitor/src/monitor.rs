@@ -21,6 +21,7 @@ use regex::Regex;
 use crate::cgroup::CgroupSampler;
 use crate::child::{signal_name, spawn, ChildExit, SignalForwarder};
 use crate::gpu::GpuSampler;
+use crate::growing::Growing;
 use crate::jitter::{seed_from_env, Jitter};
 use crate::live::{LiveEstimator, LiveStatus};
 use crate::probe::{Inbound, ProbeConfig, ProbeMessage, ProbeServer};
@@ -157,6 +158,9 @@ pub struct Monitor {
     reader: Option<JoinHandle<()>>,
     probe: Option<ProbeServer>,
     probe_pids: Vec<u32>,
+    /// Whose private memory grows lately: they, and the process that steps,
+    /// get a burst.
+    growing: Growing,
     stderr_tee: Option<StderrTee>,
     live: LiveEstimator,
     jitter: Jitter,
@@ -172,6 +176,10 @@ pub struct Monitor {
     rollup_noted: bool,
     /// When the probe was last asked for a burst (the live fit's suspicion).
     burst_asked: Option<f64>,
+    /// The last burst's words and the processes it went to: one whose memory
+    /// starts to grow later in the round (a worker too young to tell when it
+    /// was asked) gets it then.
+    burst_round: (serde_json::Value, Vec<u32>),
     /// The burst asked for at `burst_at_steps` was sent.
     scheduled_burst_sent: bool,
     /// The process whose steps the live figures follow: the first to report
@@ -310,6 +318,7 @@ impl Monitor {
             reader,
             probe,
             probe_pids: Vec::new(),
+            growing: Growing::default(),
             stderr_tee,
             live: LiveEstimator::default(),
             jitter,
@@ -323,6 +332,7 @@ impl Monitor {
             notes: Vec::new(),
             rollup_noted: false,
             burst_asked: None,
+            burst_round: (serde_json::Value::Null, Vec::new()),
             scheduled_burst_sent: false,
             step_lead: None,
             looked: Vec::new(),
@@ -436,6 +446,7 @@ impl Monitor {
         };
         self.live.set_pss_unreadable(self.procs.rollup_denied());
         self.live.on_sample(&sample);
+        self.growing.on_sample(&sample);
         self.emit(&Event::Sample(sample));
         self.samples += 1;
         self.ask_for_burst(t);
@@ -586,6 +597,7 @@ impl Monitor {
     /// grows (a burst of censuses), once, and again every
     /// [`BURST_AGAIN_S`] while no holder is named.
     fn ask_for_burst(&mut self, t: f64) {
+        self.burst_latecomers(t);
         let Some(leak) = self.live.suspected().or(self.live.rising()) else {
             return;
         };
@@ -605,11 +617,14 @@ impl Monitor {
         let reason = format!("the monitor's live fit: memory grows {rate}");
         let leak_since = leak.since;
         let msg = serde_json::json!({"kind": "burst", "reason": reason});
-        let sent = self
+        let to: Vec<u32> = self
             .probe_pids
             .iter()
-            .filter(|&&pid| probe.send_to(pid, &msg))
-            .count();
+            .copied()
+            .filter(|&pid| self.bursts_for(pid) && probe.send_to(pid, &msg))
+            .collect();
+        let sent = to.len();
+        self.burst_round = (msg, to);
         self.burst_asked = Some(t);
         if sent > 0 {
             self.note_at(
@@ -620,6 +635,30 @@ impl Monitor {
                 ),
             );
         }
+    }
+
+    /// While a burst round lasts, a process it did not go to whose private
+    /// memory has started to grow since gets it too.
+    fn burst_latecomers(&mut self, t: f64) {
+        if !self.burst_asked.is_some_and(|at| t - at < BURST_AGAIN_S) {
+            return;
+        }
+        let Some(probe) = self.probe.as_ref() else {
+            return;
+        };
+        let (msg, sent) = &mut self.burst_round;
+        for &pid in &self.probe_pids {
+            if !sent.contains(&pid) && self.growing.grows(pid) && probe.send_to(pid, msg) {
+                sent.push(pid);
+            }
+        }
+    }
+
+    /// Whether a burst goes to `pid`: the job's own process and the one that
+    /// steps, and any other whose private memory grows (`growing`: a census in a
+    /// flat forked worker would copy the pages it shares with its parent).
+    fn bursts_for(&self, pid: u32) -> bool {
+        pid == self.pid || Some(pid) == self.step_lead || self.growing.grows(pid)
     }
 
     /// The burst the caller asked for at a number of steps
@@ -641,7 +680,7 @@ impl Monitor {
         let sent = self
             .probe_pids
             .iter()
-            .filter(|&&pid| probe.send_to(pid, &msg))
+            .filter(|&&pid| self.bursts_for(pid) && probe.send_to(pid, &msg))
             .count();
         if sent > 0 {
             self.scheduled_burst_sent = true;
